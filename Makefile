@@ -1,0 +1,38 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test check lint typecheck bench bench-topology clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/tierra tree examples/canonical.yaml
+	$(BIN)/tierra validate examples/canonical.yaml
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict src
+	$(BIN)/lint-imports
+
+check: lint typecheck
+
+test: check
+	$(BIN)/python -m pytest -q
+
+bench: bench-topology
+
+bench-topology: $(STAMP)
+	$(BIN)/python bench/topology_index.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
