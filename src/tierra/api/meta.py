@@ -1,0 +1,70 @@
+"""Object metadata shared by every kind, and the name rules Kubernetes enforces."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tierra.api.fields import Fields
+
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_SUBDOMAIN_MAX = 253
+
+
+def dns_subdomain_problem(name: str) -> str | None:
+    """Why ``name`` is not a DNS subdomain (RFC 1123), or None if it is one."""
+    if not name:
+        return "must not be empty"
+    if len(name) > DNS_SUBDOMAIN_MAX:
+        return f"must be at most {DNS_SUBDOMAIN_MAX} characters, got {len(name)}"
+    if not DNS_SUBDOMAIN.match(name):
+        return (
+            f"{name!r} is not a DNS subdomain: lower-case letters, digits, '-' and '.', "
+            "starting and ending with a letter or digit"
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ObjectMeta:
+    """The metadata tierra reads; ``extra`` keeps the rest so a round trip loses nothing."""
+
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.namespace:
+            out["namespace"] = self.namespace
+        if self.uid:
+            out["uid"] = self.uid
+        if self.labels:
+            out["labels"] = dict(self.labels)
+        if self.annotations:
+            out["annotations"] = dict(self.annotations)
+        out.update(self.extra)
+        return out
+
+
+_KNOWN_META = frozenset({"name", "namespace", "uid", "labels", "annotations"})
+
+
+def decode_meta(f: Fields, *, namespaced: bool) -> ObjectMeta:
+    meta = f.obj("metadata", required=True)
+    name = meta.string("name", required=True)
+    namespace = meta.string("namespace", "default" if namespaced else "") if namespaced else ""
+    extra = {k: v for k, v in meta.data.items() if k not in _KNOWN_META}
+    return ObjectMeta(
+        name=name,
+        namespace=namespace,
+        uid=meta.string("uid"),
+        labels=meta.str_map("labels"),
+        annotations=meta.str_map("annotations"),
+        extra=extra,
+    )

@@ -1,0 +1,217 @@
+"""Pods: what they ask for, where they may go, and which gang they belong to."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tierra.api.fields import Fields, Report
+from tierra.api.labels import NODE_SELECTOR_OPERATORS, Requirement, decode_requirement
+from tierra.api.meta import ObjectMeta, decode_meta
+from tierra.api.node import Taint, TaintEffect
+from tierra.errors import Origin, Problem
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+PODS = "pods"
+ONE_POD = 1000  # the ``pods`` resource in milli-units
+
+
+class Phase(enum.StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: TaintEffect | None = None  # None tolerates every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect is not None and self.effect is not taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """One term of required node affinity: all requirements hold (terms are ORed)."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+    def matches(self, node_name: str, labels: Mapping[str, str]) -> bool:
+        if not self.match_expressions and not self.match_fields:
+            return False  # an empty term matches nothing (Kubernetes semantics)
+        fields = {"metadata.name": node_name}
+        return all(r.matches(labels) for r in self.match_expressions) and all(
+            r.matches(fields) for r in self.match_fields
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pod:
+    """A pod as the scheduler sees it. ``requests`` is the effective request in milli-units.
+
+    The effective request follows Kubernetes: the larger of the app containers' sum and
+    each init container's peak (sidecars included), plus pod overhead, plus one ``pods``.
+    """
+
+    meta: ObjectMeta
+    requests: Mapping[str, int] = field(default_factory=dict)
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int = 0
+    priority_class_name: str = ""
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity_terms: tuple[NodeSelectorTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    phase: Phase = Phase.PENDING
+    spec: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    origin: Origin | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return f"{self.meta.namespace}/{self.meta.name}"
+
+    @property
+    def group_name(self) -> str:
+        return self.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.node_name)
+
+    @property
+    def terminated(self) -> bool:
+        return self.phase in (Phase.SUCCEEDED, Phase.FAILED)
+
+    @property
+    def holds_resources(self) -> bool:
+        return self.bound and not self.terminated
+
+
+def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
+    for k, v in more.items():
+        into[k] = into.get(k, 0) + v
+
+
+def effective_requests(spec: Fields) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for c in spec.objects("containers"):
+        _add(total, c.obj("resources").resources("requests"))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in spec.objects("initContainers"):
+        req = c.obj("resources").resources("requests")
+        if c.string("restartPolicy") == "Always":  # a sidecar runs beside everything after it
+            _add(sidecars, req)
+            continue
+        for k in set(req) | set(sidecars):
+            init_peak[k] = max(init_peak.get(k, 0), req.get(k, 0) + sidecars.get(k, 0))
+    _add(total, sidecars)
+    for k, v in init_peak.items():
+        total[k] = max(total.get(k, 0), v)
+    _add(total, spec.resources("overhead"))
+    total[PODS] = total.get(PODS, 0) + ONE_POD
+    return total
+
+
+def _decode_toleration(f: Fields) -> Toleration:
+    effect_text = f.string("effect")
+    effect = None
+    if effect_text:
+        try:
+            effect = TaintEffect(effect_text)
+        except ValueError:
+            f.problem(
+                "effect", f"must be NoSchedule, PreferNoSchedule or NoExecute; got {effect_text!r}"
+            )
+    operator = f.enum("operator", ("Equal", "Exists"), "Equal")
+    return Toleration(
+        key=f.string("key"), operator=operator, value=f.string("value"), effect=effect
+    )
+
+
+def _decode_terms(spec: Fields) -> tuple[NodeSelectorTerm, ...]:
+    required = (
+        spec.obj("affinity")
+        .obj("nodeAffinity")
+        .obj("requiredDuringSchedulingIgnoredDuringExecution")
+    )
+    terms = []
+    for t in required.objects("nodeSelectorTerms"):
+        exprs = [
+            decode_requirement(e, NODE_SELECTOR_OPERATORS) for e in t.objects("matchExpressions")
+        ]
+        fields = [decode_requirement(e, NODE_SELECTOR_OPERATORS) for e in t.objects("matchFields")]
+        terms.append(
+            NodeSelectorTerm(
+                tuple(r for r in exprs if r is not None), tuple(r for r in fields if r is not None)
+            )
+        )
+    return tuple(terms)
+
+
+def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
+    spec = f.obj("spec", required=True)
+    status = f.obj("status")
+    phase_text = status.string("phase", "Pending")
+    try:
+        phase = Phase(phase_text)
+    except ValueError:
+        status.problem("phase", f"unknown phase {phase_text!r}")
+        phase = Phase.UNKNOWN
+    return Pod(
+        meta=meta,
+        requests=effective_requests(spec),
+        node_name=spec.string("nodeName"),
+        scheduler_name=spec.string("schedulerName", "default-scheduler"),
+        priority=spec.integer("priority", 0),
+        priority_class_name=spec.string("priorityClassName"),
+        node_selector=spec.str_map("nodeSelector"),
+        affinity_terms=_decode_terms(spec),
+        tolerations=tuple(_decode_toleration(t) for t in spec.objects("tolerations")),
+        phase=phase,
+        spec=spec.data,
+        origin=origin,
+    )
+
+
+def decode_pod(raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]) -> Pod:
+    md = raw.get("metadata") or {}
+    ref = f"Pod/{md.get('namespace', 'default')}/{md.get('name', '?')}"
+    f = Fields(raw, "", Report(origin, ref, sink))
+    return decode_pod_parts(f, decode_meta(f, namespaced=True), origin)
+
+
+def encode_pod(pod: Pod) -> dict[str, Any]:
+    spec = dict(pod.spec)
+    if pod.node_name:
+        spec["nodeName"] = pod.node_name
+    spec.setdefault("schedulerName", pod.scheduler_name)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": pod.meta.to_dict(),
+        "spec": spec,
+        "status": {"phase": str(pod.phase)},
+    }

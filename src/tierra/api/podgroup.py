@@ -1,0 +1,173 @@
+"""PodGroups (``scheduling.volcano.sh/v1beta1``): gangs and their topology constraints."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tierra.api.fields import Fields, Report
+from tierra.api.labels import LabelSelector, decode_label_selector
+from tierra.api.meta import ObjectMeta, decode_meta
+from tierra.api.quantity import milli_to_quantity
+from tierra.errors import Origin, Problem
+
+PODGROUP_API = "scheduling.volcano.sh/v1beta1"
+
+
+class TopologyMode(enum.StrEnum):
+    HARD = "hard"
+    SOFT = "soft"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NetworkTopology:
+    """Volcano's ``networkTopology``; tierra adds a preferred tier beside the required one.
+
+    ``preferred_tier_allowed`` / ``preferred_tier_name`` (wire: ``preferredTierAllowed``,
+    ``preferredTierName``) ask for a tighter domain when one is free without making it a
+    requirement: "required within tier 2, preferred within tier 1".
+    """
+
+    mode: TopologyMode = TopologyMode.HARD
+    highest_tier_allowed: int | None = None
+    highest_tier_name: str | None = None
+    preferred_tier_allowed: int | None = None
+    preferred_tier_name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mode": str(self.mode)}
+        if self.highest_tier_allowed is not None:
+            out["highestTierAllowed"] = self.highest_tier_allowed
+        if self.highest_tier_name is not None:
+            out["highestTierName"] = self.highest_tier_name
+        if self.preferred_tier_allowed is not None:
+            out["preferredTierAllowed"] = self.preferred_tier_allowed
+        if self.preferred_tier_name is not None:
+            out["preferredTierName"] = self.preferred_tier_name
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubGroupPolicy:
+    name: str
+    label_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    sub_group_size: int = 1
+    min_sub_groups: int = 0
+    network_topology: NetworkTopology | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodGroup:
+    meta: ObjectMeta
+    min_member: int = 1
+    min_resources: Mapping[str, int] = field(default_factory=dict)
+    queue: str = "default"
+    priority_class_name: str = ""
+    network_topology: NetworkTopology | None = None
+    sub_group_policies: tuple[SubGroupPolicy, ...] = ()
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    phase: str = ""
+    origin: Origin | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def key(self) -> str:
+        return f"{self.meta.namespace}/{self.meta.name}"
+
+
+def decode_network_topology(f: Fields) -> NetworkTopology | None:
+    if not f.data:
+        return None
+    mode = f.enum("mode", ("hard", "soft"), "hard")
+    nt = NetworkTopology(
+        mode=TopologyMode(mode),
+        highest_tier_allowed=f.opt_int("highestTierAllowed", minimum=0),
+        highest_tier_name=f.opt_str("highestTierName"),
+        preferred_tier_allowed=f.opt_int("preferredTierAllowed", minimum=0),
+        preferred_tier_name=f.opt_str("preferredTierName"),
+    )
+    if nt.highest_tier_allowed is not None and nt.highest_tier_name is not None:
+        f.problem("", "must not specify 'highestTierAllowed' and 'highestTierName' together")
+    if nt.preferred_tier_allowed is not None and nt.preferred_tier_name is not None:
+        f.problem("", "must not specify 'preferredTierAllowed' and 'preferredTierName' together")
+    return nt
+
+
+def _decode_policy(f: Fields) -> SubGroupPolicy:
+    selector = decode_label_selector(f.obj("labelSelector")) if f.has("labelSelector") else None
+    return SubGroupPolicy(
+        name=f.string("name", required=True),
+        label_selector=selector,
+        match_label_keys=tuple(f.str_list("matchLabelKeys")),
+        sub_group_size=f.integer("subGroupSize", 1, minimum=1),
+        min_sub_groups=f.integer("minSubGroups", 0, minimum=0),
+        network_topology=decode_network_topology(f.obj("networkTopology")),
+    )
+
+
+def _decode_int_map(f: Fields, key: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    sub = f.obj(key)
+    for k in sub.data:
+        v = sub.integer(str(k), -1, minimum=0)
+        if v >= 0:
+            out[str(k)] = v
+    return out
+
+
+def decode_podgroup(raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]) -> PodGroup:
+    md = raw.get("metadata") or {}
+    ref = f"PodGroup/{md.get('namespace', 'default')}/{md.get('name', '?')}"
+    f = Fields(raw, "", Report(origin, ref, sink))
+    meta = decode_meta(f, namespaced=True)
+    spec = f.obj("spec")
+    return PodGroup(
+        meta=meta,
+        min_member=spec.integer("minMember", 1, minimum=0),
+        min_resources=spec.resources("minResources"),
+        queue=spec.string("queue", "default") or "default",
+        priority_class_name=spec.string("priorityClassName"),
+        network_topology=decode_network_topology(spec.obj("networkTopology")),
+        sub_group_policies=tuple(_decode_policy(p) for p in spec.objects("subGroupPolicy")),
+        min_task_member=_decode_int_map(spec, "minTaskMember"),
+        phase=f.obj("status").string("phase"),
+        origin=origin,
+    )
+
+
+def encode_podgroup(pg: PodGroup) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minMember": pg.min_member, "queue": pg.queue}
+    if pg.min_resources:
+        spec["minResources"] = {k: milli_to_quantity(v) for k, v in pg.min_resources.items()}
+    if pg.priority_class_name:
+        spec["priorityClassName"] = pg.priority_class_name
+    if pg.network_topology:
+        spec["networkTopology"] = pg.network_topology.to_dict()
+    if pg.min_task_member:
+        spec["minTaskMember"] = dict(pg.min_task_member)
+    if pg.sub_group_policies:
+        policies = []
+        for p in pg.sub_group_policies:
+            d: dict[str, Any] = {"name": p.name, "subGroupSize": p.sub_group_size}
+            if p.label_selector is not None:
+                d["labelSelector"] = p.label_selector.to_dict()
+            if p.match_label_keys:
+                d["matchLabelKeys"] = list(p.match_label_keys)
+            if p.min_sub_groups:
+                d["minSubGroups"] = p.min_sub_groups
+            if p.network_topology:
+                d["networkTopology"] = p.network_topology.to_dict()
+            policies.append(d)
+        spec["subGroupPolicy"] = policies
+    return {
+        "apiVersion": PODGROUP_API,
+        "kind": "PodGroup",
+        "metadata": pg.meta.to_dict(),
+        "spec": spec,
+    }

@@ -1,0 +1,93 @@
+"""Kubernetes resource quantities, parsed exactly.
+
+Why exact: ``0.1`` cpu times ten must be exactly one cpu, and ``16Gi`` must be
+17179869184 bytes, not a float near it. Quantities are parsed to ``Fraction`` and stored
+as integer *milli-units* (as kube-scheduler does for cpu), rounding up like Kubernetes
+does for sub-milli values, so every roll-up is integer arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_QUANTITY = re.compile(
+    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+)
+
+
+class QuantityError(ValueError):
+    """The text is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: str | int | float) -> Fraction:
+    """Parse ``500m``, ``16Gi``, ``1e3``, ``2`` (or a YAML number) exactly.
+
+    >>> parse_quantity("500m")
+    Fraction(1, 2)
+    >>> parse_quantity("16Gi")
+    Fraction(17179869184, 1)
+    >>> parse_quantity("1e3")
+    Fraction(1000, 1)
+    """
+    if isinstance(value, bool):
+        raise QuantityError(f"expected a quantity, got {value!r}")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"expected a finite quantity, got {value!r}")
+        return Fraction(str(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"expected a quantity, got {type(value).__name__}")
+    m = _QUANTITY.match(value.strip())
+    if m is None:
+        raise QuantityError(f"{value!r} is not a quantity (examples: 500m, 4, 16Gi, 1e3)")
+    number = Fraction(m["num"])
+    if m["bin"]:
+        return number * _BINARY[m["bin"]]
+    if m["exp"]:
+        exponent = int(m["exp"][1:])
+        return number * (Fraction(10) ** exponent)
+    return number * _DECIMAL[m["dec"] or ""]
+
+
+def to_milli(value: str | int | float) -> int:
+    """A quantity in integer milli-units, rounded up (``1n`` cpu costs ``1m``)."""
+    return math.ceil(parse_quantity(value) * 1000)
+
+
+def format_milli(milli: int, resource: str = "") -> str:
+    """Render milli-units the way a person reads them: ``3500m`` -> ``3.5``, bytes -> ``Gi``."""
+    if resource in ("memory", "ephemeral-storage") or resource.endswith("storage"):
+        units = milli // 1000
+        for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if units >= size:
+                scaled = units / size
+                return f"{scaled:.4g}{suffix}"
+        return str(units)
+    if milli % 1000 == 0:
+        return str(milli // 1000)
+    return f"{milli / 1000:.4g}"
+
+
+def milli_to_quantity(milli: int) -> str:
+    """The exact quantity text for milli-units (``1500`` -> ``1500m``, ``2000`` -> ``2``)."""
+    if milli % 1000 == 0:
+        return str(milli // 1000)
+    return f"{milli}m"

@@ -1,0 +1,204 @@
+"""Snapshot files: what ``kubectl get ... -o yaml`` prints, read into typed objects.
+
+A snapshot is one or more YAML or JSON files: multi-document YAML, a single object, or
+a ``kind: List``. Objects of kinds tierra does not use are skipped (``strict`` reports
+them). A file that cannot be read at all (missing, not text, broken YAML) raises
+``InputError`` naming the file and line; problems inside readable objects are collected
+as ``Problem`` values so a caller can list every one of them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tierra.api.hypernode import GROUPS as HYPERNODE_GROUPS
+from tierra.api.hypernode import HyperNode, decode_hypernode
+from tierra.api.node import Node, decode_node
+from tierra.api.pod import Pod, decode_pod
+from tierra.api.podgroup import PodGroup, decode_podgroup
+from tierra.api.queue import Queue, decode_queue
+from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
+from tierra.errors import InputError, Origin, Problem, Severity
+
+try:  # the C loader is ~10x faster; fall back where libyaml is missing
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """Every object of one cluster state; immutable, so a session can trust it throughout."""
+
+    nodes: tuple[Node, ...] = ()
+    hypernodes: tuple[HyperNode, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    podgroups: tuple[PodGroup, ...] = ()
+    queues: tuple[Queue, ...] = ()
+    jobs: tuple[VolcanoJob, ...] = ()
+    problems: tuple[Problem, ...] = field(default=(), compare=False)
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.severity is Severity.ERROR)
+
+
+def _api_group(api_version: str) -> str:
+    return api_version.split("/", maxsplit=1)[0] if "/" in api_version else ""
+
+
+def read_documents(path: str | Path) -> Iterator[tuple[Origin, Mapping[str, Any]]]:
+    """Yield every object in one file with where it came from (``kind: List`` unrolled)."""
+    p = Path(path)
+    name = str(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory, expected a YAML or JSON file") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read: {exc.strerror}") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise InputError(f"{name}: broken gzip data: {exc}") from None
+    if b"\x00" in data[:8192]:
+        raise InputError(f"{name}: is a binary file, expected YAML or JSON text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name}: is not UTF-8 text (byte {exc.start})") from None
+    for doc_no, doc in enumerate(_parse(name, text), start=1):
+        if doc is None:
+            continue
+        if not isinstance(doc, Mapping):
+            raise InputError(
+                f"{name}: document {doc_no}: expected a Kubernetes object, got {type(doc).__name__}"
+            )
+        if doc.get("kind") == "List" or (
+            str(doc.get("kind", "")).endswith("List") and "items" in doc
+        ):
+            items = doc.get("items") or []
+            if not isinstance(items, list):
+                raise InputError(f"{name}: document {doc_no}: items: expected a list")
+            for item_no, item in enumerate(items):
+                if not isinstance(item, Mapping):
+                    raise InputError(
+                        f"{name}: document {doc_no}: items[{item_no}]: expected an object"
+                    )
+                yield Origin(name, doc_no, item_no), item
+        else:
+            yield Origin(name, doc_no), doc
+
+
+def _parse(name: str, text: str) -> list[Any]:
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if stripped[:1] == "{" and not name.endswith((".yaml", ".yml")):
+                raise InputError(
+                    f"{name}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}"
+                ) from None
+        else:
+            return doc if isinstance(doc, list) else [doc]
+    try:
+        return list(yaml.load_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+        what = exc.problem or exc.context or "invalid YAML"
+        raise InputError(f"{name}: {where}invalid YAML: {what}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{name}: invalid YAML: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{name}: invalid YAML: nested too deeply") from None
+
+
+Decoder = Callable[[Mapping[str, Any], Origin, list[Problem]], Any]
+
+
+def _decoder_for(api_version: str, kind: str) -> tuple[str, Decoder] | None:
+    group = _api_group(api_version)
+    if kind == "Node" and group == "":
+        return "nodes", decode_node
+    if kind == "Pod" and group == "":
+        return "pods", decode_pod
+    if kind == "HyperNode" and group in HYPERNODE_GROUPS:
+        return "hypernodes", decode_hypernode
+    if kind == "PodGroup" and group == "scheduling.volcano.sh":
+        return "podgroups", decode_podgroup
+    if kind == "Queue" and group == "scheduling.volcano.sh":
+        return "queues", decode_queue
+    if kind == "Job" and group == "batch.volcano.sh":
+        return "jobs", decode_job
+    return None
+
+
+def _identity(kind: str, obj: Any) -> str:
+    meta = obj.meta
+    return f"{kind}/{meta.namespace}/{meta.name}" if meta.namespace else f"{kind}/{meta.name}"
+
+
+def load_snapshot(paths: Sequence[str | Path], *, strict: bool = False) -> Snapshot:
+    """Read every file; raise ``InputError`` only when a file cannot be read at all."""
+    problems: list[Problem] = []
+    buckets: dict[str, list[Any]] = {
+        k: [] for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs")
+    }
+    seen: dict[str, Origin] = {}
+    for path in paths:
+        for origin, raw in read_documents(path):
+            kind = raw.get("kind")
+            api_version = raw.get("apiVersion")
+            if not isinstance(kind, str) or not isinstance(api_version, str):
+                problems.append(
+                    Problem("not a Kubernetes object: needs apiVersion and kind", origin)
+                )
+                continue
+            found = _decoder_for(api_version, kind)
+            if found is None:
+                if strict:
+                    problems.append(
+                        Problem(f"kind {kind} ({api_version}) is not used by tierra", origin, kind)
+                    )
+                continue
+            bucket, decode = found
+            obj = decode(raw, origin, problems)
+            ident = _identity(kind, obj)
+            if ident in seen:
+                problems.append(Problem(f"defined twice; first at {seen[ident]}", origin, ident))
+                continue
+            seen[ident] = origin
+            buckets[bucket].append(obj)
+    _expand_jobs(buckets, problems)
+    return Snapshot(
+        nodes=tuple(buckets["nodes"]),
+        hypernodes=tuple(buckets["hypernodes"]),
+        pods=tuple(buckets["pods"]),
+        podgroups=tuple(buckets["podgroups"]),
+        queues=tuple(buckets["queues"]),
+        jobs=tuple(buckets["jobs"]),
+        problems=tuple(problems),
+    )
+
+
+def _expand_jobs(buckets: dict[str, list[Any]], problems: list[Problem]) -> None:
+    """Add each Job's PodGroup and pods unless the snapshot already holds them (a live dump)."""
+    podgroups = {pg.key for pg in buckets["podgroups"]}
+    pods = {p.key for p in buckets["pods"]}
+    for job in buckets["jobs"]:
+        pg, job_pods = expand_job(job, problems)
+        if pg.key not in podgroups:
+            buckets["podgroups"].append(pg)
+        buckets["pods"].extend(p for p in job_pods if p.key not in pods)
