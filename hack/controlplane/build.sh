@@ -111,7 +111,9 @@ minor="${minor%%.*}"
 version_flags=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     version_flags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-    version_flags+=" -X $pkg.gitTreeState=clean"
+    # The proxy does not record the tag's commit; an empty gitCommit beats the "$Format:%H$"
+    # placeholder that would otherwise show up in /version.
+    version_flags+=" -X $pkg.gitTreeState=clean -X $pkg.gitCommit="
     [[ -n "$release_time" ]] && version_flags+=" -X $pkg.buildDate=$release_time"
 done
 
