@@ -1,0 +1,69 @@
+"""Health roll-ups: how many nodes under each HyperNode are NotReady, cordoned or NoExecute.
+
+The scheduler avoids degraded domains for new gangs and ``tierra tree`` marks them; both
+read these counts instead of walking nodes. Counts update when one node changes.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+
+import numpy as np
+
+from tierra.api.node import Node
+from tierra.topology.index import IntArray, TopologyIndex
+
+
+class NodeIssue(enum.IntEnum):
+    NOT_READY = 0
+    CORDONED = 1
+    NO_EXECUTE = 2
+
+
+def node_issues(node: Node) -> IntArray:
+    return np.array([not node.ready, node.unschedulable, node.no_execute], dtype=np.int64)
+
+
+class Health:
+    def __init__(self, index: TopologyIndex, nodes: Sequence[Node]) -> None:
+        self.index = index
+        self.node_flags: IntArray = np.zeros(
+            (len(index.node_names), len(NodeIssue)), dtype=np.int64
+        )
+        for node in nodes:
+            self.node_flags[index.node_ix[node.name]] = node_issues(node)
+        self.counts: IntArray = np.zeros((index.root + 1, len(NodeIssue)), dtype=np.int64)
+        entry_nodes = np.repeat(np.arange(len(index.node_names)), np.diff(index.domain_ptr))
+        np.add.at(self.counts, index.domain_idx, self.node_flags[entry_nodes])
+        self.unhealthy_nodes: IntArray = np.zeros(index.root + 1, dtype=np.int64)
+        bad: IntArray = np.asarray(self.node_flags.any(axis=1), dtype=np.int64)
+        np.add.at(self.unhealthy_nodes, index.domain_idx, bad[entry_nodes])
+
+    def update(self, node: Node) -> None:
+        n = self.index.node_ix[node.name]
+        new = node_issues(node)
+        delta = new - self.node_flags[n]
+        if not delta.any():
+            return
+        domains = self.index.domains_of(n)
+        self.counts[domains] += delta
+        self.unhealthy_nodes[domains] += int(new.any()) - int(self.node_flags[n].any())
+        self.node_flags[n] = new
+
+    def degraded(self, h: int) -> bool:
+        return bool(self.unhealthy_nodes[h] > 0)
+
+    def node_healthy(self, n: int) -> bool:
+        return not self.node_flags[n].any()
+
+    def describe(self, h: int) -> str:
+        c = [int(x) for x in self.counts[h]]
+        parts = []
+        if c[NodeIssue.NOT_READY]:
+            parts.append(f"{c[NodeIssue.NOT_READY]} NotReady")
+        if c[NodeIssue.CORDONED]:
+            parts.append(f"{c[NodeIssue.CORDONED]} cordoned")
+        if c[NodeIssue.NO_EXECUTE]:
+            parts.append(f"{c[NodeIssue.NO_EXECUTE]} NoExecute")
+        return ", ".join(parts)
