@@ -15,6 +15,8 @@
 #                              (default ${XDG_CACHE_HOME:-$HOME/.cache}/tierra/controlplane)
 #   TIERRA_BUILD_JOBS          go build -p value (default: 2, sized for 2 cores)
 #   TIERRA_CONTROLPLANE_FORCE=1  rebuild even when the cache matches.
+#
+# `build.sh --print-cache-dir` only prints the cache folder (built or not).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -44,6 +46,14 @@ check_folder() { # <dir>: 0 when every required binary is executable there
     return "$missing"
 }
 
+cache_root="${TIERRA_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tierra/controlplane}"
+out="$cache_root/${k8s_version}-${etcd_version}"
+if [[ "${1:-}" == --print-cache-dir ]]; then
+    printf '%s\n' "$out"
+    exit 0
+fi
+jobs="${TIERRA_BUILD_JOBS:-2}"
+
 if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
     check_folder "$KUBEBUILDER_ASSETS" \
         || die "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS lacks required binaries (${required[*]}); unset it to build them"
@@ -55,10 +65,6 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
     printf '%s\n' "$KUBEBUILDER_ASSETS"
     exit 0
 fi
-
-cache_root="${TIERRA_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tierra/controlplane}"
-out="$cache_root/${k8s_version}-${etcd_version}"
-jobs="${TIERRA_BUILD_JOBS:-2}"
 
 # The stamp also covers go.sum and this script, so a changed dependency or
 # changed flags rebuild even when the headline versions stay the same.

@@ -1,0 +1,35 @@
+"""Test support for tierra's Kubernetes edge: a real control plane and KWOK-style fake objects.
+
+Shipped in the package (not only in ``tests/``) so benchmarks and people comparing tierra with
+kube-scheduler on their own machine use the same code as the test suite.
+"""
+
+from tierra.kube.testing.controlplane import (
+    ADMIN,
+    ETCD_VERSION,
+    K8S_VERSION,
+    KUBE_SCHEDULER,
+    Binaries,
+    ControlPlane,
+    ControlPlaneError,
+    ControlPlaneUnavailable,
+    Identity,
+    ManagedProcess,
+    cache_folder,
+    find_binary,
+)
+
+__all__ = [
+    "ADMIN",
+    "ETCD_VERSION",
+    "K8S_VERSION",
+    "KUBE_SCHEDULER",
+    "Binaries",
+    "ControlPlane",
+    "ControlPlaneError",
+    "ControlPlaneUnavailable",
+    "Identity",
+    "ManagedProcess",
+    "cache_folder",
+    "find_binary",
+]
