@@ -174,7 +174,7 @@ def _decode_member(f: Fields) -> Member | None:
         labels = decode_label_selector(sel.obj("labelMatch"))
     selector = MemberSelector(exact=exact, regex=regex, labels=labels)
     kinds = selector.kinds
-    if sel.data and not kinds:
+    if not kinds and "selector" in f.data:
         sel.problem("", "needs exactly one of exactMatch, regexMatch or labelMatch; got none")
     elif len(kinds) > 1:
         sel.problem(

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tierra.api.node import Node
+from tierra.api.pod import Pod
 from tierra.topology.index import IntArray, TopologyIndex
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "nvidia.com/gpu")
@@ -64,6 +65,26 @@ class Capacity:
         self.dom_alloc: IntArray = np.zeros((n_dom, n_res), dtype=np.int64)
         np.add.at(self.dom_alloc, index.domain_idx, self.node_alloc[self._entry_nodes()])
         self.dom_used: IntArray = np.zeros((n_dom, n_res), dtype=np.int64)
+
+    @classmethod
+    def with_bound_pods(
+        cls, index: TopologyIndex, nodes: Sequence[Node], pods: Iterable[Pod]
+    ) -> Capacity:
+        """The ledger as a snapshot leaves it: every pod holding resources already placed.
+
+        Pods bound to a node the snapshot does not hold are left out (they use nothing we
+        can see); resources only pods name still get a column, so requests stay vectors.
+        """
+        pods = list(pods)
+        axis = ResourceAxis(
+            [*(r for n in nodes for r in n.allocatable), *(r for p in pods for r in p.requests)]
+        )
+        cap = cls(index, nodes, axis)
+        for pod in pods:
+            n = index.node_ix.get(pod.node_name)
+            if pod.holds_resources and n is not None:
+                cap.place(n, axis.vector(pod.requests))
+        return cap
 
     def _entry_nodes(self) -> IntArray:
         """For each CSR entry of ``index.domain_idx``, the node it belongs to."""

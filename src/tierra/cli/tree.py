@@ -1,0 +1,126 @@
+"""``tierra tree``: the topology forest as a person reads it, or as JSON.
+
+Each HyperNode line carries its tier and tier name, how many nodes it holds, free and
+allocatable GPUs and CPU (bound pods in the snapshot already subtracted), and health.
+Unusable trees are shown with the reasons, so a broken topology is never silent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.tree import Tree as RichTree
+
+from tierra.api.quantity import format_milli
+from tierra.cli.common import Output, console, load_snapshot_or_exit
+from tierra.topology.capacity import Capacity
+from tierra.topology.health import Health
+from tierra.topology.index import TopologyIndex
+
+GPU = "nvidia.com/gpu"
+
+
+class _View:
+    def __init__(self, index: TopologyIndex, capacity: Capacity, health: Health) -> None:
+        self.index, self.capacity, self.health = index, capacity, health
+
+    def facts(self, h: int) -> dict[str, Any]:
+        ix, cap = self.index, self.capacity
+        g, c = cap.axis.index[GPU], cap.axis.index["cpu"]
+        alloc, used = cap.dom_alloc[h], cap.dom_used[h]
+        out: dict[str, Any] = {
+            "name": ix.names[h],
+            "tier": int(ix.tier[h]),
+            "nodes": int(ix.node_counts[h]),
+            "gpu": {"free": int(alloc[g] - used[g]) // 1000, "allocatable": int(alloc[g]) // 1000},
+            "cpu": {
+                "free": format_milli(int(alloc[c] - used[c])),
+                "allocatable": format_milli(int(alloc[c])),
+            },
+            "health": {
+                "unhealthyNodes": int(self.health.unhealthy_nodes[h]),
+                "detail": self.health.describe(h),
+            },
+        }
+        if h != ix.root:
+            hn = ix.hypernodes[h]
+            out["tierName"] = hn.tier_name
+            out["usable"] = bool(ix.usable[h])
+            if ix.missing_nodes[h]:
+                out["missingNodes"] = list(ix.missing_nodes[h])
+        return out
+
+    def label(self, h: int) -> str:
+        f = self.facts(h)
+        tier = f"tier {f['tier']}" + (f" ({escape(f['tierName'])})" if f.get("tierName") else "")
+        gpu = f["gpu"]
+        cpu = f["cpu"]
+        parts = [
+            f"[bold]{escape(f['name'])}[/bold]",
+            tier,
+            f"{f['nodes']} nodes",
+            f"GPU {gpu['free']}/{gpu['allocatable']} free" if gpu["allocatable"] else "no GPUs",
+            f"CPU {cpu['free']}/{cpu['allocatable']} free",
+        ]
+        detail = f["health"]["detail"]
+        parts.append(f"[yellow]degraded: {detail}[/yellow]" if detail else "[green]healthy[/green]")
+        if f.get("usable") is False:
+            parts.append("[red]unusable[/red]")
+        return " · ".join(parts)
+
+    def as_json(self, h: int, show_nodes: bool) -> dict[str, Any]:
+        out = self.facts(h)
+        out["children"] = [self.as_json(k, show_nodes) for k in self.index.children[h]]
+        if show_nodes and h != self.index.root:
+            out["members"] = [self.index.node_names[n] for n in self.index.direct_nodes[h].tolist()]
+        return out
+
+    def add(self, parent: RichTree, h: int, show_nodes: bool) -> None:
+        branch = parent.add(self.label(h))
+        for k in self.index.children[h]:
+            self.add(branch, k, show_nodes)
+        if show_nodes:
+            for n in self.index.direct_nodes[h].tolist():
+                healthy = self.health.node_healthy(n)
+                mark = "" if healthy else " [yellow](unhealthy)[/yellow]"
+                branch.add(f"[dim]{escape(self.index.node_names[n])}[/dim]{mark}")
+
+
+def tree(
+    files: Annotated[list[Path], typer.Argument(help="Snapshot files (YAML or JSON).")],
+    output: Annotated[Output, typer.Option("-o", "--output", help="text or json")] = Output.TEXT,
+    nodes: Annotated[bool, typer.Option("--nodes", help="List the nodes under each leaf.")] = False,
+) -> None:
+    """Show the HyperNode forest with capacity and health."""
+    snapshot = load_snapshot_or_exit(files)
+    index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
+    view = _View(
+        index,
+        Capacity.with_bound_pods(index, snapshot.nodes, snapshot.pods),
+        Health(index, snapshot.nodes),
+    )
+    if output is Output.JSON:
+        doc = view.as_json(index.root, nodes)
+        doc["unusableTrees"] = [
+            {"name": t.name, "reasons": list(t.reasons)} for t in index.trees if not t.usable
+        ]
+        console.out(json.dumps(doc, indent=2), highlight=False)
+        return
+    top = RichTree(view.label(index.root))
+    for k in index.children[index.root]:
+        view.add(top, k, nodes)
+    console.print(top)
+    outside = len(index.node_names) - len({int(n) for d in index.direct_nodes for n in d})
+    if outside:
+        console.print(
+            f"[dim]{outside} node(s) in no HyperNode (only the cluster root holds them)[/dim]"
+        )
+    for t in index.trees:
+        if not t.usable:
+            console.print(f"[red]tree {escape(t.name)} is unusable:[/red]")
+            for reason in t.reasons:
+                console.print(f"  - {escape(reason)}")
