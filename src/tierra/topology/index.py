@@ -44,6 +44,27 @@ class Tree:
     tier_names: Mapping[str, int]
 
 
+def _missing_node_warnings(
+    hns: Sequence[HyperNode], resolved: Mapping[str, Resolved]
+) -> list[Problem]:
+    out = []
+    for h in hns:
+        missing = resolved[h.name].missing_nodes
+        if missing:
+            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            out.append(
+                Problem(
+                    f"{len(missing)} exact Node member(s) name no Node in the snapshot ({shown}); "
+                    "they count toward the node count (as in Volcano) but offer no capacity",
+                    h.origin,
+                    h.ref,
+                    "spec.members",
+                    Severity.WARNING,
+                )
+            )
+    return out
+
+
 class TopologyIndex:
     """Read-only structure over one snapshot; build with ``TopologyIndex.build``."""
 
@@ -106,6 +127,8 @@ class TopologyIndex:
                 name = p.obj.split("/", 1)[1]
                 invalid[name].append(f"{p.obj}: {p.path + ': ' if p.path else ''}{p.message}")
         check = check_graph(by_name, resolved, invalid)
+        if node_names:  # a topology-only file has no nodes to miss
+            check.problems.extend(_missing_node_warnings(hns, resolved))
 
         h_count = len(hns)
         root = h_count
