@@ -58,7 +58,12 @@ def test_kube_scheduler_binds_every_pod(
     async def populate(api: Any) -> None:
         await create_nodes(api, names, shape=shape, labels=lambda n: {"tierra.dev/test": "smoke"})
         await create_pods(
-            api, namespace, [f"p-{i:03d}" for i in range(PODS)], shape=PodShape(cpu="1")
+            api,
+            namespace,
+            [f"p-{i:03d}" for i in range(PODS)],
+            shape=PodShape(cpu="1"),
+            # Other tests in the session create nodes too; keep to this test's own.
+            node_selector={"tierra.dev/test": "smoke"},
         )
 
     run_api(populate)

@@ -281,6 +281,11 @@ class ControlPlane:
         return self._workdir
 
     @property
+    def processes(self) -> tuple[ManagedProcess, ...]:
+        """The running servers, etcd first."""
+        return tuple(self._processes)
+
+    @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 

@@ -254,6 +254,7 @@ def pod_manifest(
     scheduler_name: str = "default-scheduler",
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
     tolerate_fake_nodes: bool = True,
 ) -> dict[str, Any]:
     """A pod for a scheduler to place; ``annotations`` carries e.g. a PodGroup membership."""
@@ -270,6 +271,8 @@ def pod_manifest(
             }
         ],
     }
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
     if tolerate_fake_nodes:
         spec["tolerations"] = [
             {"key": FAKE_NODE_ANNOTATION, "operator": "Exists", "effect": "NoSchedule"}
@@ -305,6 +308,7 @@ async def create_pods(
     scheduler_name: str = "default-scheduler",
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
 ) -> None:
     def create(name: str) -> Callable[[], Awaitable[Any]]:
@@ -315,6 +319,7 @@ async def create_pods(
             scheduler_name=scheduler_name,
             labels=labels,
             annotations=annotations,
+            node_selector=node_selector,
         )
         return lambda: _checked(
             api.create_namespaced_pod(namespace, body, _preload_content=False),
