@@ -1,0 +1,23 @@
+# Targets for the real Kubernetes control plane (included from the top-level Makefile).
+#
+#   make controlplane-build    build etcd, kube-apiserver, kube-scheduler, kubectl from the Go
+#                              module proxy into the cache folder (skipped when it is current)
+#   make controlplane-up       run etcd + kube-apiserver in the foreground; prints the
+#                              kubeconfig path; Ctrl-C stops it and removes its folder
+#   make bench-kube-scheduler  kube-scheduler binding 10,000 pods on 5,000 fake nodes
+#
+# KUBEBUILDER_ASSETS, if set, names a folder with existing binaries: nothing is built then.
+
+CONTROLPLANE_HACK := hack/controlplane
+CONTROLPLANE_PY   ?= $(if $(BIN),$(BIN)/python,python3)
+
+.PHONY: controlplane-build controlplane-up bench-kube-scheduler
+
+controlplane-build:
+	bash $(CONTROLPLANE_HACK)/build.sh
+
+controlplane-up: $(STAMP) controlplane-build
+	$(CONTROLPLANE_PY) -m tierra.kube.testing.controlplane up
+
+bench-kube-scheduler: $(STAMP) controlplane-build
+	$(CONTROLPLANE_PY) bench/kube_scheduler_bind.py
