@@ -20,7 +20,6 @@ import pytest
 
 from tierra.kube.manifests import crd_files, crd_folder
 from tierra.kube.testing import Binaries, ControlPlane, ControlPlaneUnavailable
-from tierra.kube.testing.fake import core_api
 
 T = TypeVar("T")
 
@@ -68,6 +67,8 @@ def namespace(control_plane: ControlPlane) -> str:
 @pytest.fixture
 def run_api(control_plane: ControlPlane) -> Callable[[Callable[[Any], Awaitable[Any]]], Any]:
     """``run_api(body)`` runs ``await body(core_v1_api)`` as admin in a fresh event loop."""
+    pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
+    from tierra.kube.testing.fake import core_api
 
     def run(body: Callable[[Any], Awaitable[T]]) -> T:
         async def main() -> T:

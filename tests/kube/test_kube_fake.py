@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
+
 from tierra.kube.testing.fake import (
     ApiError,
     NodeShape,

@@ -17,9 +17,13 @@ import pytest
 
 from tierra.kube.testing import KUBE_SCHEDULER, ControlPlane, ManagedProcess, find_binary
 from tierra.kube.testing.controlplane import ControlPlaneUnavailable
+
+pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
+
 from tierra.kube.testing.fake import NodeShape, PodShape, create_nodes, create_pods, wait_all_bound
 
 pytestmark = pytest.mark.kube
+
 
 SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "controlplane" / "run-kube-scheduler.sh"
 NODES = 100
