@@ -31,14 +31,13 @@ class Health:
         self.node_flags: IntArray = np.zeros(
             (len(index.node_names), len(NodeIssue)), dtype=np.int64
         )
-        for node in nodes:
-            self.node_flags[index.node_ix[node.name]] = node_issues(node)
-        self.counts: IntArray = np.zeros((index.root + 1, len(NodeIssue)), dtype=np.int64)
-        entry_nodes = np.repeat(np.arange(len(index.node_names)), np.diff(index.domain_ptr))
-        np.add.at(self.counts, index.domain_idx, self.node_flags[entry_nodes])
-        self.unhealthy_nodes: IntArray = np.zeros(index.root + 1, dtype=np.int64)
-        bad: IntArray = np.asarray(self.node_flags.any(axis=1), dtype=np.int64)
-        np.add.at(self.unhealthy_nodes, index.domain_idx, bad[entry_nodes])
+        if nodes:
+            at = [index.node_ix[n.name] for n in nodes]
+            flags = [(not n.ready, n.unschedulable, n.no_execute) for n in nodes]
+            self.node_flags[at] = np.array(flags, dtype=np.int64)
+        self.counts: IntArray = index.sum_under(self.node_flags)
+        unhealthy: IntArray = np.asarray(self.node_flags.any(axis=1), dtype=np.int64)
+        self.unhealthy_nodes: IntArray = index.sum_under(unhealthy)
 
     def update(self, node: Node) -> None:
         n = self.index.node_ix[node.name]

@@ -14,6 +14,7 @@ Tiers and tier names are resolved per tree, so trees of different depths coexist
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,8 +66,51 @@ def _missing_node_warnings(
     return out
 
 
+def _csr(owner: IntArray, item: IntArray, n_owners: int, n_items: int) -> tuple[IntArray, IntArray]:
+    """Deduplicated ``(owner, item)`` pairs as CSR: ``item`` sorted within each owner."""
+    if not len(owner):
+        return np.zeros(n_owners + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    key = np.sort(owner * max(n_items, 1) + item)
+    key = key[np.concatenate(([True], key[1:] != key[:-1]))]
+    owners, items = np.divmod(key, max(n_items, 1))
+    ptr = np.zeros(n_owners + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owners, minlength=n_owners), out=ptr[1:])
+    return ptr, items.astype(np.int64, copy=False)
+
+
+def _segments(ptr: IntArray, idx: IntArray) -> tuple[IntArray, ...]:
+    """One read-only view of ``idx`` per CSR row."""
+    idx.flags.writeable = False
+    bounds = ptr.tolist()
+    return tuple(idx[a:b] for a, b in itertools.pairwise(bounds))
+
+
+def _lift(
+    parent: IntArray, root: int, owner: IntArray, item: IntArray
+) -> tuple[IntArray, IntArray]:
+    """Every ``(ancestor, item)`` pair below the root for the given ``(owner, item)`` pairs.
+
+    One vectorised step per tree level instead of a walk per node; the parent array has
+    no cycles (a cyclic tree hangs flat under the root), so the loop ends within depth.
+    """
+    owners, items = [owner], [item]
+    while len(owner):
+        owner = parent[owner]
+        keep = owner != root
+        owner, item = owner[keep], item[keep]
+        owners.append(owner)
+        items.append(item)
+    return np.concatenate(owners), np.concatenate(items)
+
+
 class TopologyIndex:
-    """Read-only structure over one snapshot; build with ``TopologyIndex.build``."""
+    """Read-only structure over one snapshot; build with ``TopologyIndex.build``.
+
+    Node membership is kept as CSR arrays (compressed rows): ``real_ptr``/``real_idx``
+    list the nodes under each HyperNode (the root last, holding every node), and
+    ``domain_ptr``/``domain_idx`` list, for each node, every HyperNode holding it. The
+    per-HyperNode ``real_nodes`` and ``direct_nodes`` are views into those arrays.
+    """
 
     def __init__(
         self,
@@ -78,8 +122,8 @@ class TopologyIndex:
         tree_of: IntArray,
         trees: tuple[Tree, ...],
         children: tuple[tuple[int, ...], ...],
-        direct_nodes: tuple[IntArray, ...],
-        real_nodes: tuple[IntArray, ...],
+        direct: tuple[IntArray, IntArray],
+        real: tuple[IntArray, IntArray],
         node_counts: IntArray,
         missing_nodes: tuple[tuple[str, ...], ...],
         problems: tuple[Problem, ...],
@@ -95,14 +139,17 @@ class TopologyIndex:
         self.tree_of = tree_of
         self.trees = trees
         self.children = children
-        self.direct_nodes = direct_nodes
-        self.real_nodes = real_nodes
+        self.direct_ptr, self.direct_idx = direct
+        self.real_ptr, self.real_idx = real
+        self.direct_nodes: tuple[IntArray, ...] = _segments(*direct)
+        self.real_nodes: tuple[IntArray, ...] = _segments(*real)
         self.node_counts = node_counts
         self.missing_nodes = missing_nodes
         self.problems = problems
-        self.usable: npt.NDArray[np.bool_] = np.array(
-            [trees[t].usable if t >= 0 else True for t in tree_of], dtype=bool
-        )
+        tree_usable = np.array([t.usable for t in trees] + [True], dtype=bool)
+        self.usable: npt.NDArray[np.bool_] = tree_usable[tree_of]  # tree_of -1: the root
+        self._up: list[int] = parent.tolist()
+        self._depth: list[int] = self._depths()
         self._build_node_domains()
 
     # -- construction -----------------------------------------------------------------
@@ -133,50 +180,68 @@ class TopologyIndex:
         h_count = len(hns)
         root = h_count
         ix = {h.name: i for i, h in enumerate(hns)}
-        comp = np.array([check.component[h.name] for h in hns], dtype=np.int64)
+        comp = [check.component[h.name] for h in hns]
         bad = check.bad
-        parent = np.full(h_count + 1, -1, dtype=np.int64)
-        tier = np.zeros(h_count + 1, dtype=np.int64)
+        parent_l = [root] * h_count + [-1]
+        tier_l = [max(h.tier, 0) for h in hns]
         for i, h in enumerate(hns):
-            tier[i] = max(h.tier, 0)
             up = check.parent.get(h.name)
-            parent[i] = ix[up] if up is not None and int(comp[i]) not in bad else root
-        tier[root] = (int(tier[:h_count].max()) + 1) if h_count else 1
+            if up is not None and comp[i] not in bad:
+                parent_l[i] = ix[up]
+        parent = np.array(parent_l, dtype=np.int64)
+        tier = np.array([*tier_l, max(tier_l, default=0) + 1], dtype=np.int64)
 
         children_l: list[list[int]] = [[] for _ in range(h_count + 1)]
         for i in range(h_count):
-            children_l[int(parent[i])].append(i)
+            children_l[parent_l[i]].append(i)
         children = tuple(tuple(c) for c in children_l)
 
-        direct = tuple(
-            np.array([node_ix[n] for n in resolved[h.name].nodes], dtype=np.int64) for h in hns
+        # Direct members as (HyperNode, node) pairs, lifted to every ancestor in one
+        # vectorised pass per level: the nodes under each HyperNode, without a walk.
+        n_nodes = len(node_names)
+        found = [resolved[h.name].nodes for h in hns]
+        sizes = np.fromiter(map(len, found), dtype=np.int64, count=h_count)
+        d_owner = np.repeat(np.arange(h_count, dtype=np.int64), sizes)
+        d_node = np.fromiter(
+            (node_ix[n] for names in found for n in names), dtype=np.int64, count=len(d_owner)
         )
-        real: list[IntArray] = list(direct)
-        missing: list[set[str]] = [set(resolved[h.name].missing_nodes) for h in hns]
-        for i in sorted(range(h_count), key=lambda i: (int(tier[i]), i)):
-            kids = children_l[i]
-            if kids:
-                real[i] = np.sort(np.concatenate([real[i], *(real[k] for k in kids)]))
-                for k in kids:
-                    missing[i] |= missing[k]
-        real.append(np.arange(len(node_names), dtype=np.int64))
-        counts = np.array(
-            [len(real[i]) + len(missing[i]) for i in range(h_count)] + [len(node_names)],
-            dtype=np.int64,
+        direct = _csr(d_owner, d_node, h_count, n_nodes)
+        r_owner, r_node = _lift(parent, root, d_owner, d_node)
+        real_ptr, real_idx = _csr(r_owner, r_node, h_count, n_nodes)
+        real = (
+            np.append(real_ptr, real_ptr[-1] + n_nodes),
+            np.concatenate([real_idx, np.arange(n_nodes, dtype=np.int64)]),
         )
+
+        # Exact members naming no Node count toward node counts (as in Volcano).
+        ghosts = sorted({g for h in hns for g in resolved[h.name].missing_nodes})
+        ghost_ix = {g: i for i, g in enumerate(ghosts)}
+        lost = [resolved[h.name].missing_nodes for h in hns]
+        m_sizes = np.fromiter(map(len, lost), dtype=np.int64, count=h_count)
+        m_owner = np.repeat(np.arange(h_count, dtype=np.int64), m_sizes)
+        m_item = np.fromiter(
+            (ghost_ix[g] for names in lost for g in names), dtype=np.int64, count=len(m_owner)
+        )
+        m_ptr, m_idx = _csr(*_lift(parent, root, m_owner, m_item), h_count, len(ghosts))
+        bounds = m_ptr.tolist()
+        missing = tuple(
+            tuple(ghosts[g] for g in m_idx[a:b].tolist()) if b > a else ()
+            for a, b in itertools.pairwise(bounds)
+        )
+        counts = np.append(np.diff(real_ptr) + np.diff(m_ptr), n_nodes).astype(np.int64)
 
         comp_members: dict[int, list[int]] = defaultdict(list)
         for i in range(h_count):
-            comp_members[int(comp[i])].append(i)
+            comp_members[comp[i]].append(i)
         trees = []
         tree_of = np.full(h_count + 1, -1, dtype=np.int64)
         for tid, (c, members) in enumerate(
             sorted(comp_members.items(), key=lambda kv: hns[kv[1][0]].name)
         ):
             usable = c not in bad
-            roots = [i for i in members if parent[i] == root]
+            roots = [i for i in members if parent_l[i] == root]
             name = hns[roots[0]].name if usable else hns[members[0]].name
-            tier_names = {tn: int(tier[i]) for i in members if (tn := hns[i].tier_name)}
+            tier_names = {tn: tier_l[i] for i in members if (tn := hns[i].tier_name)}
             trees.append(
                 Tree(
                     id=tid,
@@ -184,7 +249,7 @@ class TopologyIndex:
                     hypernodes=tuple(members),
                     usable=usable,
                     reasons=tuple(dict.fromkeys(bad.get(c, ()))),
-                    tiers=tuple(sorted({int(tier[i]) for i in members})),
+                    tiers=tuple(sorted({tier_l[i] for i in members})),
                     tier_names=tier_names,
                 )
             )
@@ -197,37 +262,33 @@ class TopologyIndex:
             tree_of=tree_of,
             trees=tuple(trees),
             children=children,
-            direct_nodes=direct,
-            real_nodes=tuple(real),
+            direct=direct,
+            real=real,
             node_counts=counts,
-            missing_nodes=tuple(tuple(sorted(m)) for m in missing),
+            missing_nodes=(*missing, ()),
             problems=tuple(check.problems),
         )
 
+    def _depths(self) -> list[int]:
+        """Steps from each HyperNode up to the root (parents first: tiers only grow)."""
+        depth = [0] * (self.root + 1)
+        for i in sorted(range(self.root), key=lambda i: -int(self.tier[i])):
+            depth[i] = depth[self._up[i]] + 1
+        return depth
+
     def _build_node_domains(self) -> None:
-        """For each node, every HyperNode holding it (CSR), the root included."""
-        owners = [np.full(len(r), h, dtype=np.int64) for h, r in enumerate(self.real_nodes)]
-        nodes = np.concatenate(self.real_nodes) if self.real_nodes else np.zeros(0, np.int64)
-        hs = np.concatenate(owners) if owners else np.zeros(0, np.int64)
-        order = np.lexsort((hs, nodes))
-        self.domain_idx: IntArray = hs[order]
-        counts = (
-            np.bincount(nodes, minlength=len(self.node_names))
-            if len(nodes)
-            else np.zeros(len(self.node_names), np.int64)
-        )
-        self.domain_ptr: IntArray = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        leaf_h = np.concatenate(
-            [np.full(len(d), h, np.int64) for h, d in enumerate(self.direct_nodes)]
-            or [np.zeros(0, np.int64)]
-        )
-        leaf_n = np.concatenate(list(self.direct_nodes) or [np.zeros(0, np.int64)])
-        pairs: dict[int, list[int]] = defaultdict(list)
-        for n, h in zip(leaf_n.tolist(), leaf_h.tolist(), strict=True):
-            pairs[n].append(h)
-        self._leaves: dict[int, tuple[int, ...]] = {
-            n: tuple(sorted(hs_)) for n, hs_ in pairs.items()
-        }
+        """For each node, every HyperNode holding it (CSR), the root included; and its leaves."""
+        n_nodes, n_dom = len(self.node_names), self.root + 1
+        owner = np.repeat(np.arange(n_dom, dtype=np.int64), np.diff(self.real_ptr))
+        self.domain_ptr, self.domain_idx = _csr(self.real_idx, owner, n_nodes, n_dom)
+        owner = np.repeat(np.arange(self.root, dtype=np.int64), np.diff(self.direct_ptr))
+        self.leaf_ptr, self.leaf_idx = _csr(self.direct_idx, owner, n_nodes, n_dom)
+        self._by_tier: dict[tuple[int, bool], list[int]] = {}
+        names: dict[str, list[int]] = defaultdict(list)
+        for i, h in enumerate(self.hypernodes):
+            if h.tier_name:
+                names[h.tier_name].append(i)
+        self._by_tier_name: dict[str, list[int]] = dict(names)
 
     # -- queries ----------------------------------------------------------------------
 
@@ -240,44 +301,62 @@ class TopologyIndex:
 
     def ancestors(self, h: int) -> list[int]:
         """``[h, parent, ..., root]``: the virtual root is always last."""
+        up = self._up
         out = [h]
-        while (p := int(self.parent[out[-1]])) >= 0:
-            out.append(p)
+        while (h := up[h]) >= 0:
+            out.append(h)
         return out
 
     def lca(self, a: int, b: int) -> int:
         """The lowest HyperNode above both; the virtual root when they share no tree."""
-        above_a = set(self.ancestors(a))
-        for x in self.ancestors(b):
-            if x in above_a:
-                return x
-        return self.root
+        up, depth = self._up, self._depth
+        while depth[a] > depth[b]:
+            a = up[a]
+        while depth[b] > depth[a]:
+            b = up[b]
+        while a != b:
+            a, b = up[a], up[b]
+        return a
 
     def leaves_of(self, node: str) -> tuple[int, ...]:
         """The lowest HyperNodes holding ``node``: one per tree it belongs to."""
         n = self.node_ix.get(node)
-        return () if n is None else self._leaves.get(n, ())
+        if n is None:
+            return ()
+        return tuple(self.leaf_idx[self.leaf_ptr[n] : self.leaf_ptr[n + 1]].tolist())
 
     def domains_of(self, n: int) -> IntArray:
         """Every HyperNode (and the root) whose capacity includes node index ``n``."""
         return self.domain_idx[self.domain_ptr[n] : self.domain_ptr[n + 1]]
 
+    def sum_under(self, per_node: npt.NDArray[np.int64]) -> IntArray:
+        """Row sums of ``per_node`` (indexed by node) over each HyperNode's nodes, root last.
+
+        One segmented sum over the ``real_ptr``/``real_idx`` CSR: no loop per HyperNode.
+        """
+        shape = (self.root + 1, *per_node.shape[1:])
+        if not len(self.real_idx):
+            return np.zeros(shape, dtype=np.int64)
+        out = np.add.reduceat(per_node[self.real_idx], self.real_ptr[:-1], axis=0)
+        out[self.real_ptr[:-1] == self.real_ptr[1:]] = 0  # reduceat's empty rows
+        return np.asarray(out, dtype=np.int64)
+
     def nodes_under(self, h: int) -> list[str]:
         return [self.node_names[i] for i in self.real_nodes[h].tolist()]
 
     def by_tier(self, tier: int, *, usable_only: bool = True) -> list[int]:
-        return [
-            i
-            for i in range(self.root)
-            if int(self.tier[i]) == tier and (self.usable[i] or not usable_only)
-        ]
+        key = (tier, usable_only)
+        found = self._by_tier.get(key)
+        if found is None:
+            hit = self.tier[: self.root] == tier
+            if usable_only:
+                hit &= self.usable[: self.root]
+            found = self._by_tier[key] = np.flatnonzero(hit).tolist()
+        return list(found)
 
     def by_tier_name(self, tier_name: str, *, usable_only: bool = True) -> list[int]:
-        return [
-            i
-            for i, h in enumerate(self.hypernodes)
-            if h.tier_name == tier_name and (self.usable[i] or not usable_only)
-        ]
+        found = self._by_tier_name.get(tier_name, [])
+        return [i for i in found if self.usable[i] or not usable_only]
 
     def tier_of_name(self, tier_name: str, tree: int | None = None) -> int | None:
         """The tier a name stands for, within one tree or (when all agree) the whole forest."""
