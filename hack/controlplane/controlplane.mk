@@ -17,7 +17,7 @@ controlplane-build:
 	bash $(CONTROLPLANE_HACK)/build.sh
 
 controlplane-up: $(STAMP) controlplane-build
-	$(CONTROLPLANE_PY) -m tierra.kube.testing.controlplane up
+	$(CONTROLPLANE_PY) -m tierra.kube.testing up
 
 bench-kube-scheduler: $(STAMP) controlplane-build
 	$(CONTROLPLANE_PY) bench/kube_scheduler_bind.py

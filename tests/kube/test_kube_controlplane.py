@@ -86,8 +86,7 @@ def test_missing_binaries_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     with pytest.raises(ControlPlaneUnavailable) as info:
         Binaries.find()
     message = str(info.value)
-    assert f"etcd {ETCD_VERSION} not found" in message
-    assert f"kube-apiserver {K8S_VERSION} not found" in message
+    assert f"etcd {ETCD_VERSION} and kube-apiserver {K8S_VERSION} not found" in message
     assert str(tmp_path / "assets" / "kube-apiserver") in message
     assert "make controlplane-build" in message
 
@@ -140,7 +139,7 @@ def test_stop_leaves_nothing_behind_even_after_a_failure(control_plane: ControlP
 def test_up_command_serves_until_interrupted(control_plane: ControlPlane) -> None:
     """What `make controlplane-up` runs: prints the kubeconfig, Ctrl-C stops and cleans up."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tierra.kube.testing.controlplane", "up"],
+        [sys.executable, "-m", "tierra.kube.testing", "up"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -12,7 +12,7 @@ and so is ``TaintNodesByCondition`` (no node-lifecycle controller would ever lif
 not-ready taint from fake nodes). Clients authenticate with static bearer tokens; each
 identity gets its own kubeconfig so RBAC is exercised as in a real cluster.
 
-Run ``python -m tierra.kube.testing.controlplane up`` to get one in the foreground.
+Run ``python -m tierra.kube.testing up`` to get one in the foreground.
 """
 
 from __future__ import annotations
@@ -77,28 +77,40 @@ def cache_folder() -> Path:
     return base / f"{K8S_VERSION}-{ETCD_VERSION}"
 
 
+def _pinned_version(name: str) -> str:
+    return ETCD_VERSION if name == "etcd" else K8S_VERSION
+
+
+def _candidates(name: str) -> list[Path]:
+    """envtest's lookup order (TEST_ASSET_<NAME>, KUBEBUILDER_ASSETS), then the build cache."""
+    out: list[Path] = []
+    if explicit := os.environ.get("TEST_ASSET_" + name.upper().replace("-", "_")):
+        out.append(Path(explicit))
+    if assets := os.environ.get("KUBEBUILDER_ASSETS"):
+        out.append(Path(assets) / name)
+    out.append(cache_folder() / name)
+    return out
+
+
+def _missing_message(names: Sequence[str]) -> str:
+    what = " and ".join(f"{n} {_pinned_version(n)}" for n in names)
+    looked = ", ".join(str(p) for n in names for p in _candidates(n))
+    return (
+        f"{what} not found (looked in: {looked}); build with `make controlplane-build` "
+        "(bash hack/controlplane/build.sh) or set KUBEBUILDER_ASSETS to a folder that has them"
+    )
+
+
 def find_binary(name: str) -> Path:
-    """Locate ``name`` in envtest's order, then in the build cache.
+    """Locate ``name`` the envtest way, then in the build cache.
 
     Raises ControlPlaneUnavailable naming every place looked at, so a skipped test tells the
     reader exactly what to build or where to point ``KUBEBUILDER_ASSETS``.
     """
-    env_name = "TEST_ASSET_" + name.upper().replace("-", "_")
-    candidates: list[Path] = []
-    if explicit := os.environ.get(env_name):
-        candidates.append(Path(explicit))
-    if assets := os.environ.get("KUBEBUILDER_ASSETS"):
-        candidates.append(Path(assets) / name)
-    candidates.append(cache_folder() / name)
-    for path in candidates:
+    for path in _candidates(name):
         if path.is_file() and os.access(path, os.X_OK):
             return path
-    looked = ", ".join(str(p) for p in candidates)
-    raise ControlPlaneUnavailable(
-        f"{name} {K8S_VERSION if name != 'etcd' else ETCD_VERSION} not found (looked in: "
-        f"{looked}); build it with `make controlplane-build` (bash hack/controlplane/build.sh) "
-        "or set KUBEBUILDER_ASSETS to a folder that has it"
-    )
+    raise ControlPlaneUnavailable(_missing_message([name]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,17 +122,18 @@ class Binaries:
 
     @classmethod
     def find(cls) -> Binaries:
-        missing: list[str] = []
         found: dict[str, Path] = {}
+        missing: list[str] = []
         for name in ("etcd", "kube-apiserver"):
             try:
                 found[name] = find_binary(name)
-            except ControlPlaneUnavailable as exc:
-                missing.append(str(exc))
+            except ControlPlaneUnavailable:
+                missing.append(name)
+        problems = [_missing_message(missing)] if missing else []
         if shutil.which("openssl") is None:
-            missing.append("openssl not found on PATH (needed for the service-account key)")
-        if missing:
-            raise ControlPlaneUnavailable("; ".join(missing))
+            problems.append("openssl not found on PATH (it makes the service-account key)")
+        if problems:
+            raise ControlPlaneUnavailable("; ".join(problems))
         return cls(etcd=found["etcd"], kube_apiserver=found["kube-apiserver"])
 
 
@@ -600,7 +613,7 @@ def _up(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tierra.kube.testing.controlplane",
+        prog="python -m tierra.kube.testing",
         description="Run a throwaway etcd + kube-apiserver on loopback ports.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -612,7 +625,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "up":
         return _up(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
-
-
-if __name__ == "__main__":
-    sys.exit(main())
