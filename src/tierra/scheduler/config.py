@@ -1,0 +1,136 @@
+"""Scheduler configuration: which pods are ours, which policies score, how hard to try.
+
+A YAML file selects and weights the scoring policies and sets the few knobs; every
+mistake is reported with the file and field path (``policies.binpak: unknown policy;
+known: binpack, spread, topology``), all at once, as ``ConfigError``. Example::
+
+    schedulerNames: [tierra, volcano]
+    degradedHyperNodes: avoid        # avoid | exclude | ignore
+    preemption: {enabled: true, maxDomains: 16}
+    maxAttemptsPerTier: 32
+    policies:                        # listed = enabled; omitted = disabled
+      binpack: {weight: 1, resources: {cpu: 1, memory: 1, nvidia.com/gpu: 2}, fading: 0.8}
+      topology: {weight: 1}
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tierra.api.fields import Fields, Report
+from tierra.errors import ConfigError, Origin, Problem
+from tierra.scheduler.policies import REGISTRY, Policy
+from tierra.scheduler.policies.binpack import Binpack
+from tierra.scheduler.policies.topology import Topology
+
+TOP_KEYS = ("schedulerNames", "degradedHyperNodes", "preemption", "maxAttemptsPerTier", "policies")
+
+
+class DegradedMode(enum.StrEnum):
+    """What a new gang does with HyperNodes holding NotReady, cordoned or NoExecute nodes."""
+
+    AVOID = "avoid"  # use them only when no healthy domain of the same tier fits
+    EXCLUDE = "exclude"  # never place a new gang in them
+    IGNORE = "ignore"  # treat them like any other
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPolicy:
+    policy: Policy
+    weight: float
+
+
+def default_policies() -> tuple[WeightedPolicy, ...]:
+    return (WeightedPolicy(Binpack(), 1.0), WeightedPolicy(Topology(), 1.0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerConfig:
+    """How one scheduler instance behaves; the defaults reproduce Volcano's choices."""
+
+    scheduler_names: tuple[str, ...] = ("tierra",)
+    policies: tuple[WeightedPolicy, ...] = field(default_factory=default_policies)
+    degraded: DegradedMode = DegradedMode.AVOID
+    preemption: bool = True
+    preemption_max_domains: int = 16
+    max_attempts_per_tier: int = 32  # placement trials per tier for gangs counts cannot settle
+
+    def with_scheduler_names(self, names: tuple[str, ...]) -> SchedulerConfig:
+        return replace(self, scheduler_names=names) if names else self
+
+
+def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
+    """Build a config from decoded YAML; raise ``ConfigError`` listing every problem."""
+    sink: list[Problem] = []
+    report = Report(Origin(source, 1), "", sink)
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: expected a mapping of settings, got {type(data).__name__}")
+    f = Fields(data, "", report)
+    for key in data:
+        if key not in TOP_KEYS:
+            f.problem(str(key), f"unknown setting; known: {', '.join(TOP_KEYS)}")
+    names = tuple(f.str_list("schedulerNames")) or ("tierra",)
+    degraded = DegradedMode(f.enum("degradedHyperNodes", tuple(DegradedMode), "avoid"))
+    pre = f.obj("preemption")
+    for key in pre.data:
+        if key not in ("enabled", "maxDomains"):
+            pre.problem(str(key), "unknown setting; known: enabled, maxDomains")
+    max_domains = pre.integer("maxDomains", 16, minimum=1)
+    attempts = f.integer("maxAttemptsPerTier", 32, minimum=1)
+    policies: tuple[WeightedPolicy, ...] = default_policies()
+    if f.has("policies"):
+        pf = f.obj("policies")
+        chosen: list[WeightedPolicy] = []
+        for name in pf.data:
+            parse = REGISTRY.get(str(name))
+            if parse is None:
+                pf.problem(str(name), f"unknown policy; known: {', '.join(REGISTRY)}")
+                continue
+            args = pf.obj(str(name))
+            weight = args.number("weight")
+            if weight is not None and weight < 0:
+                args.problem(
+                    "weight", f"must be >= 0 (omit the policy to disable it), got {weight}"
+                )
+                weight = None
+            chosen.append(WeightedPolicy(parse(args), 1.0 if weight is None else weight))
+        order = list(REGISTRY)
+        policies = tuple(sorted(chosen, key=lambda wp: order.index(wp.policy.name)))
+    if sink:
+        raise ConfigError("\n".join(str(p) for p in sink))
+    return SchedulerConfig(
+        scheduler_names=names,
+        policies=policies,
+        degraded=degraded,
+        preemption=pre.boolean("enabled", True),
+        preemption_max_domains=max_domains,
+        max_attempts_per_tier=attempts,
+    )
+
+
+def load_config(path: str | Path) -> SchedulerConfig:
+    """Read a YAML configuration file; ``ConfigError`` names the file and field."""
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{name}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{name}: cannot read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+        raise ConfigError(f"{name}: {where}invalid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{name}: invalid YAML: {exc}") from None
+    return parse_config(data, name)

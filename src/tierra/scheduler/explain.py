@@ -1,0 +1,227 @@
+"""Why a gang waits: one actionable reason, and the per-tier record behind it.
+
+Every unscheduled gang gets a one-line reason naming the best domain tried and what was
+missing, e.g. ``no tier-1 HyperNode can hold 4 pods of 4 cpu, 16Gi memory: best s2
+holds 3 (short of cpu); tier 2 not allowed (highestTierAllowed: 1)``. The domain search
+records a ``Miss`` per tier cheaply (array arg-max) for every gang; the full per-domain
+``Verdict`` list is kept only for the one gang ``tierra explain`` asks about. Text is
+built here and nowhere else, so the CLI, the simulator and Kubernetes events say the
+same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tierra.api.quantity import format_milli
+
+if TYPE_CHECKING:
+    from tierra.scheduler.constraints import TierLimit
+    from tierra.scheduler.domains import Demand, Shape
+    from tierra.scheduler.state import ClusterState
+    from tierra.topology.index import IntArray
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """The best a tier could do for a demand: its fullest-fitting allowed domain."""
+
+    tier: int
+    domain: int | None
+    holds: int
+    need: int
+    short: tuple[str, ...]
+    candidates: int  # allowed domains of this tier in the region
+    fits: int  # of them, how many passed every array check
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One candidate domain: ``rejected`` (why), ``fits`` (score), ``chosen``, ``failed``."""
+
+    domain: str
+    tier: int
+    outcome: str
+    detail: str
+    score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "hyperNode": self.domain,
+            "tier": self.tier,
+            "outcome": self.outcome,
+            "detail": self.detail,
+        }
+        if self.score is not None:
+            out["score"] = self.score
+        return out
+
+
+@dataclass(slots=True)
+class TierTrace:
+    """Every candidate of one tier for one search (the gang, or one sub-group)."""
+
+    tier: int
+    scope: str
+    verdicts: list[Verdict] = field(default_factory=list)
+    attempts: list[tuple[str, str]] = field(default_factory=list)  # (domain, outcome)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tier": self.tier,
+            "scope": self.scope,
+            "candidates": [v.to_dict() for v in self.resolved()],
+        }
+
+    def resolved(self) -> list[Verdict]:
+        """Verdicts with placement attempts folded in (chosen / failed)."""
+        tried = dict(self.attempts)
+        out = []
+        for v in self.verdicts:
+            if v.domain in tried:
+                result = tried[v.domain]
+                outcome = "chosen" if result == "chosen" else "failed"
+                detail = v.detail if outcome == "chosen" else result
+                out.append(Verdict(v.domain, v.tier, outcome, detail, v.score))
+            else:
+                out.append(v)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What ``tierra explain`` prints for one gang."""
+
+    podgroup: str
+    status: str  # scheduled | unschedulable | not pending
+    summary: str
+    constraint: str
+    tiers: tuple[TierTrace, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "podGroup": self.podgroup,
+            "status": self.status,
+            "summary": self.summary,
+            "constraint": self.constraint,
+            "tiers": [t.to_dict() for t in self.tiers],
+        }
+
+
+# -- text ---------------------------------------------------------------------------------
+
+
+def amounts(names: Sequence[str], vec: IntArray) -> str:
+    parts = [
+        f"{format_milli(int(vec[i]), n)} {n}" for i, n in enumerate(names) if n != "pods" and vec[i]
+    ]
+    return ", ".join(parts) or "no resources"
+
+
+def describe_shape(names: Sequence[str], shape: Shape) -> str:
+    n = len(shape.pods)
+    return f"{n} pod{'s' if n != 1 else ''} of {amounts(names, shape.vec)}"
+
+
+def describe_demand(names: Sequence[str], demand: Demand) -> str:
+    if len(demand.shapes) == 1:
+        return describe_shape(names, demand.shapes[0])
+    inner = "; ".join(f"{len(s.pods)} of {amounts(names, s.vec)}" for s in demand.shapes)
+    return f"{demand.count} pods ({inner})"
+
+
+def domain_name(state: ClusterState, h: int) -> str:
+    return "the whole cluster" if h == state.index.root else state.index.names[h]
+
+
+def describe_shortfall(state: ClusterState, demand: Demand, h: int, holds: int) -> str:
+    """Why domain ``h`` cannot take ``demand``: roll-up short, or node-by-node short."""
+    cap = state.capacity
+    free = cap.dom_alloc[h] - cap.dom_used[h]
+    names = cap.axis.names
+    lacking = [
+        f"free {format_milli(int(free[i]), n)} {n} < {format_milli(int(demand.total[i]), n)} needed"
+        for i, n in enumerate(names)
+        if demand.total[i] > free[i] and n != "pods"
+    ]
+    if lacking:
+        return "; ".join(lacking)
+    if demand.floor is not None and (free < demand.floor).any():
+        return "free resources below the PodGroup's minResources"
+    return f"holds {holds} of {demand.count} pods (counted node by node)"
+
+
+def _excluded(demand: Demand) -> str:
+    texts = [s.eligibility.describe() for s in demand.shapes if s.eligibility.excluded]
+    return f"; nodes excluded: {texts[0]}" if texts else ""
+
+
+def _tiers_text(tiers: Sequence[int]) -> str:
+    if len(tiers) == 1:
+        return f"tier-{tiers[0]}"
+    return f"tier {tiers[0]}-{tiers[-1]}"
+
+
+def _next_tier_note(state: ClusterState, limit: TierLimit) -> str:
+    if limit.root or limit.flat:
+        return ""
+    top = limit.highest(state.index)
+    above = [t for t in state.layouts.tiers if t > top]
+    nxt = above[0] if above else state.layouts.root_tier
+    return f"; tier {nxt} not allowed ({limit.text})"
+
+
+def no_fit_reason(
+    state: ClusterState,
+    demand: Demand,
+    limit: TierLimit,
+    misses: Sequence[Miss],
+    *,
+    region: int,
+    sticky: int | None = None,
+    what: str = "",
+) -> str:
+    """The one-line reason a demand fits no allowed domain."""
+    names = state.capacity.axis.names
+    req = describe_demand(names, demand)
+    ix = state.index
+    root_tier = state.layouts.root_tier
+    prefix = what
+    if sticky is not None:
+        prefix += f"its running pods occupy {domain_name(state, sticky)}; "
+    inside = "" if region == ix.root else f" inside {ix.names[region]}"
+    real = [m for m in misses if m.tier != root_tier]
+    with_cands = [m for m in real if m.candidates]
+    root_miss = next((m for m in misses if m.tier == root_tier and m.candidates), None)
+    if not with_cands and root_miss is None:
+        if limit.flat or limit.root:
+            return f"{prefix}no node can take any pod of {req}{_excluded(demand)}"
+        return (
+            f"{prefix}no usable HyperNode{inside} is allowed by {limit.text}"
+            f"{_next_tier_note(state, limit)}"
+        )
+    if not with_cands and root_miss is not None:
+        short = f" (short of {', '.join(root_miss.short)})" if root_miss.short else ""
+        return (
+            f"{prefix}the cluster cannot hold {req}: room for {root_miss.holds}{short}"
+            f"{_excluded(demand)}"
+        )
+    best = max(with_cands, key=lambda m: (m.holds, -m.tier))
+    tiers = sorted({m.tier for m in with_cands})
+    short = f" (short of {', '.join(best.short)})" if best.short else ""
+    assert best.domain is not None
+    text = (
+        f"{prefix}no {_tiers_text(tiers)} HyperNode{inside} can hold {req}: best "
+        f"{ix.names[best.domain]}"
+        + (f" (tier {best.tier})" if len(tiers) > 1 else "")
+        + f" holds {best.holds}{short}"
+    )
+    if root_miss is not None:
+        text += f"; the whole cluster has room for {root_miss.holds}"
+    return text + _next_tier_note(state, limit) + _excluded(demand)
+
+
+def best_holds(misses: Sequence[Miss]) -> int:
+    return max((m.holds for m in misses), default=0)

@@ -1,0 +1,319 @@
+"""Gangs and sub-groups: which pods must be placed together, and when a gang is ready.
+
+A gang is a PodGroup's pods (joined by the ``scheduling.k8s.io/group-name``
+annotation), or one pod without a PodGroup. Its pods fall into sub-groups exactly as
+Volcano's subJobs do: policies are tried in list order; the first whose
+``labelSelector`` matches (none = all) and whose ``matchLabelKeys`` the pod carries,
+all non-empty, puts the pod in sub-group ``<policy>-<v1>-<v2>...``; other pods go to the
+default sub-group. A sub-group is placed whole (``subGroupSize`` pods) or not at all;
+the default sub-group needs ``minMember`` pods when there are no policies, else 1.
+
+Ready (Volcano's gang plugin): at least ``minMember`` pods running or placed, every
+task with pods at its ``minTaskMember``, and for each policy at least ``minSubGroups``
+sub-groups whole. Input Volcano accepts silently but cannot mean what it says (a
+policy without ``matchLabelKeys``, ``minMember`` above the pod count, a missing queue)
+makes the gang wait with a reason instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from tierra.api.pod import Pod
+from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
+from tierra.scheduler.constraints import from_annotations
+from tierra.scheduler.result import Unschedulable
+from tierra.scheduler.state import QUEUE_ANNOTATION, ClusterState, gang_key
+
+TASK_SPEC = "volcano.sh/task-spec"
+DEFAULT_QUEUE = "default"
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural(name: str) -> tuple[object, ...]:
+    """``job-2`` before ``job-10``."""
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
+
+
+def pod_order(pod: Pod) -> tuple[object, ...]:
+    return (-pod.priority, natural(pod.name))
+
+
+def task_of(pod: Pod) -> str:
+    return pod.meta.annotations.get(TASK_SPEC) or pod.meta.labels.get(TASK_SPEC, "")
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroup:
+    """Pods placed as one block: a Volcano subJob, or the gang's default sub-group."""
+
+    id: str  # "<policy>-<v1>-<v2>..."; "" for the default sub-group
+    policy: str | None
+    index: int  # Volcano's MatchIndex: the first key value as a number, else 0
+    pending: tuple[Pod, ...]
+    running: tuple[Pod, ...]
+    size: int  # pods it needs running or placed together
+    required: bool
+    topology: NetworkTopology | None
+
+    @property
+    def need(self) -> int:
+        return max(0, self.size - len(self.running))
+
+    @property
+    def label(self) -> str:
+        return f"sub-group {self.id}" if self.policy else "the pods outside sub-groups"
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    key: str  # PodGroup ns/name, or the pod's for a pod without one
+    podgroup: PodGroup | None
+    queue: str
+    priority: int
+    min_member: int
+    min_task_member: Mapping[str, int]
+    min_sub_groups: Mapping[str, int]
+    topology: NetworkTopology | None
+    sub_groups: tuple[SubGroup, ...]  # required first, then by index; default last
+    running: tuple[Pod, ...]
+    pending: tuple[Pod, ...]
+    problem: str | None = None
+
+    @property
+    def has_policies(self) -> bool:
+        return any(sg.policy for sg in self.sub_groups)
+
+
+class Tally:
+    """Running plus placed pods of one gang, as a transaction goes; ``ready`` is the rule."""
+
+    def __init__(self, gang: Gang) -> None:
+        self.gang = gang
+        self.total = len(gang.running)
+        self.tasks: Counter[str] = Counter(task_of(p) for p in gang.running)
+        self.groups: Counter[str] = Counter()
+        for sg in gang.sub_groups:
+            self.groups[sg.id] = len(sg.running)
+        self.present_tasks = {task_of(p) for p in (*gang.running, *gang.pending)}
+
+    def add(self, sg: SubGroup, pods: Sequence[Pod]) -> None:
+        self.total += len(pods)
+        self.tasks.update(task_of(p) for p in pods)
+        self.groups[sg.id] += len(pods)
+
+    def copy(self) -> Tally:
+        other = Tally.__new__(Tally)
+        other.gang, other.total = self.gang, self.total
+        other.tasks, other.groups = Counter(self.tasks), Counter(self.groups)
+        other.present_tasks = self.present_tasks
+        return other
+
+    def missing(self) -> str | None:
+        """What keeps the gang from being ready, or None when it is."""
+        g = self.gang
+        if self.total < g.min_member:
+            return f"{self.total} of minMember {g.min_member} pods"
+        for task, m in sorted(g.min_task_member.items()):
+            if task in self.present_tasks and self.tasks[task] < m:
+                return f"task {task}: {self.tasks[task]} of minTaskMember {m} pods"
+        for policy, m in sorted(g.min_sub_groups.items()):
+            whole = sum(
+                1 for sg in g.sub_groups if sg.policy == policy and self.groups[sg.id] >= sg.size
+            )
+            if whole < m:
+                return f"policy {policy}: {whole} of minSubGroups {m} sub-groups"
+        return None
+
+    @property
+    def ready(self) -> bool:
+        return self.missing() is None
+
+
+def _sub_group_of(pod: Pod, policies: Sequence[SubGroupPolicy]) -> tuple[str, str, int] | None:
+    labels = pod.meta.labels
+    for p in policies:
+        if p.label_selector is not None and not p.label_selector.matches(labels):
+            continue
+        if not p.match_label_keys:
+            continue
+        values = [labels.get(k, "") for k in p.match_label_keys]
+        if not all(values):
+            continue
+        try:
+            index = int(values[0])
+        except ValueError:
+            index = 0
+        return f"{p.name}-{'-'.join(values)}", p.name, index
+    return None
+
+
+def _problem(
+    pg: PodGroup, state: ClusterState, running: Sequence[Pod], pending: Sequence[Pod]
+) -> str | None:
+    if pg.queue != DEFAULT_QUEUE and pg.queue not in state.queues:
+        known = ", ".join(sorted({DEFAULT_QUEUE, *state.queues}))
+        return f"queue {pg.queue!r} does not exist (queues: {known})"
+    queue = state.queues.get(pg.queue)
+    if queue is not None and queue.state not in ("Open", ""):
+        return f"queue {pg.queue!r} is {queue.state}"
+    for i, p in enumerate(pg.sub_group_policies):
+        if not p.match_label_keys:
+            return (
+                f"spec.subGroupPolicy[{i}] ({p.name}) has no matchLabelKeys, so it forms no "
+                "sub-groups (Volcano ignores it silently); set matchLabelKeys, "
+                "e.g. [volcano.sh/partition-id]"
+            )
+    total = len(running) + len(pending)
+    if pg.min_member > total:
+        return (
+            f"minMember is {pg.min_member} but the gang has only {total} pods "
+            f"({len(pending)} pending, {len(running)} running)"
+        )
+    tasks = Counter(task_of(p) for p in (*running, *pending))
+    for task, m in sorted(pg.min_task_member.items()):
+        if task in tasks and tasks[task] < m:
+            return f"minTaskMember[{task}] is {m} but task {task} has only {tasks[task]} pods"
+    return None
+
+
+def _build(
+    key: str,
+    pg: PodGroup | None,
+    state: ClusterState,
+    pending: list[Pod],
+    running: list[Pod],
+) -> Gang:
+    pending.sort(key=pod_order)
+    running.sort(key=pod_order)
+    priority = max((p.priority for p in pending), default=0)
+    if pg is None:
+        pod = pending[0]
+        return Gang(
+            key=key,
+            podgroup=None,
+            queue=pod.meta.annotations.get(QUEUE_ANNOTATION, DEFAULT_QUEUE),
+            priority=priority,
+            min_member=1,
+            min_task_member={},
+            min_sub_groups={},
+            topology=from_annotations(pod),
+            sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, from_annotations(pod)),),
+            running=(),
+            pending=tuple(pending),
+        )
+    problem = _problem(pg, state, running, pending)
+    policies = pg.sub_group_policies
+    by_id: dict[str, tuple[str, int, list[Pod], list[Pod]]] = {}
+    default_pending: list[Pod] = []
+    default_running: list[Pod] = []
+    for pods, is_running in ((pending, False), (running, True)):
+        for pod in pods:
+            found = _sub_group_of(pod, policies) if policies and problem is None else None
+            if found is None:
+                (default_running if is_running else default_pending).append(pod)
+                continue
+            sid, pname, index = found
+            entry = by_id.setdefault(sid, (pname, index, [], []))
+            (entry[3] if is_running else entry[2]).append(pod)
+    sizes = {p.name: p.sub_group_size for p in policies}
+    topo = {p.name: p.network_topology for p in policies}
+    min_groups = {p.name: p.min_sub_groups for p in policies if p.min_sub_groups > 0}
+    groups: list[SubGroup] = []
+    for pname in (p.name for p in policies):
+        mine = sorted(
+            ((sid, e) for sid, e in by_id.items() if e[0] == pname),
+            key=lambda kv: (kv[1][1], natural(kv[0])),
+        )
+        ready = sum(1 for _, e in mine if len(e[3]) >= sizes[pname])
+        wanted = max(0, min_groups.get(pname, 0) - ready)
+        for sid, (_, index, pend, run) in mine:
+            if not pend:
+                continue
+            required = wanted > 0 and len(run) < sizes[pname]
+            if required:
+                wanted -= 1
+            groups.append(
+                SubGroup(
+                    sid, pname, index, tuple(pend), tuple(run), sizes[pname], required, topo[pname]
+                )
+            )
+    if problem is None:
+        for pname, m in min_groups.items():
+            formed = sum(1 for e in by_id.values() if e[0] == pname)
+            if formed < m:
+                problem = (
+                    f"subGroupPolicy {pname} needs minSubGroups {m} but its pods form only "
+                    f"{formed} sub-groups"
+                )
+    groups.sort(key=lambda sg: (not sg.required, sg.index, natural(sg.id)))
+    if default_pending:
+        size = pg.min_member if not policies else 1
+        groups.append(
+            SubGroup(
+                "",
+                None,
+                0,
+                tuple(default_pending),
+                tuple(default_running),
+                size,
+                not policies,
+                pg.network_topology,
+            )
+        )
+    return Gang(
+        key=key,
+        podgroup=pg,
+        queue=pg.queue,
+        priority=priority,
+        min_member=pg.min_member,
+        min_task_member=dict(pg.min_task_member),
+        min_sub_groups=min_groups,
+        topology=pg.network_topology,
+        sub_groups=tuple(groups),
+        running=tuple(running),
+        pending=tuple(pending),
+        problem=problem,
+    )
+
+
+def collect(
+    state: ClusterState, scheduler_names: Sequence[str]
+) -> tuple[list[Gang], list[Unschedulable]]:
+    """Every gang with pending pods of ours, and reasons for pods naming no PodGroup."""
+    names = set(scheduler_names)
+    grouped: dict[str, list[Pod]] = {}
+    solo: list[Pod] = []
+    for key in state.pending:
+        pod = state.pods[key]
+        if pod.scheduler_name not in names:
+            continue
+        g = gang_key(pod)
+        if g is None:
+            solo.append(pod)
+        else:
+            grouped.setdefault(g, []).append(pod)
+    gangs: list[Gang] = []
+    orphans: list[Unschedulable] = []
+    for g, pending in sorted(grouped.items()):
+        pg = state.podgroups.get(g)
+        if pg is None:
+            pending.sort(key=pod_order)
+            example = pending[0].key
+            more = f" and {len(pending) - 1} more" if len(pending) > 1 else ""
+            orphans.append(
+                Unschedulable(
+                    g,
+                    f"PodGroup {g} does not exist; pod {example}{more} name it in annotation "
+                    "scheduling.k8s.io/group-name",
+                )
+            )
+            continue
+        running = [p for p in state.gang_pods(g) if p.holds_resources]
+        gangs.append(_build(g, pg, state, pending, running))
+    for pod in sorted(solo, key=lambda p: p.key):
+        gangs.append(_build(pod.key, None, state, [pod], []))
+    return gangs, orphans

@@ -1,0 +1,133 @@
+"""Per-tier arrays over the topology index, built once so a domain search is slicing.
+
+For every tier, the usable HyperNodes of that tier are listed in depth-first order with
+their nodes concatenated behind them. Because a subtree occupies one contiguous run of
+that order, "every tier-1 domain under s4" is a slice, and "how many pods fit in each
+of them" is one cumulative sum over a slice of per-node counts. The virtual root is its
+own one-domain tier holding every node.
+
+Built from an immutable ``TopologyIndex``; rebuilt only when the index is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from tierra.topology.index import IntArray, TopologyIndex
+
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class TierLayout:
+    """The usable domains of one tier in depth-first order, and their nodes."""
+
+    tier: int
+    domains: IntArray  # domain indices, ascending ``tin``
+    tin: IntArray  # their depth-first entry numbers (sorted)
+    start: IntArray  # per domain: first entry in ``nodes``
+    end: IntArray  # per domain: one past its last entry
+    nodes: IntArray  # every domain's real nodes, concatenated
+
+    def span(self, lo: int, hi: int) -> tuple[int, int]:
+        """The entries of domains ``lo:hi`` (a contiguous run)."""
+        if hi <= lo:
+            return 0, 0
+        return int(self.start[lo]), int(self.end[hi - 1])
+
+    def counts(self, lo: int, hi: int, per_node: IntArray) -> IntArray:
+        """Sum of ``per_node`` over each domain in ``lo:hi``."""
+        e0, e1 = self.span(lo, hi)
+        if e1 <= e0:
+            return np.zeros(max(hi - lo, 0), dtype=np.int64)
+        cs = np.zeros(e1 - e0 + 1, dtype=np.int64)
+        np.cumsum(per_node[self.nodes[e0:e1]], out=cs[1:])
+        return cs[self.end[lo:hi] - e0] - cs[self.start[lo:hi] - e0]
+
+
+class Layouts:
+    """Depth-first numbering of the forest and one ``TierLayout`` per tier."""
+
+    def __init__(self, index: TopologyIndex) -> None:
+        self.index = index
+        n_dom = index.root + 1
+        self.tin: IntArray = np.zeros(n_dom, dtype=np.int64)
+        self.tout: IntArray = np.zeros(n_dom, dtype=np.int64)
+        clock = 0
+        stack: list[tuple[int, bool]] = [(index.root, False)]
+        while stack:
+            h, done = stack.pop()
+            if done:
+                self.tout[h] = clock
+                continue
+            self.tin[h] = clock
+            clock += 1
+            stack.append((h, True))
+            stack.extend((c, False) for c in reversed(index.children[h]))
+        usable = [h for h in range(index.root) if bool(index.usable[h])]
+        self.tiers: tuple[int, ...] = tuple(sorted({int(index.tier[h]) for h in usable}))
+        self.root_tier = index.root_tier
+        self.min_tier = self.tiers[0] if self.tiers else self.root_tier
+        self.by_tier: dict[int, TierLayout] = {}
+        for t in self.tiers:
+            doms = sorted((h for h in usable if int(index.tier[h]) == t), key=lambda h: self.tin[h])
+            self.by_tier[t] = self._layout(t, doms)
+        self.by_tier[self.root_tier] = self._layout(self.root_tier, [index.root])
+        self.size: IntArray = np.array([len(r) for r in index.real_nodes], dtype=np.int64)
+        in_any = np.zeros(len(index.node_names), dtype=bool)
+        for h in range(index.root):
+            in_any[index.real_nodes[h]] = True
+        self.loose_nodes: IntArray = np.flatnonzero(~in_any).astype(np.int64)
+
+    def _layout(self, tier: int, doms: list[int]) -> TierLayout:
+        ix = self.index
+        arrays = [ix.real_nodes[h] for h in doms]
+        lens = np.array([len(a) for a in arrays], dtype=np.int64)
+        end = np.cumsum(lens).astype(np.int64)
+        return TierLayout(
+            tier=tier,
+            domains=np.array(doms, dtype=np.int64),
+            tin=self.tin[np.array(doms, dtype=np.int64)] if doms else np.zeros(0, np.int64),
+            start=(end - lens).astype(np.int64),
+            end=end,
+            nodes=np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64),
+        )
+
+    def tiers_up_to(self, highest: int) -> list[int]:
+        """Usable tiers (and the root's) not above ``highest``, ascending."""
+        out = [t for t in self.tiers if t <= highest]
+        if self.root_tier <= highest:
+            out.append(self.root_tier)
+        return out
+
+    def slice(self, tier: int, region: int) -> tuple[int, int]:
+        """The run of ``tier``'s domains lying inside ``region`` (itself included)."""
+        lay = self.by_tier[tier]
+        if region == self.index.root:
+            return 0, len(lay.domains)
+        lo = int(np.searchsorted(lay.tin, self.tin[region], side="left"))
+        hi = int(np.searchsorted(lay.tin, self.tout[region], side="left"))
+        return lo, hi
+
+    def inside(self, h: int, region: int) -> bool:
+        return bool(self.tin[region] <= self.tin[h] < self.tout[region])
+
+    def covers(self, domains: IntArray, region: int) -> BoolArray:
+        """Which ``domains`` are ``region`` or above it (hold all of its nodes)."""
+        t = self.tin[region]
+        return np.asarray((self.tin[domains] <= t) & (t < self.tout[domains]), dtype=bool)
+
+    def node_entries(self, nodes: IntArray) -> tuple[IntArray, IntArray]:
+        """For each node, every domain holding it: ``(position in nodes, domain)`` pairs."""
+        ix = self.index
+        starts = ix.domain_ptr[nodes]
+        lens = ix.domain_ptr[nodes + 1] - starts
+        total = int(lens.sum())
+        owner = np.repeat(np.arange(len(nodes), dtype=np.int64), lens)
+        first = np.repeat(np.cumsum(lens) - lens, lens)
+        offs = np.arange(total, dtype=np.int64) - first + np.repeat(starts, lens)
+        return owner, ix.domain_idx[offs]

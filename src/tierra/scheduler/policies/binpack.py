@@ -1,0 +1,110 @@
+"""Binpack: fill the fullest domain that still fits, so empty domains stay whole.
+
+Domains score Volcano's HyperNode binpack (``network-topology-aware`` plugin): the
+weighted fraction of each resource in use once the gang is added, 0 if it would not
+fit. Nodes score Volcano's "normal pod" fading: the binpack of the domain holding the
+node at each tier, weighted ``fading^(tier-1)`` (a tier with no domain holding the node
+scores 1, so nodes outside every HyperNode are used first), plus the node's own fill.
+Pods without topology constraints therefore land in domains already in use instead of
+breaking empty ones.
+
+Arguments: ``resources`` (weight per resource name; default 1 for each, ``pods`` 0),
+``fading`` (default 0.8), ``normalPod`` (default true), ``nodeWeight`` (weight of the
+node's own fill, as a tier 0; default 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tierra.api.fields import Fields
+from tierra.scheduler.layout import FloatArray
+from tierra.scheduler.policies.base import View, fill_after, reject_unknown, resource_weights
+from tierra.topology.index import IntArray
+
+NAME = "binpack"
+ARGUMENTS = ("weight", "resources", "fading", "normalPod", "nodeWeight")
+
+
+@dataclass(frozen=True, slots=True)
+class Binpack:
+    resources: tuple[tuple[str, float], ...] = ()
+    fading: float = 0.8
+    normal_pod: bool = True
+    node_weight: float = 1.0
+    name: str = field(default=NAME, init=False)
+    packs: bool = field(default=True, init=False)
+
+    def weights(self, view: View) -> FloatArray:
+        return resource_weights(view.capacity.axis.names, dict(self.resources))
+
+    def domain_scores(
+        self, view: View, request: IntArray, domains: IntArray, allocated: int | None
+    ) -> FloatArray:
+        cap = view.capacity
+        return fill_after(
+            cap.dom_alloc[domains], cap.dom_used[domains], request, self.weights(view)
+        )
+
+    def node_scores(
+        self, view: View, request: IntArray, nodes: IntArray, region: int, allocated: int | None
+    ) -> FloatArray:
+        cap, lay = view.capacity, view.layouts
+        w = self.weights(view)
+        own = fill_after(cap.node_alloc[nodes], cap.node_used[nodes], request, w)
+        if not self.normal_pod or not lay.tiers:
+            return own
+        tiers = lay.tiers
+        pos = {t: i for i, t in enumerate(tiers)}
+        tier_w = np.array([self.fading ** (t - 1) for t in tiers], dtype=np.float64)
+        owner, doms = lay.node_entries(nodes)
+        ix = view.index
+        keep = (doms != ix.root) & ix.usable[doms] & ~lay.covers(doms, region)
+        owner, doms = owner[keep], doms[keep]
+        n_t = len(tiers)
+        per = np.ones((len(nodes), n_t), dtype=np.float64)
+        if len(doms):
+            uniq, inv = np.unique(doms, return_inverse=True)
+            score = fill_after(cap.dom_alloc[uniq], cap.dom_used[uniq], request, w)[inv]
+            tix = np.array([pos[int(t)] for t in ix.tier[doms]], dtype=np.int64)
+            key = owner * n_t + tix
+            cnt = np.bincount(key, minlength=len(nodes) * n_t).reshape(len(nodes), n_t)
+            tot = np.bincount(key, weights=score, minlength=len(nodes) * n_t).reshape(
+                len(nodes), n_t
+            )
+            per = np.where(cnt > 0, tot / np.maximum(cnt, 1), 1.0)
+        # a tier whose domain holds all of region is the same for every node: leave it out
+        fading = (per @ tier_w) / tier_w.sum()
+        total = self.node_weight + 1.0
+        return np.asarray((self.node_weight * own + fading) / total, dtype=np.float64)
+
+
+def parse(f: Fields) -> Binpack:
+    for key in reject_unknown(dict(f.data), ARGUMENTS):
+        f.problem(key, f"unknown argument of policy {NAME}; known: {', '.join(ARGUMENTS[1:])}")
+    res = f.obj("resources")
+    weights: list[tuple[str, float]] = []
+    for name in res.data:
+        value = res.number(str(name))
+        if value is None:
+            continue
+        if value < 0:
+            res.problem(str(name), f"must be >= 0, got {value}")
+            continue
+        weights.append((str(name), value))
+    fading = f.number("fading")
+    if fading is not None and not 0 <= fading <= 1:
+        f.problem("fading", f"must be between 0 and 1, got {fading}")
+        fading = None
+    node_weight = f.number("nodeWeight")
+    if node_weight is not None and node_weight < 0:
+        f.problem("nodeWeight", f"must be >= 0, got {node_weight}")
+        node_weight = None
+    return Binpack(
+        resources=tuple(sorted(weights)),
+        fading=0.8 if fading is None else fading,
+        normal_pod=f.boolean("normalPod", True),
+        node_weight=1.0 if node_weight is None else node_weight,
+    )

@@ -1,0 +1,162 @@
+"""Queues: which gang goes next, and whether its queue may take more.
+
+Order (per session, re-evaluated after every gang): queues by ``priority`` descending,
+then by weighted dominant-resource share (the largest fraction of any cluster resource
+the queue holds, divided by its weight) ascending, then name; inside a queue, gangs by
+priority descending, then name. So a light queue's gang goes before a heavy one's.
+
+Limits, each a reason the gang waits with:
+
+* ``capability``: the queue's allocation plus the gang's request may not exceed it;
+* ``guarantee``: resources other queues are guaranteed and do not use yet are held
+  back for them;
+* fair share (Volcano's proportion plugin): each queue *deserves* a weight-proportional
+  slice of the cluster, water-filled by demand (a queue never deserves more than it
+  asks for; what it leaves goes to the others), at least its guarantee, at most its
+  capability. A queue already holding what it deserves in every resource waits.
+
+The queue ``default`` always exists (weight 1), as in Volcano.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from tierra.api.meta import ObjectMeta
+from tierra.api.queue import Queue
+from tierra.scheduler.explain import amounts
+from tierra.scheduler.gang import DEFAULT_QUEUE, Gang, natural
+from tierra.scheduler.state import ClusterState
+from tierra.topology.index import IntArray
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def gang_order(gang: Gang) -> tuple[object, ...]:
+    return (-gang.priority, natural(gang.key))
+
+
+class QueueBook:
+    def __init__(
+        self,
+        state: ClusterState,
+        demands: Mapping[str, IntArray],
+    ) -> None:
+        self.state = state
+        self.names = state.capacity.axis.names
+        self.queues: dict[str, Queue] = dict(state.queues)
+        self.queues.setdefault(DEFAULT_QUEUE, Queue(meta=ObjectMeta(name=DEFAULT_QUEUE)))
+        width = len(self.names)
+        self.allocated: dict[str, IntArray] = {
+            q: np.zeros(width, dtype=np.int64) for q in self.queues
+        }
+        for g, used in state.gang_used.items():
+            pg = state.podgroups.get(g)
+            q = pg.queue if pg is not None else DEFAULT_QUEUE
+            if q in self.allocated:
+                self.allocated[q] += used
+        for q, used in state.solo_used.items():
+            if q in self.allocated:
+                self.allocated[q] += used
+        self.total = state.healthy_total()
+        self.deserved = self._water_fill(demands)
+
+    def _vec(self, amounts_: Mapping[str, int]) -> IntArray:
+        axis = self.state.capacity.axis
+        return axis.vector({r: v for r, v in amounts_.items() if r in axis.index})
+
+    def _cap(self, q: Queue) -> FloatArray:
+        cap = np.full(len(self.names), np.inf)
+        for r, v in q.capability.items():
+            i = self.state.capacity.axis.index.get(r)
+            if i is not None:
+                cap[i] = v
+        return cap
+
+    def _water_fill(self, demands: Mapping[str, IntArray]) -> dict[str, FloatArray]:
+        total = self.total.astype(np.float64)
+        want: dict[str, FloatArray] = {}
+        for name, q in self.queues.items():
+            d = self.allocated[name] + demands.get(name, np.zeros(len(self.names), np.int64))
+            want[name] = np.minimum(d.astype(np.float64), self._cap(q))
+        deserved = {
+            name: np.minimum(self._vec(q.guarantee).astype(np.float64), want[name])
+            for name, q in self.queues.items()
+        }
+        active = {n for n in self.queues if (deserved[n] < want[n]).any()}
+        for _ in range(64):
+            remaining = np.maximum(total - sum(deserved.values(), np.zeros_like(total)), 0)
+            weight = sum(self.queues[n].weight for n in active)
+            if not active or weight <= 0 or not (remaining > 1e-9).any():
+                break
+            for n in sorted(active):
+                share = remaining * (self.queues[n].weight / weight)
+                deserved[n] = np.minimum(deserved[n] + share, want[n])
+            active = {n for n in active if (deserved[n] < want[n] - 1e-9).any()}
+        return deserved
+
+    # -- order ------------------------------------------------------------------------
+
+    def share(self, q: str) -> float:
+        queue = self.queues[q]
+        has = self.total > 0
+        if not has.any():
+            return 0.0
+        dominant = float((self.allocated[q][has] / self.total[has]).max())
+        return dominant / queue.weight if queue.weight > 0 else float("inf")
+
+    def key(self, q: str) -> tuple[object, ...]:
+        if q not in self.queues:  # its gangs wait with a reason; take them first
+            return (float("-inf"), 0.0, q)
+        return (-self.queues[q].priority, self.share(q), q)
+
+    def next_queue(self, candidates: Iterable[str]) -> str:
+        return min(candidates, key=self.key)
+
+    # -- limits -----------------------------------------------------------------------
+
+    def blocked(self, q: str, request: IntArray) -> str | None:
+        """Why queue ``q`` may not take ``request`` now, or None."""
+        queue = self.queues.get(q)
+        if queue is None:
+            return f"queue {q!r} does not exist"
+        alloc = self.allocated[q]
+        names = self.names
+        for r, cap in sorted(queue.capability.items()):
+            i = self.state.capacity.axis.index.get(r)
+            if i is None or not request[i]:
+                continue
+            if alloc[i] + request[i] > cap:
+                return (
+                    f"queue {q} capability: {amounts([r], np.array([cap]))} allowed, "
+                    f"{amounts([r], alloc[i : i + 1])} in use, the gang needs "
+                    f"{amounts([r], request[i : i + 1])} more"
+                )
+        held = np.zeros(len(names), dtype=np.int64)
+        for other, oq in self.queues.items():
+            if other != q and oq.guarantee:
+                held += np.maximum(self._vec(oq.guarantee) - self.allocated[other], 0)
+        if held.any():
+            ledger = self.state.capacity
+            root = ledger.index.root
+            free = ledger.dom_alloc[root] - ledger.dom_used[root]
+            over = (request > 0) & (request > free - held)
+            if over.any():
+                return (
+                    "the free resources are guaranteed to other queues "
+                    f"({amounts(names, np.where(over, held, 0))} held back)"
+                )
+        deserved = self.deserved.get(q)
+        if deserved is not None and (deserved <= alloc).all() and (request > 0).any():
+            return (
+                f"queue {q} holds its fair share already (deserved "
+                f"{amounts(names, deserved.astype(np.int64))}; weight {queue.weight})"
+            )
+        return None
+
+    def charge(self, q: str, vec: IntArray) -> None:
+        if q in self.allocated:
+            self.allocated[q] = self.allocated[q] + vec

@@ -1,0 +1,68 @@
+"""What one scheduling session decided: bindings, gangs left waiting and why, evictions.
+
+These values are what adapters apply (the simulator moves pods; the Kubernetes binder
+posts Bindings and evictions) and ``to_dict`` is the JSON contract of
+``tierra schedule -o json`` (see DESIGN.md). Bindings hold complete gangs only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """Pod ``ns/name`` goes to ``node``; ``hypernode`` is the lowest HyperNode holding
+    every pod of its gang after this session (``None`` when only the whole cluster does)."""
+
+    pod: str
+    node: str
+    hypernode: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pod": self.pod, "node": self.node, "hyperNode": self.hypernode}
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """A gang (``ns/name`` of its PodGroup, or of the pod for a pod without one) that
+    stays pending, with one reason a person can act on."""
+
+    podgroup: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"podGroup": self.podgroup, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """A running pod removed to make room for a higher-priority gang."""
+
+    pod: str
+    node: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pod": self.pod, "node": self.node, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResult:
+    """Everything one session decided, in the order it decided it.
+
+    Evictions come first in time: a binding that needed room made by an eviction is
+    listed after it, and an adapter should evict before it binds.
+    """
+
+    bindings: tuple[Binding, ...] = ()
+    unschedulable: tuple[Unschedulable, ...] = ()
+    evictions: tuple[Eviction, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bindings": [b.to_dict() for b in self.bindings],
+            "unschedulable": [u.to_dict() for u in self.unschedulable],
+            "evictions": [e.to_dict() for e in self.evictions],
+        }

@@ -1,0 +1,211 @@
+"""One scheduling session: every pending gang of ours, in queue order, placed or explained.
+
+The recipe, per session:
+
+1. collect gangs: pending pods of our scheduler names, joined to their PodGroups; pods
+   naming a PodGroup that does not exist get a reason;
+2. set up queues: allocation, demand and deserved shares;
+3. repeatedly take the next gang (queue priority, fair share, gang priority, name) and:
+   a. reject it with its reason if its input is inconsistent or its queue is at a limit;
+   b. place it inside a transaction (``Placer.place_gang``): lowest feasible tier
+      first, whole or not at all;
+   c. if it fits nowhere and preemption is on, try evicting lower-priority pods inside
+      one domain (``Preemptor``);
+   d. commit: record bindings and evictions and apply them to the state (assume), or
+      roll back and record the reason;
+4. return the decisions.
+
+Deterministic: no clocks, no randomness, every order has a final tie-break by name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tierra.api.snapshot import Snapshot
+from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.constraints import resolve
+from tierra.scheduler.explain import Explanation, TierTrace, domain_name
+from tierra.scheduler.gang import Gang, collect
+from tierra.scheduler.placement import Placer, lowest_common
+from tierra.scheduler.preemption import Preemptor, queue_of
+from tierra.scheduler.queues import QueueBook, gang_order
+from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
+from tierra.scheduler.state import ClusterState
+from tierra.scheduler.transaction import Transaction
+from tierra.topology.index import IntArray
+
+
+def _demands(placer: Placer, gangs: list[Gang]) -> dict[str, IntArray]:
+    width = len(placer.state.capacity.axis)
+    out: dict[str, IntArray] = {}
+    for g in gangs:
+        total = out.setdefault(g.queue, np.zeros(width, dtype=np.int64))
+        for p in g.pending:
+            vec = placer.vector(p)
+            if not isinstance(vec, str):
+                total += vec
+    return out
+
+
+class _Session:
+    """The mutable bookkeeping of one session and its steps."""
+
+    def __init__(self, state: ClusterState, config: SchedulerConfig) -> None:
+        self.state = state
+        self.config = config
+        self.bindings: list[Binding] = []
+        self.unschedulable: list[Unschedulable] = []
+        self.evictions: list[Eviction] = []
+        self.bound_now: set[str] = set()
+        self.txn = Transaction(state.capacity)
+        self.placer = Placer(state, config, self.txn)
+        self.preemptor = Preemptor(state, config, self.placer, self.bound_now)
+
+    def run(self, explain: str | None) -> tuple[SessionResult, Explanation | None]:
+        # 1. gangs
+        gangs, orphans = collect(self.state, self.config.scheduler_names)
+        self.unschedulable.extend(orphans)
+        # 2. queues
+        book = QueueBook(self.state, _demands(self.placer, gangs))
+        waiting: dict[str, list[Gang]] = {}
+        for g in gangs:
+            waiting.setdefault(g.queue, []).append(g)
+        for queued in waiting.values():
+            queued.sort(key=gang_order, reverse=True)  # pop() takes the first in order
+        # 3. gang by gang
+        explained: Explanation | None = None
+        while waiting:
+            q = book.next_queue(waiting)
+            gang = waiting[q].pop()
+            if not waiting[q]:
+                del waiting[q]
+            trace: list[TierTrace] | None = [] if gang.key == explain else None
+            self.placer.trace = trace
+            reason = self.place(gang, book)
+            if trace is not None:
+                explained = _explanation(
+                    self.state,
+                    bindings=self.bindings,
+                    evictions=self.evictions,
+                    gang=gang,
+                    reason=reason,
+                    trace=trace,
+                )
+        self.placer.trace = None
+        # 4. decisions
+        result = SessionResult(
+            tuple(self.bindings), tuple(self.unschedulable), tuple(self.evictions)
+        )
+        return result, explained
+
+    def place(self, gang: Gang, book: QueueBook) -> str | None:
+        """Try one gang; None when placed, else the reason it waits (also recorded)."""
+        placer, txn = self.placer, self.txn
+        # a. inconsistent input or queue limits
+        reason = gang.problem or self._queue_limit(gang, book)
+        if reason is not None:
+            self.unschedulable.append(Unschedulable(gang.key, reason))
+            return reason
+        # b. place
+        out = placer.place_gang(gang)
+        if out.ok:
+            self.commit(gang, book, "")
+            return None
+        txn.rollback()
+        # c. preempt
+        lowest = min(self.state.running_priorities(), default=gang.priority)
+        if self.config.preemption and gang.priority > lowest:
+            pre, plan = self.preemptor.preempt(gang)
+            if pre.ok and plan is not None:
+                why = (
+                    f"preempted by {gang.key} (priority {gang.priority}) to make room in "
+                    f"{domain_name(self.state, plan.domain)}"
+                )
+                self.commit(gang, book, why)
+                return None
+            txn.rollback()
+        # d. wait
+        self.unschedulable.append(Unschedulable(gang.key, out.reason))
+        return out.reason
+
+    def _queue_limit(self, gang: Gang, book: QueueBook) -> str | None:
+        core, _ = self.placer.split(gang)
+        if core is None:
+            return None
+        demand = self.placer.demand([p for _, pods in core for p in pods])
+        if isinstance(demand, str) or not demand.count:
+            return None
+        return book.blocked(gang.queue, demand.total)
+
+    def commit(self, gang: Gang, book: QueueBook, eviction_reason: str) -> None:
+        """Apply the transaction to the state and record it as decisions."""
+        state, txn = self.state, self.txn
+        for key, node, vec in txn.evicted:
+            self.evictions.append(Eviction(key, state.index.node_names[node], eviction_reason))
+            book.charge(queue_of(state, key), -vec)
+            state.drop_released(key)
+        nodes = [n for _, n, _ in txn.assigned]
+        nodes += [state.node_of[p.key] for p in gang.running if p.key in state.node_of]
+        common = lowest_common(state, nodes)
+        hn = None if common is None or common == state.index.root else state.index.names[common]
+        for pod, node, vec in txn.assigned:
+            self.bindings.append(Binding(pod.key, state.index.node_names[node], hn))
+            self.bound_now.add(pod.key)
+            state.assume(pod, node, vec)
+            book.charge(gang.queue, vec)
+        txn.commit()
+
+
+def _explanation(
+    state: ClusterState,
+    *,
+    bindings: list[Binding],
+    evictions: list[Eviction],
+    gang: Gang,
+    reason: str | None,
+    trace: list[TierTrace],
+) -> Explanation:
+    limit = resolve(gang.topology, state.index, "spec.networkTopology")
+    constraint = limit if isinstance(limit, str) else limit.text
+    if reason is not None:
+        return Explanation(gang.key, "unschedulable", reason, constraint, tuple(trace))
+    mine = {p.key for p in gang.pending}
+    bound = [b for b in bindings if b.pod in mine]
+    where = bound[0].hypernode if bound and bound[0].hypernode else "the whole cluster"
+    evicted = [e for e in evictions if e.reason.startswith(f"preempted by {gang.key} ")]
+    summary = f"{len(bound)} of {len(gang.pending)} pending pods bound, within {where}"
+    if evicted:
+        summary += f", after evicting {len(evicted)} lower-priority pods"
+    return Explanation(gang.key, "scheduled", summary, constraint, tuple(trace))
+
+
+def run_session(state: ClusterState, config: SchedulerConfig | None = None) -> SessionResult:
+    """One session over ``state``; its bindings and evictions are applied to ``state``."""
+    result, _ = _Session(state, config or SchedulerConfig()).run(None)
+    return result
+
+
+def schedule(snapshot: Snapshot, config: SchedulerConfig | None = None) -> SessionResult:
+    """Convenience: build the state from ``snapshot`` and run one session."""
+    return run_session(ClusterState.from_snapshot(snapshot), config)
+
+
+def explain_gang(
+    state: ClusterState, key: str, config: SchedulerConfig | None = None
+) -> tuple[SessionResult, Explanation]:
+    """Run one session recording every candidate domain for gang ``key`` (``ns/name``)."""
+    result, found = _Session(state, config or SchedulerConfig()).run(key)
+    if found is None:
+        known = key in state.podgroups or key in state.pods
+        status = "not pending" if known else "unknown"
+        summary = (
+            f"{key} has no pending pods of this scheduler"
+            if known
+            else f"no PodGroup or pod {key} in the snapshot"
+        )
+        for u in result.unschedulable:
+            if u.podgroup == key:
+                status, summary = "unschedulable", u.reason
+        found = Explanation(key, status, summary, "")
+    return result, found

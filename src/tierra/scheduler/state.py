@@ -1,0 +1,252 @@
+"""The long-lived, mutable cluster state a scheduler keeps between sessions.
+
+Adapters (the simulator, the Kubernetes scheduler) own one ``ClusterState``: they feed it
+objects and changes as they happen, and each ``run_session`` reads it and applies its
+own decisions to it (bindings assumed, evictions removed). The topology index, the
+capacity and health ledgers, the per-tier layouts and the node filters are built once
+and updated incrementally: adding or removing a pod is a few array additions; a node
+turning NotReady updates its health counts. Only a change that moves topology (a new
+node, new labels or allocatable, new HyperNodes) rebuilds the index.
+
+Nodes that do not report ``pods`` in allocatable get the kubelet default (110), so a
+hand-written snapshot does not make every node full.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from tierra.api.hypernode import HyperNode
+from tierra.api.node import Node
+from tierra.api.pod import PODS, Pod
+from tierra.api.podgroup import PodGroup
+from tierra.api.queue import Queue
+from tierra.api.snapshot import Snapshot
+from tierra.errors import Problem
+from tierra.scheduler.fit import NodeFilter
+from tierra.scheduler.layout import Layouts
+from tierra.scheduler.policies.base import View
+from tierra.topology.capacity import Capacity
+from tierra.topology.health import Health
+from tierra.topology.index import IntArray, TopologyIndex
+
+DEFAULT_PODS = 110_000  # kubelet's default max pods, in milli-units
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+def gang_key(pod: Pod) -> str | None:
+    """The PodGroup a pod names (``ns/name``), or None for a pod scheduled alone."""
+    return f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
+
+
+def _with_pods(node: Node) -> Node:
+    if PODS in node.allocatable:
+        return node
+    return replace(node, allocatable={**node.allocatable, PODS: DEFAULT_PODS})
+
+
+class ClusterState:
+    """Objects of one cluster and the ledgers over them; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        nodes: Sequence[Node],
+        hypernodes: Sequence[HyperNode] = (),
+        problems: Iterable[Problem] = (),
+    ) -> None:
+        self.hypernodes: tuple[HyperNode, ...] = tuple(hypernodes)
+        self.input_problems: tuple[Problem, ...] = tuple(problems)
+        self.pods: dict[str, Pod] = {}
+        self.podgroups: dict[str, PodGroup] = {}
+        self.queues: dict[str, Queue] = {}
+        self.node_of: dict[str, int] = {}  # pods holding resources on a known node
+        self.vec_of: dict[str, IntArray] = {}  # ... and what they hold
+        self.pending: dict[str, None] = {}  # unbound, not terminated (insertion order)
+        self.members: dict[str, dict[str, None]] = {}  # gang key -> its pods' keys
+        self.gang_used: dict[str, IntArray] = {}  # gang key -> resources its pods hold
+        self.solo_used: dict[str, IntArray] = {}  # queue -> resources held by lone pods
+        self.priorities: Counter[int] = Counter()  # priorities of pods holding resources
+        self.generation = 0  # bumped whenever the index is rebuilt
+        self._build({n.name: n for n in nodes})
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot) -> ClusterState:
+        """Build the index, capacity and health once; then add every pod and group."""
+        state = cls(
+            nodes=snapshot.nodes, hypernodes=snapshot.hypernodes, problems=snapshot.problems
+        )
+        state.add_queues(snapshot.queues)
+        state.add_podgroups(snapshot.podgroups)
+        state.add_pods(snapshot.pods)
+        return state
+
+    # -- construction -----------------------------------------------------------------
+
+    def _build(self, by_name: dict[str, Node]) -> None:
+        nodes = [_with_pods(n) for n in by_name.values()]
+        self.index = TopologyIndex.build(nodes, self.hypernodes, self.input_problems)
+        ix = self.index
+        self.nodes: list[Node] = sorted(nodes, key=lambda n: ix.node_ix[n.name])
+        self.capacity = Capacity(ix, self.nodes)
+        self.health = Health(ix, self.nodes)
+        self.layouts = Layouts(ix)
+        self.filter = NodeFilter(self.nodes, self.health)
+        self.view = View(ix, self.capacity, self.layouts)
+        self.generation += 1
+        self.node_of.clear()
+        self.vec_of.clear()
+        self.gang_used.clear()
+        self.solo_used.clear()
+        self.priorities.clear()
+        for key, pod in self.pods.items():
+            self._hold(key, pod)
+
+    def _rebuild(self) -> None:
+        self._build({n.name: n for n in self.nodes})
+
+    # -- objects ----------------------------------------------------------------------
+
+    def add_pods(self, pods: Sequence[Pod]) -> None:
+        """Add or replace pods; bound ones take their node's resources at once."""
+        for pod in pods:
+            key = pod.key
+            if key in self.pods:
+                self.remove_pod(key)
+            self.pods[key] = pod
+            g = gang_key(pod)
+            if g is not None:
+                self.members.setdefault(g, {})[key] = None
+            if not pod.bound and not pod.terminated:
+                self.pending[key] = None
+            self._hold(key, pod)
+
+    def add_podgroups(self, podgroups: Sequence[PodGroup]) -> None:
+        for pg in podgroups:
+            self.podgroups[pg.key] = pg  # queue usage is summed per session from gang_used
+
+    def add_queues(self, queues: Sequence[Queue]) -> None:
+        for q in queues:
+            self.queues[q.name] = q
+
+    def remove_podgroup(self, key: str) -> None:
+        self.podgroups.pop(key, None)
+
+    def remove_pod(self, key: str) -> None:
+        """A pod completed or was deleted: its resources are free again."""
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return
+        self.pending.pop(key, None)
+        self._release(key, pod)
+        g = gang_key(pod)
+        if g is not None and g in self.members:
+            self.members[g].pop(key, None)
+            if not self.members[g]:
+                del self.members[g]
+
+    def update_node(self, node: Node) -> None:
+        """Readiness, cordon or taint changes update health in place; a new node or new
+        labels or allocatable rebuild the index (HyperNode members may change)."""
+        node = _with_pods(node)
+        i = self.index.node_ix.get(node.name)
+        if (
+            i is None
+            or self.nodes[i].labels != node.labels
+            or (self.nodes[i].allocatable != node.allocatable)
+        ):
+            by_name = {n.name: n for n in self.nodes}
+            by_name[node.name] = node
+            self._build(by_name)
+            return
+        self.nodes[i] = node
+        self.health.update(node)
+        self.filter.invalidate()
+
+    def remove_node(self, name: str) -> None:
+        self._build({n.name: n for n in self.nodes if n.name != name})
+
+    def set_hypernodes(self, hypernodes: Sequence[HyperNode]) -> None:
+        self.hypernodes = tuple(hypernodes)
+        self._rebuild()
+
+    # -- ledgers ----------------------------------------------------------------------
+
+    def _hold(self, key: str, pod: Pod) -> None:
+        if not pod.holds_resources:
+            return
+        n = self.index.node_ix.get(pod.node_name)
+        if n is None:
+            return  # bound to a node outside the snapshot: nothing to account
+        axis = self.capacity.axis
+        vec = axis.vector({r: v for r, v in pod.requests.items() if r in axis.index})
+        self.capacity.place(n, vec)
+        self.node_of[key] = n
+        self.vec_of[key] = vec
+        self._usage(pod, vec, +1)
+
+    def _release(self, key: str, pod: Pod) -> None:
+        n = self.node_of.pop(key, None)
+        vec = self.vec_of.pop(key, None)
+        if n is None or vec is None:
+            return
+        self.capacity.remove(n, vec)
+        self._usage(pod, vec, -1)
+
+    def _usage(self, pod: Pod, vec: IntArray, sign: int) -> None:
+        """Count a pod's hold (sign +1) or its release (-1) per gang or queue."""
+        self.priorities[pod.priority] += sign
+        if self.priorities[pod.priority] <= 0:
+            del self.priorities[pod.priority]
+        g = gang_key(pod)
+        book = self.gang_used if g is not None else self.solo_used
+        k = g if g is not None else pod.meta.annotations.get(QUEUE_ANNOTATION, "default")
+        cur = book.get(k)
+        delta = vec if sign > 0 else -vec
+        book[k] = delta.copy() if cur is None else cur + delta
+
+    def assume(self, pod: Pod, node: int, vec: IntArray) -> None:
+        """Record a binding whose resources a committed transaction already placed."""
+        bound = replace(pod, node_name=self.index.node_names[node])
+        self.pods[pod.key] = bound
+        self.pending.pop(pod.key, None)
+        self.node_of[pod.key] = node
+        self.vec_of[pod.key] = vec
+        self._usage(bound, vec, +1)
+
+    def evict(self, key: str) -> None:
+        """Remove an evicted pod (its controller will recreate it pending)."""
+        self.remove_pod(key)
+
+    def drop_released(self, key: str) -> None:
+        """Forget a pod whose resources a committed transaction already released."""
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return
+        self.pending.pop(key, None)
+        self.node_of.pop(key, None)
+        vec = self.vec_of.pop(key, None)
+        if vec is not None:
+            self._usage(pod, vec, -1)
+        g = gang_key(pod)
+        if g is not None and g in self.members:
+            self.members[g].pop(key, None)
+            if not self.members[g]:
+                del self.members[g]
+
+    def running_priorities(self) -> list[int]:
+        return list(self.priorities)
+
+    # -- queries ----------------------------------------------------------------------
+
+    def gang_pods(self, key: str) -> list[Pod]:
+        return [self.pods[k] for k in self.members.get(key, {})]
+
+    def healthy_total(self) -> IntArray:
+        """Allocatable summed over nodes that may take pods (Ready, not cordoned)."""
+        alloc = self.capacity.node_alloc[self.filter.base]
+        return np.asarray(alloc.sum(axis=0), dtype=np.int64)
