@@ -18,6 +18,7 @@ def run(
     hypernodes: Sequence[HyperNode] = (),
     pods: Sequence[Pod] = (),
     podgroups: Sequence[PodGroup] = (),
+    *,
     queues: Sequence[Queue] = (),
     config: SchedulerConfig | None = None,
 ) -> SessionResult:

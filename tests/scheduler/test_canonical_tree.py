@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from tests.scheduler.helpers import domains, placed, reasons, run
+
 from tierra.scheduler.testing import canonical, gang, topology
 
 
