@@ -112,6 +112,8 @@ class Search:
         top = self.limit.highest(self.state.index)
         real_top = max(self.limit.tree_max, default=-1)
         tiers = [t for t in lay.tiers_up_to(top) if t == lay.root_tier or t <= real_top]
+        if self.trace is not None:
+            self._trace_disallowed([t for t in lay.tiers_up_to(lay.root_tier) if t not in tiers])
         if self.sticky is None:
             for t in tiers:
                 self.tried_tiers.append(t)
@@ -255,6 +257,18 @@ class Search:
                 fits=int(np.count_nonzero(ok)),
             )
         )
+
+    def _trace_disallowed(self, tiers: list[int]) -> None:
+        """Tiers the limit rules out entirely, listed so explain shows where it stopped."""
+        assert self.trace is not None
+        ix, lay = self.state.index, self.state.layouts
+        why = f"tier not allowed ({self.limit.text})"
+        for t in tiers:
+            lo, hi = lay.slice(t, self.region)
+            doms = lay.by_tier[t].domains[lo:hi].tolist()
+            if doms:
+                verdicts = [Verdict(ix.names[h], t, "rejected", why) for h in doms]
+                self.trace.append(TierTrace(tier=t, scope=self.scope, verdicts=verdicts))
 
     def _trace(
         self,

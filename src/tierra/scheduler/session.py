@@ -168,6 +168,10 @@ def _explanation(
 ) -> Explanation:
     limit = resolve(gang.topology, state.index, "spec.networkTopology")
     constraint = limit if isinstance(limit, str) else limit.text
+    first: dict[str, int] = {}
+    for i, tt in enumerate(trace):
+        first.setdefault(tt.scope, i)
+    trace = sorted(trace, key=lambda tt: (first[tt.scope], tt.tier))
     if reason is not None:
         return Explanation(gang.key, "unschedulable", reason, constraint, tuple(trace))
     mine = {p.key for p in gang.pending}

@@ -1,0 +1,117 @@
+"""``tierra schedule FILE...``: one scheduling session over a snapshot, offline.
+
+Prints the bindings (complete gangs only), the gangs left waiting with one reason each,
+and any evictions, as a table or as the JSON contract of DESIGN.md. Exit status 0
+whenever the input was valid, placed or not; 2 when it could not be read, an object in
+it is invalid, or the ``--config`` file is wrong. Problems confined to HyperNodes are
+printed as warnings: the trees involved are unusable and everything else schedules.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from tierra.api.manifest import dump_yaml
+from tierra.api.snapshot import Snapshot
+from tierra.cli.common import (
+    Output,
+    console,
+    err_console,
+    exit_on_errors,
+    fail,
+    load_snapshot_or_exit,
+    print_problems,
+)
+from tierra.errors import ConfigError, Severity
+from tierra.scheduler import SchedulerConfig, SessionResult, load_config
+from tierra.scheduler import schedule as run_schedule
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", help="Scheduler configuration (YAML): policies and weights."),
+]
+NamesOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--scheduler-name",
+        help="Schedule pending pods with this spec.schedulerName (repeatable; default tierra).",
+    ),
+]
+OutputOption = Annotated[Output, typer.Option("-o", "--output", help="text, json or yaml")]
+
+
+def config_or_exit(path: Path | None, names: list[str] | None) -> SchedulerConfig:
+    """The configuration from ``--config`` (exit 2 on any mistake) and ``--scheduler-name``."""
+    config = SchedulerConfig()
+    if path is not None:
+        try:
+            config = load_config(path)
+        except ConfigError as exc:
+            fail(str(exc))
+    return config.with_scheduler_names(tuple(names or ()))
+
+
+def checked_snapshot(files: list[Path]) -> Snapshot:
+    """Load; exit 2 on errors in objects the scheduler needs, warn about HyperNodes."""
+    snapshot = load_snapshot_or_exit(files)
+    topo = [p for p in snapshot.problems if p.obj.startswith("HyperNode/")]
+    rest = [p for p in snapshot.problems if not p.obj.startswith("HyperNode/")]
+    exit_on_errors(rest)
+    if topo:
+        print_problems([p for p in topo if p.severity is Severity.ERROR] or topo, to=err_console)
+        err_console.print("[yellow]the trees of these HyperNodes are not used[/yellow]")
+    return snapshot
+
+
+def render(result: SessionResult) -> None:
+    """The decisions as tables a person reads."""
+    if result.evictions:
+        ev = Table(title="Evictions", title_justify="left")
+        for col in ("pod", "node", "reason"):
+            ev.add_column(col)
+        for e in result.evictions:
+            ev.add_row(escape(e.pod), escape(e.node), escape(e.reason))
+        console.print(ev)
+    if result.bindings:
+        bt = Table(title="Bindings", title_justify="left")
+        for col in ("pod", "node", "HyperNode"):
+            bt.add_column(col)
+        for b in result.bindings:
+            bt.add_row(escape(b.pod), escape(b.node), escape(b.hypernode or "-"))
+        console.print(bt)
+    if result.unschedulable:
+        ut = Table(title="Unschedulable", title_justify="left")
+        ut.add_column("PodGroup")
+        ut.add_column("reason", overflow="fold")
+        for u in result.unschedulable:
+            ut.add_row(escape(u.podgroup), escape(u.reason))
+        console.print(ut)
+    gangs = len({b.hypernode for b in result.bindings})
+    console.print(
+        f"{len(result.bindings)} pods bound ({gangs} domains), "
+        f"{len(result.unschedulable)} gangs waiting, {len(result.evictions)} evictions"
+    )
+
+
+def schedule(
+    files: Annotated[list[Path], typer.Argument(help="Snapshot files (YAML or JSON).")],
+    output: OutputOption = Output.TEXT,
+    scheduler_name: NamesOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Run one scheduling session over a snapshot and print its decisions."""
+    cfg = config_or_exit(config, scheduler_name)
+    snapshot = checked_snapshot(files)
+    result = run_schedule(snapshot, cfg)
+    if output is Output.JSON:
+        console.out(json.dumps(result.to_dict(), indent=2), highlight=False)
+    elif output is Output.YAML:
+        console.out(dump_yaml([result.to_dict()]), highlight=False, end="")
+    else:
+        render(result)
