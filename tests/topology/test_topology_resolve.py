@@ -10,7 +10,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
 from tierra.api import HyperNode, Node, ObjectMeta, decode_hypernode
+from tierra.api.regex import compile_pattern
 from tierra.errors import Problem, Severity
 from tierra.topology import NodeCatalog, TopologyIndex, resolve
 
@@ -188,3 +192,31 @@ def test_catastrophic_regex_over_ten_thousand_names_is_quick() -> None:
     elapsed = time.perf_counter() - started
     assert matched == ["x-aaaa", "y-a"]
     assert elapsed < 5.0  # a hang guard, not a performance assertion
+
+
+names_st = st.lists(st.text(alphabet="ab-1.", min_size=0, max_size=6), max_size=25, unique=True)
+literal_st = st.text(alphabet="ab-1", min_size=1, max_size=3)
+tail_st = st.sampled_from(
+    ["", "?", "*", "+", "{0,1}", "{2}", ".", "|b", "$", "(a)?", "[ab]", "\\d"]
+)
+pattern_st = st.one_of(
+    st.builds(
+        lambda anchor, a, t, b: f"{anchor}{a}{t}{b}",
+        st.sampled_from(["^", ""]),
+        literal_st,
+        tail_st,
+        st.sampled_from(["", "a", "$"]),
+    ),
+    st.text(alphabet="^ab-1.?*+{}2,()|[]\\d$", max_size=8),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(names_st, pattern_st)
+def test_regex_narrowing_by_literal_prefix_changes_nothing(names: list[str], pattern: str) -> None:
+    """Patterns starting with literal text only search names holding it: same result."""
+    compiled = compile_pattern(pattern)
+    assume(not isinstance(compiled, str))
+    assert not isinstance(compiled, str)
+    catalog = NodeCatalog([_node(n) for n in names])
+    assert catalog.match_regex(pattern) == [n for n in sorted(names) if compiled.search(n)]
