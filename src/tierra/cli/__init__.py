@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from tierra.cli import explain, export, schedule, tree, validate
+from tierra.cli import discover, explain, export, schedule, tree, validate
 
 app = typer.Typer(
     name="tierra",
@@ -23,6 +23,7 @@ app.command("tree")(tree.tree)
 app.command("export")(export.export)
 app.command("schedule")(schedule.schedule)
 app.command("explain")(explain.explain)
+app.command("discover")(discover.discover)
 
 
 def main() -> None:

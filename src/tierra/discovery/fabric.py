@@ -1,0 +1,605 @@
+"""A switched fabric (switches, hosts, links) -> tiered HyperNodes, with link health.
+
+``ibnetdiscover`` and UFM describe the same thing: devices and the cables between
+them. Both parsers fill a ``Fabric``; this module turns it into HyperNodes, the same
+way for both:
+
+1. **Hosts.** A channel adapter (CA) belongs to the host its node description names
+   (``"luna-0001 mlx5_0"`` -> ``luna-0001``), by a configurable pattern. Switch-internal
+   CAs (SHARP aggregation nodes) and CAs still carrying the vendor's default description
+   (``"MT4129 ConnectX7 Mellanox Technologies"``) name no host and are counted, not used.
+2. **Leaves** are the switches with a host port. Every other switch gets a level: one
+   more than its distance (in switch-to-switch hops) from the nearest leaf.
+3. **Tier 1.** Leaves sharing a host are merged, as Volcano's UFM discoverer does: on a
+   rail-optimised fabric each host's NICs land on several leaves (one per rail), and
+   those leaves together are the domain a job should stay inside.
+4. **Tier k.** The connected components of every switch of level <= k. A component
+   holding two or more tier-(k-1) domains becomes a tier-k HyperNode; one holding a
+   single domain adds nothing, so that domain simply carries on upward.
+5. **Links.** Each link's bandwidth follows from its width and speed (``4xHDR`` = 4 lanes
+   of 50 Gb/s). Links narrower or slower than the norm of their class (same kinds and
+   models of device at both ends: the most common width and speed among them) are
+   reported as degraded; links known to be down are reported too. Each issue names the
+   lowest HyperNode holding the link, which is what the health roll-up marks.
+6. **spec.link.** Tier 1 carries the host links' bandwidth (per host port, that is per
+   GPU rail on a DGX-style node); a HyperNode above carries its worst child's bandwidth
+   divided by that child's oversubscription (downlink to uplink bandwidth ratio).
+
+Names: ``<prefix>-t<tier>-<smallest switch name at that level>`` (``ib-t1-lg01-01``),
+stable while that switch stays in the domain. Switch names come from the Mellanox
+node description ``MF0;<name>:<model>``, else a description that is unique and has no
+spaces, else the GUID.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tierra.api.hypernode import HyperNode, LinkSpec
+from tierra.api.regex import compile_pattern
+from tierra.discovery import naming
+from tierra.discovery.result import (
+    SOURCE_DETAIL,
+    SOURCE_NAME,
+    Discovery,
+    LinkIssue,
+    LinkState,
+    hypernode,
+    note,
+    sorted_hypernodes,
+)
+from tierra.errors import ConfigError, Problem
+
+LANE_GBPS: dict[str, float] = {
+    "SDR": 2.0,
+    "DDR": 4.0,
+    "QDR": 8.0,
+    "FDR10": 10.0,
+    "FDR": 13.64,
+    "EDR": 25.0,
+    "HDR": 50.0,
+    "NDR": 100.0,
+    "XDR": 200.0,
+}
+"""Data rate per lane in Gb/s (after line encoding), by InfiniBand speed name."""
+
+DEFAULT_HOST_PATTERN = r"^\s*(?P<host>[^\s]+)"
+DEFAULT_EXCLUDE = r"Mellanox Technologies|Aggregation Node|^MT\d+\b|^\s*$"
+TIER_NAMES = {1: "leaf", 2: "spine", 3: "core"}
+_MF0 = re.compile(r"^MF0;([^:]+):")
+
+
+class DeviceKind(enum.StrEnum):
+    SWITCH = "switch"
+    CA = "ca"
+
+
+@dataclass(slots=True)
+class Device:
+    id: str
+    kind: DeviceKind | None
+    description: str = ""
+    model: str = ""
+    where: str = ""
+    described: bool = False  # has its own block (ibnetdiscover) / entry
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    a: int
+    a_port: str
+    b: int
+    b_port: str
+    lanes: int | None = None
+    speed: str | None = None
+    up: bool = True
+    where: str = ""
+
+    @property
+    def gbps(self) -> float | None:
+        rate = LANE_GBPS.get(self.speed or "")
+        return None if rate is None or not self.lanes else rate * self.lanes
+
+    @property
+    def rate(self) -> str:
+        lanes = f"{self.lanes}x" if self.lanes else "?x"
+        return f"{lanes}{self.speed or '?'}"
+
+
+class Fabric:
+    """Devices and links as read; links are de-duplicated (dumps list each from both ends)."""
+
+    def __init__(self) -> None:
+        self.devices: list[Device] = []
+        self.index: dict[str, int] = {}
+        self.links: list[Link] = []
+        self._ends: dict[frozenset[tuple[int, str]], int] = {}
+        self.unconnected_ports = 0
+
+    def device(
+        self,
+        id: str,
+        kind: DeviceKind | None = None,
+        description: str = "",
+        *,
+        model: str = "",
+        where: str = "",
+        described: bool = False,
+    ) -> int:
+        i = self.index.get(id)
+        if i is None:
+            i = self.index[id] = len(self.devices)
+            self.devices.append(Device(id, kind, description, model, where, described))
+            return i
+        d = self.devices[i]
+        if kind is not None and d.kind is None:
+            d.kind = kind
+        if description and (described or not d.description):
+            d.description = description
+        if model and not d.model:
+            d.model = model
+        if described and not d.described:
+            d.described, d.where = True, where
+        return i
+
+    def link(self, link: Link) -> bool:
+        """Add ``link`` unless the same two ports are already joined; True if new.
+
+        When the two ends report different widths or speeds, the lower one is kept.
+        """
+        key = frozenset(((link.a, link.a_port), (link.b, link.b_port)))
+        if key in self._ends:
+            i = self._ends[key]
+            old = self.links[i]
+            if (link.lanes or 99, link.gbps or 1e9) < (old.lanes or 99, old.gbps or 1e9):
+                self.links[i] = link  # both ends disagree: the link runs at the lower rate
+            return False
+        self._ends[key] = len(self.links)
+        self.links.append(link)
+        return True
+
+    def seen(self, a: int, a_port: str, b: int, b_port: str) -> bool:
+        return frozenset(((a, a_port), (b, b_port))) in self._ends
+
+
+class HostNamer:
+    """Maps a CA's node description to a host (node) name, or None for no host.
+
+    ``pattern`` is an RE2 expression searched in the description; the host is its group
+    named ``host``, else its first group, else the whole match, lower-cased and cleaned
+    into a DNS name. Descriptions matching ``exclude`` name no host.
+    """
+
+    def __init__(self, pattern: str | None = None, exclude: str | None = DEFAULT_EXCLUDE) -> None:
+        self.pattern_text = pattern or DEFAULT_HOST_PATTERN
+        compiled = compile_pattern(self.pattern_text)
+        if isinstance(compiled, str):
+            raise ConfigError(f"host pattern {self.pattern_text!r} {compiled}")
+        self.pattern = compiled
+        self.exclude = re.compile(exclude) if exclude else None
+        self._cache: dict[str, str | None] = {}
+
+    def __call__(self, description: str) -> str | None:
+        if description in self._cache:
+            return self._cache[description]
+        name: str | None = None
+        if not (self.exclude and self.exclude.search(description)):
+            m = self.pattern.search(description)
+            if m is not None:
+                groups = m.groupdict()
+                text = (
+                    groups.get("host")
+                    if "host" in groups
+                    else (m.group(1) if m.groups() else m.group(0))
+                )
+                if text:
+                    name = naming.clean(text)
+        self._cache[description] = name
+        return name
+
+
+@dataclass(slots=True)
+class _Domain:
+    tier: int
+    switches: list[int]  # every switch inside, any level
+    level_switches: list[int]  # switches of this domain's own level
+    children: list[int] = field(default_factory=list)  # domain ids
+    hosts: set[str] = field(default_factory=set)
+    name: str = ""
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.up = list(range(n))
+
+    def find(self, x: int) -> int:
+        up = self.up
+        root = x
+        while up[root] != root:
+            root = up[root]
+        while up[x] != root:
+            up[x], x = root, up[x]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            if ra < rb:
+                self.up[rb] = ra
+            else:
+                self.up[ra] = rb
+
+
+def switch_names(fabric: Fabric) -> dict[int, str]:
+    """Readable, unique switch names (see the module docstring)."""
+    switches = [i for i, d in enumerate(fabric.devices) if d.kind is DeviceKind.SWITCH]
+    descs = Counter(fabric.devices[i].description.strip() for i in switches)
+    proposed: dict[int, str] = {}
+    for i in switches:
+        d = fabric.devices[i]
+        desc = d.description.strip()
+        m = _MF0.match(desc)
+        if m:
+            proposed[i] = naming.clean(m.group(1))
+        elif desc and descs[desc] == 1 and not any(c.isspace() for c in desc):
+            proposed[i] = naming.clean(desc)
+        else:
+            proposed[i] = naming.clean(d.id.removeprefix("S-").removeprefix("0x"))
+    return naming.unique_names(proposed)
+
+
+def _mode(values: list[int] | list[float]) -> float | None:
+    if not values:
+        return None
+    counts = Counter(values)
+    best = max(counts.values())
+    return max(v for v, c in counts.items() if c == best)
+
+
+def build(
+    fabric: Fabric,
+    *,
+    source: str,
+    owner: str,
+    prefix: str,
+    hosts: HostNamer,
+    assume_single_fabric: bool = False,
+    notes: Sequence[Problem] = (),
+) -> Discovery:
+    """Tiered HyperNodes, link issues and a summary for ``fabric`` (see the module docstring)."""
+    devs = fabric.devices
+    n = len(devs)
+    is_switch = [d.kind is DeviceKind.SWITCH for d in devs]
+    sw_name = switch_names(fabric)
+    host_of: list[str | None] = [
+        None if is_switch[i] else hosts(devs[i].description) for i in range(n)
+    ]
+
+    # 1-2. hosts, leaves, switch adjacency over links that are up
+    host_leaves: dict[str, set[int]] = defaultdict(set)
+    neighbours: list[set[int]] = [set() for _ in range(n)]
+    for link in fabric.links:
+        if not link.up:
+            continue
+        a, b = link.a, link.b
+        if is_switch[a] and is_switch[b]:
+            if a != b:
+                neighbours[a].add(b)
+                neighbours[b].add(a)
+        elif is_switch[a] != is_switch[b]:
+            sw, ca = (a, b) if is_switch[a] else (b, a)
+            h = host_of[ca]
+            if h is not None:
+                host_leaves[h].add(sw)
+    leaves = sorted({s for ls in host_leaves.values() for s in ls})
+    level = [0] * n
+    frontier = leaves
+    for s in leaves:
+        level[s] = 1
+    depth = 1
+    while frontier:
+        nxt: list[int] = []
+        for s in frontier:
+            for t in neighbours[s]:
+                if level[t] == 0:
+                    level[t] = depth + 1
+                    nxt.append(t)
+        frontier = sorted(nxt)
+        depth += 1 if frontier else 0
+
+    # 3. tier 1: leaves sharing a host
+    uf = _UnionFind(n)
+    for ls in host_leaves.values():
+        first, *rest = sorted(ls)
+        for s in rest:
+            uf.union(first, s)
+    domains: list[_Domain] = []
+    rep: dict[int, int] = {}  # union-find root -> domain id representing it
+    by_root: dict[int, list[int]] = defaultdict(list)
+    for s in leaves:
+        by_root[uf.find(s)].append(s)
+    for root, group in sorted(by_root.items()):
+        rep[root] = len(domains)
+        domains.append(_Domain(tier=1, switches=list(group), level_switches=list(group)))
+    for h, ls in host_leaves.items():
+        domains[rep[uf.find(next(iter(ls)))]].hosts.add(h)
+    domain_at: dict[tuple[int, int], int] = {(s, 1): rep[uf.find(s)] for s in leaves}
+
+    # 4. tier k: components of every switch of level <= k
+    edges_at: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for a in range(n):
+        for b in neighbours[a]:
+            if a < b and level[a] and level[b]:
+                edges_at[max(2, level[a], level[b])].append((a, b))
+    by_level: dict[int, list[int]] = defaultdict(list)
+    for s in range(n):
+        if level[s] > 1:
+            by_level[level[s]].append(s)
+    active = list(leaves)
+    for k in range(2, depth + 1):
+        before = {uf.find(s) for s in active}
+        active.extend(by_level.get(k, ()))
+        for a, b in edges_at.get(k, ()):
+            uf.union(a, b)
+        merged: dict[int, list[int]] = defaultdict(list)
+        for r in sorted(before):
+            merged[uf.find(r)].append(rep.pop(r))
+        members: dict[int, list[int]] = defaultdict(list)
+        for s in active:
+            members[uf.find(s)].append(s)
+        for root, merged_reps in sorted(merged.items()):
+            kids = sorted(set(merged_reps))
+            own = sorted(s for s in members[root] if level[s] == k)
+            if len(kids) == 1:
+                rep[root] = kids[0]
+                dom = domains[kids[0]]
+                dom.switches.extend(own)
+            else:
+                rep[root] = len(domains)
+                domains.append(
+                    _Domain(tier=k, switches=list(members[root]), level_switches=own, children=kids)
+                )
+                for kid in kids:
+                    domains[-1].hosts |= domains[kid].hosts
+        for s in active:
+            domain_at[(s, k)] = rep[uf.find(s)]
+
+    roots = sorted(set(rep.values()))
+    if assume_single_fabric and len(roots) > 1:
+        top_tier = max(domains[r].tier for r in roots) + 1
+        top = _Domain(tier=top_tier, switches=[], level_switches=[], children=roots)
+        for r in roots:
+            top.hosts |= domains[r].hosts
+        domains.append(top)
+
+    # names
+    proposed: dict[int, str] = {}
+    for i, dom in enumerate(domains):
+        own_names = sorted(sw_name[s] for s in dom.level_switches)
+        anchor = own_names[0] if own_names else "fabric"
+        proposed[i] = naming.join(prefix, f"t{dom.tier}", anchor)
+    names = naming.unique_names(proposed)
+
+    # 5. link issues against the norm of each link class
+    def klass(i: int) -> tuple[str, str]:
+        return (str(devs[i].kind), devs[i].model)
+
+    lanes_by: dict[tuple[tuple[str, str], ...], list[int]] = defaultdict(list)
+    rate_by: dict[tuple[tuple[str, str], ...], list[float]] = defaultdict(list)
+    for link in fabric.links:
+        if not link.up:
+            continue
+        key = tuple(sorted((klass(link.a), klass(link.b))))
+        if link.lanes:
+            lanes_by[key].append(link.lanes)
+        if link.speed in LANE_GBPS:
+            rate_by[key].append(LANE_GBPS[link.speed or ""])
+
+    def label(i: int, port: str) -> str:
+        if is_switch[i]:
+            return f"{sw_name[i]} port {port}"
+        d = devs[i].description.strip() or devs[i].id
+        return f"{d} port {port}"
+
+    def owner_of(link: Link) -> tuple[str | None, tuple[str, ...]]:
+        a, b = link.a, link.b
+        if is_switch[a] and is_switch[b]:
+            k = max(2, level[a], level[b])
+            d = domain_at.get((a, k)) if level[a] and level[b] else None
+            return (names[d] if d is not None else None), ()
+        sw, ca = (a, b) if is_switch[a] else (b, a)
+        h = host_of[ca]
+        d = domain_at.get((sw, 1))
+        return (names[d] if d is not None else None), ((h,) if h else ())
+
+    norms = {
+        key: (_mode(lanes_by.get(key, [])), _mode(rate_by.get(key, [])))
+        for key in {*lanes_by, *rate_by}
+    }
+    issues: list[LinkIssue] = []
+    for link in fabric.links:
+        detail = ""
+        state = LinkState.DEGRADED
+        if not link.up:
+            state, detail = LinkState.DOWN, "port is down"
+        else:
+            key = tuple(sorted((klass(link.a), klass(link.b))))
+            norm_lanes, norm_rate = norms.get(key, (None, None))
+            rate = LANE_GBPS.get(link.speed or "")
+            narrow = link.lanes and norm_lanes and link.lanes < norm_lanes
+            slow = rate is not None and norm_rate is not None and rate < norm_rate
+            if narrow or slow:
+                norm_speed = next((s for s, r in LANE_GBPS.items() if r == norm_rate), "?")
+                detail = (
+                    f"{link.rate} where links like it run at "
+                    f"{int(norm_lanes or 0) or '?'}x{norm_speed}"
+                )
+        if not detail:
+            continue
+        where_hn, on_hosts = owner_of(link)
+        issues.append(
+            LinkIssue(
+                state=state,
+                a=label(link.a, link.a_port),
+                b=label(link.b, link.b_port),
+                detail=detail,
+                where=link.where,
+                hypernode=where_hn,
+                hosts=on_hosts,
+            )
+        )
+
+    # 6. bandwidth and oversubscription, bottom-up
+    host_gbps: list[float] = [
+        g
+        for link in fabric.links
+        if link.up
+        and is_switch[link.a] != is_switch[link.b]
+        and (g := link.gbps) is not None
+        and host_of[link.b if is_switch[link.a] else link.a] is not None
+    ]
+    host_norm = _mode(host_gbps)
+    top_id = len(domains) - 1 if assume_single_fabric and len(roots) > 1 else None
+    anc: dict[int, list[int]] = {}
+    for s in range(n):
+        if not is_switch[s] or not level[s]:
+            continue
+        chain: list[int] = []
+        for k in range(level[s], depth + 1):
+            d = domain_at.get((s, k))
+            if d is not None and (not chain or chain[-1] != d):
+                chain.append(d)
+        if top_id is not None:
+            chain.append(top_id)
+        anc[s] = chain
+    up_gbps: list[float] = [0.0] * len(domains)
+    down_gbps: list[float] = [0.0] * len(domains)
+    for link in fabric.links:
+        if not (link.up and link.gbps and link.a in anc and link.b in anc):
+            continue
+        chain_a, chain_b = anc[link.a], anc[link.b]
+        common = set(chain_a) & set(chain_b)
+        for chain in (chain_a, chain_b):
+            below = None
+            for d in chain:
+                if d in common:
+                    if below is not None:
+                        down_gbps[d] += link.gbps
+                    break
+                up_gbps[d] += link.gbps
+                below = d
+    bandwidth: list[float | None] = [None] * len(domains)
+    oversub: list[float | None] = [None] * len(domains)
+    for link in fabric.links:
+        if link.up and is_switch[link.a] != is_switch[link.b] and link.gbps:
+            sw, ca_ = (link.a, link.b) if is_switch[link.a] else (link.b, link.a)
+            d = domain_at.get((sw, 1))
+            if d is not None and host_of[ca_] is not None:
+                down_gbps[d] += link.gbps
+    for i in sorted(range(len(domains)), key=lambda i: domains[i].tier):
+        dom = domains[i]
+        if dom.tier == 1 or not dom.children:
+            bandwidth[i] = host_norm / 8 if host_norm else None
+        else:
+            # What most of its hosts get once traffic leaves their child domain.
+            kid_bw = sorted(
+                (kid_bw_k / (oversub[kid] or 1.0), len(domains[kid].hosts))
+                for kid in dom.children
+                if (kid_bw_k := bandwidth[kid]) is not None
+            )
+            bandwidth[i] = _weighted_median(kid_bw)
+        if up_gbps[i] > 0 and down_gbps[i] > 0:
+            oversub[i] = max(1.0, round(down_gbps[i] / up_gbps[i], 2))
+
+    out: list[HyperNode] = []
+    for i, dom in enumerate(domains):
+        own_names = sorted(sw_name[s] for s in dom.level_switches)
+        bw = bandwidth[i]
+        out.append(
+            hypernode(
+                names[i],
+                tier=dom.tier,
+                nodes=dom.hosts if dom.tier == 1 or not dom.children else (),
+                children=(names[k] for k in dom.children),
+                owner=owner,
+                topology=naming.label_value(prefix),
+                tier_name=TIER_NAMES.get(dom.tier, f"tier-{dom.tier}"),
+                link=LinkSpec(
+                    medium="infiniband",
+                    bandwidth_gbps=round(bw, 3) if bw is not None else None,
+                    oversubscription=oversub[i],
+                ),
+                annotations={
+                    SOURCE_NAME: own_names[0] if own_names else "fabric",
+                    SOURCE_DETAIL: (
+                        f"switches: {_short_list(own_names)}"
+                        if own_names
+                        else "assumed: one fabric"
+                    ),
+                },
+            )
+        )
+
+    unnamed = sum(
+        1 for i in range(n) if not is_switch[i] and devs[i].kind is not None and host_of[i] is None
+    )
+    isolated = sum(1 for i in range(n) if is_switch[i] and level[i] == 0)
+    extra = list(notes)
+    if unnamed:
+        examples = sorted(
+            {
+                devs[i].description.strip()
+                for i in range(n)
+                if not is_switch[i] and host_of[i] is None
+            }
+        )[:3]
+        extra.append(
+            note(
+                f"{unnamed} CA(s) name no host (SHARP aggregation nodes, default descriptions"
+                f" such as {', '.join(repr(e) for e in examples)}); not used"
+            )
+        )
+    if isolated:
+        extra.append(note(f"{isolated} switch(es) reach no leaf switch; not used"))
+    summary = {
+        "switches": sum(is_switch),
+        "leaves": len(leaves),
+        "cas": sum(1 for i in range(n) if not is_switch[i]),
+        "hosts": len(host_leaves),
+        "links": len(fabric.links),
+        "levels": max(level) if leaves else 0,
+        "hypernodes": len(out),
+        "degradedLinks": sum(1 for x in issues if x.state is LinkState.DEGRADED),
+        "downLinks": sum(1 for x in issues if x.state is LinkState.DOWN),
+        "unconnectedPorts": fabric.unconnected_ports,
+    }
+    return Discovery(
+        source=source,
+        owner=owner,
+        hypernodes=sorted_hypernodes(out),
+        link_issues=tuple(issues),
+        notes=tuple(extra),
+        summary=summary,
+    )
+
+
+def _weighted_median(values: list[tuple[float, int]]) -> float | None:
+    total = sum(w for _, w in values)
+    if not values or total == 0:
+        return values[0][0] if values else None
+    acc = 0
+    for value, weight in values:
+        acc += weight
+        if 2 * acc >= total:
+            return value
+    return values[-1][0]
+
+
+def _short_list(names: list[str], limit: int = 8) -> str:
+    if len(names) <= limit:
+        return ",".join(names)
+    return f"{','.join(names[:limit])},... ({len(names)} in all)"

@@ -1,0 +1,328 @@
+"""``ibnetdiscover`` output -> a ``Fabric`` -> tiered HyperNodes (see ``fabric``).
+
+Two forms are read, told apart by their first meaningful line:
+
+* the default form: one block per device, a header (``Switch 41 "S-<guid>" # "<desc>"
+  ...``, ``Ca 1 "H-<guid>" # "<desc>"``; ibsim's ``Hca``; older dumps without the space
+  after the keyword) followed by one line per connected port (``[12] "H-<guid>"[1](<guid>)
+  # "<peer desc>" lid 4 4xHDR``), the ``-f`` variant with ``s= w= v= e=`` fields too;
+* the ports form (``ibnetdiscover -p``): one line per port, ``SW 1719 10 0x... 4x EDR -
+  CA 134 1 0x... ( 'sw' - 'host HCA-1' )``, unconnected ports without the peer part.
+
+Lines before the first recognised line (a PuTTY log header, a umad error printed to
+the same stream) are noted and skipped. After that, a line that fits no form, or a port
+naming a device the dump never describes (a dump cut short), is an error naming the
+file and line number, and nothing is produced. Dumps limited by ``-H``/hop count ("Max
+of N hops discovered") may legitimately mention undescribed devices; those are noted.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from tierra.discovery.fabric import DeviceKind, Fabric, HostNamer, Link, build
+from tierra.discovery.result import Discovery, ParseError, note
+from tierra.errors import InputError, Problem
+
+SOURCE = "ibnetdiscover"
+
+_HEADER = re.compile(r'^(Switch|Ca|Hca|Rt)\s*(\d+)\s+"([^"]*)"\s*(.*)$')
+_PORT = re.compile(
+    r'^\[(\d+)\](?:\([0-9A-Fa-f]+\))?\s*"([^"]+)"\[(\d+)\](?:\([0-9A-Fa-f]+\))?(.*)$'
+)
+_RATE = re.compile(r"\b(\d+)x([A-Z][A-Z0-9]*|\?\?\?)")
+_WIDTH = re.compile(r"\bw=(\d+)\b")
+_QUOTED = re.compile(r'"([^"]*)"')
+_INFO = re.compile(
+    r"^(?:vendid|devid|sysimgguid|switchguid|caguid|routerguid)=|^#|^Non-Chassis Nodes\s*$"
+    r"|^Chassis\b|^\S+ Chassis\b"
+)
+_DEVID = re.compile(r"^devid=(0x[0-9A-Fa-f]+)")
+_MAX_HOPS = re.compile(r"^#\s*Max of \d+ hops", re.IGNORECASE)
+_PORTS_ROW = re.compile(r"^(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+(\d+)x\s*(\S+)\s*(.*)$")
+_PORTS_PEER = re.compile(
+    r"^-\s*(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s*\(\s*'(.*)'\s*-\s*'(.*)'\s*\)\s*$"
+)
+
+_KINDS = {"Switch": DeviceKind.SWITCH, "Ca": DeviceKind.CA, "Hca": DeviceKind.CA}
+_ROW_KINDS = {"SW": DeviceKind.SWITCH, "CA": DeviceKind.CA}
+
+
+def read_text(path: str | Path) -> str:
+    """A dump's text (gzip is read transparently); unreadable files raise ``InputError``."""
+    name = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read: {exc.strerror}") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise ParseError(name, None, f"broken gzip data: {exc}") from None
+    if b"\x00" in data[:8192]:
+        raise ParseError(name, None, "is a binary file, expected ibnetdiscover text")
+    return data.decode("utf-8", errors="replace")
+
+
+def _peer_kind(peer_id: str) -> DeviceKind | None:
+    if peer_id.startswith("S-"):
+        return DeviceKind.SWITCH
+    if peer_id.startswith("H-"):
+        return DeviceKind.CA
+    return None
+
+
+def parse(
+    text: str, file: str = "<input>", *, allow_partial: bool = False
+) -> tuple[Fabric, list[Problem]]:
+    """Read either form into a ``Fabric``; ``ParseError`` on anything it cannot read.
+
+    ``allow_partial`` accepts a dump mentioning devices it never describes (noted, the
+    unknown ones taken as CAs); by default that means the file was cut short.
+    """
+    lines = text.splitlines()
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if _PORTS_ROW.match(line):
+            return _parse_ports(lines, file)
+        break
+    return _parse_blocks(lines, file, allow_partial)
+
+
+def _parse_blocks(lines: list[str], file: str, allow_partial: bool) -> tuple[Fabric, list[Problem]]:
+    fabric = Fabric()
+    notes: list[Problem] = []
+    current: int | None = None
+    devid = ""
+    started = False
+    hop_limited = False
+    preamble: list[int] = []
+    first_ref: dict[int, int] = {}  # device -> first line referring to it
+    half: dict[tuple[int, str, int, str], int] = {}
+    for no, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\r").strip()
+        if not line:
+            current = None
+            continue
+        if _MAX_HOPS.match(line):
+            hop_limited = True
+        if line[0] == "[":
+            m = _PORT.match(line)
+            if m is None:
+                raise ParseError(file, no, f"cannot read this port line: {_clip(line)}")
+            if current is None:
+                raise ParseError(file, no, "a port line outside any Switch or Ca block")
+            port, peer_id, peer_port, rest = m.groups()
+            quoted = _QUOTED.findall(rest)
+            peer = fabric.device(
+                peer_id, _peer_kind(peer_id), quoted[-1] if quoted else "", where=f"line {no}"
+            )
+            first_ref.setdefault(peer, no)
+            lanes, speed = _rate(rest)
+            fabric.link(
+                Link(current, port, peer, peer_port, lanes=lanes, speed=speed, where=f"line {no}")
+            )
+            key = (current, port, peer, peer_port)
+            if (peer, peer_port, current, port) in half:
+                del half[(peer, peer_port, current, port)]
+            else:
+                half[key] = no
+            continue
+        m = _HEADER.match(line)
+        if m is not None:
+            keyword, _ports, dev_id, rest = m.groups()
+            if keyword == "Rt":
+                current = None
+                continue
+            quoted = _QUOTED.findall(rest)
+            current = fabric.device(
+                dev_id,
+                _KINDS[keyword],
+                quoted[0] if quoted else dev_id,  # ibsim's minimal dialect: the id is the name
+                model=devid,
+                where=f"line {no}",
+                described=True,
+            )
+            if fabric.devices[current].kind is not _KINDS[keyword]:
+                raise ParseError(
+                    file, no, f"{dev_id} is described as a {keyword} but was linked as another kind"
+                )
+            devid = ""
+            started = True
+            continue
+        if _INFO.match(line):
+            d = _DEVID.match(line)
+            if d:
+                devid = d.group(1).lower()
+            started = started or not line.startswith("#")
+            continue
+        if not started:
+            preamble.append(no)
+            continue
+        if not any(_is_dump_line(rest) for rest in lines[no:]):
+            # A shell prompt or log footer after the last block: the dump itself is whole.
+            notes.append(
+                note(f"{file}: skipped {len(lines) - no + 1} line(s) after the dump (line {no})")
+            )
+            break
+        raise ParseError(file, no, f"not ibnetdiscover output: {_clip(line)}")
+    if not started:
+        raise ParseError(file, None, "no Switch or Ca blocks: not ibnetdiscover output")
+    if preamble:
+        notes.append(
+            note(f"{file}: skipped {len(preamble)} line(s) before the dump (line {preamble[0]})")
+        )
+    undescribed = [i for i, d in enumerate(fabric.devices) if not d.described]
+    if undescribed:
+        first = min(undescribed, key=lambda i: first_ref.get(i, 0))
+        message = (
+            f"refers to {fabric.devices[first].id}, which the dump never describes"
+            f" ({len(undescribed)} such device(s))"
+        )
+        if not (hop_limited or allow_partial):
+            raise ParseError(
+                file,
+                first_ref.get(first),
+                f"{message}; is the file cut short? (--allow-partial reads it anyway)",
+            )
+        notes.append(note(f"{file}: line {first_ref.get(first)}: {message}; read anyway"))
+        for i in undescribed:
+            if fabric.devices[i].kind is None:
+                fabric.devices[i].kind = DeviceKind.CA
+    one_sided = [
+        no
+        for (a, _, b, _), no in half.items()
+        if fabric.devices[a].described and fabric.devices[b].described and a != b
+    ]
+    if one_sided:
+        notes.append(
+            note(
+                f"{file}: {len(one_sided)} link(s) are listed from one end only"
+                f" (first at line {min(one_sided)}); the dump may be inconsistent"
+            )
+        )
+    return fabric, notes
+
+
+def _is_dump_line(raw: str) -> bool:
+    line = raw.strip()
+    return bool(line) and (line[0] == "[" or _HEADER.match(line) is not None)
+
+
+def _rate(rest: str) -> tuple[int | None, str | None]:
+    rates = _RATE.findall(rest)
+    if rates:
+        lanes, speed = rates[-1]
+        return int(lanes), (None if speed == "???" else speed)
+    w = _WIDTH.search(rest)
+    return (int(w.group(1)), None) if w else (None, None)
+
+
+def _parse_ports(lines: list[str], file: str) -> tuple[Fabric, list[Problem]]:
+    fabric = Fabric()
+    for no, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\r").strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _PORTS_ROW.match(line)
+        if m is None:
+            raise ParseError(file, no, f"cannot read this 'ibnetdiscover -p' line: {_clip(line)}")
+        kind, _lid, port, guid, lanes, speed, rest = m.groups()
+        peer = _PORTS_PEER.match(rest)
+        if kind == "RT":
+            continue
+        if peer is None:
+            name = rest.strip().strip("'").strip()
+            fabric.device(guid.lower(), _ROW_KINDS[kind], name, where=f"line {no}", described=True)
+            fabric.unconnected_ports += 1
+            continue
+        pkind, _plid, pport, pguid, name, pname = peer.groups()
+        if pkind == "RT":
+            continue
+        a = fabric.device(
+            guid.lower(), _ROW_KINDS[kind], name.strip(), where=f"line {no}", described=True
+        )
+        b = fabric.device(
+            pguid.lower(), _ROW_KINDS[pkind], pname.strip(), where=f"line {no}", described=True
+        )
+        fabric.link(
+            Link(
+                a,
+                port,
+                b,
+                pport,
+                lanes=int(lanes),
+                speed=None if speed.startswith("?") else speed,
+                where=f"line {no}",
+            )
+        )
+    if not fabric.devices:
+        raise ParseError(file, None, "no ports: not 'ibnetdiscover -p' output")
+    return fabric, []
+
+
+def _clip(line: str, limit: int = 80) -> str:
+    return repr(line if len(line) <= limit else line[:limit] + "...")
+
+
+def discover_ibnetdiscover(
+    paths: Iterable[str | Path],
+    *,
+    owner: str = SOURCE,
+    prefix: str = "ib",
+    host_pattern: str | None = None,
+    allow_partial: bool = False,
+) -> Discovery:
+    """HyperNodes from one or more dumps (several files: several fabrics, or one merged)."""
+    fabric: Fabric | None = None
+    notes: list[Problem] = []
+    texts = [(str(p), read_text(p)) for p in paths]
+    if len(texts) == 1:
+        fabric, notes = parse(texts[0][1], texts[0][0], allow_partial=allow_partial)
+    else:
+        fabric = Fabric()
+        for name, text in texts:
+            part, part_notes = parse(text, name, allow_partial=allow_partial)
+            notes.extend(part_notes)
+            _merge(fabric, part)
+    return build(
+        fabric,
+        source=SOURCE,
+        owner=owner,
+        prefix=prefix,
+        hosts=HostNamer(host_pattern),
+        notes=notes,
+    )
+
+
+def _merge(into: Fabric, part: Fabric) -> None:
+    remap = [
+        into.device(
+            d.id, d.kind, d.description, model=d.model, where=d.where, described=d.described
+        )
+        for d in part.devices
+    ]
+    for link in part.links:
+        into.link(
+            Link(
+                remap[link.a],
+                link.a_port,
+                remap[link.b],
+                link.b_port,
+                lanes=link.lanes,
+                speed=link.speed,
+                up=link.up,
+                where=link.where,
+            )
+        )
+    into.unconnected_ports += part.unconnected_ports

@@ -1,0 +1,185 @@
+"""Node labels -> HyperNodes: the topology a cluster already carries in its labels.
+
+A *label topology* is an ordered list of label keys from the widest level to the
+narrowest (``block, rack``; a trailing ``kubernetes.io/hostname`` is dropped, as Kueue
+and Volcano configure it). The narrowest level is tier 1 and holds nodes; each level
+above holds the HyperNodes of the level below. Several topologies may be discovered at
+once; each makes its own forest, so a node can sit in several.
+
+Semantics (compared with Volcano's label discoverer):
+
+* A node missing its narrowest label joins nothing; one missing a wider label gets a
+  tree that stops below it (the walk goes up from the narrowest level and stops at the
+  first missing label), as Volcano does.
+* A domain is identified by the *path* of values from the top of its tree, as Kueue
+  and KAI do: rack ``r1`` in block ``b1`` and rack ``r1`` in block ``b2`` are two racks.
+  Volcano keys by (label, value) alone and would give that rack two parents, which
+  its scheduler answers by blocking every topology-aware job in the cluster.
+* Names are the topology name and the value path (``kueue-b1-r1``), never random.
+* An optional node selector (any of several label selectors) limits the nodes, which
+  is how a Kueue ResourceFlavor's ``nodeLabels`` or a mixed-depth EKS fleet is expressed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tierra.api.hypernode import HyperNode, LinkSpec
+from tierra.api.labels import LabelSelector
+from tierra.api.node import Node
+from tierra.discovery import naming
+from tierra.discovery.result import SOURCE_DETAIL, Discovery, hypernode, note, sorted_hypernodes
+from tierra.errors import ConfigError
+
+HOSTNAME = "kubernetes.io/hostname"
+SOURCE = "labels"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelLevel:
+    key: str
+    tier_name: str | None = None  # defaults to the key, as Volcano's discoverer writes it
+    link: LinkSpec | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LabelTopology:
+    """One ordered list of levels, widest first; the narrowest becomes tier 1."""
+
+    name: str
+    levels: tuple[LabelLevel, ...]
+    selectors: tuple[LabelSelector, ...] = field(default=())  # any of; none = every node
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        return not self.selectors or any(s.matches(labels) for s in self.selectors)
+
+
+def make_topology(
+    name: str,
+    keys: Sequence[str],
+    *,
+    tier_names: Sequence[str | None] | None = None,
+    selectors: Sequence[LabelSelector] = (),
+) -> LabelTopology:
+    """Validate an ordered key list (widest first) into a ``LabelTopology``.
+
+    Raises ``ConfigError`` for an empty list, a repeated key, or a hostname level that
+    is not last (Kueue refuses the same things).
+    """
+    keys = [k.strip() for k in keys if k.strip()]
+    names = list(tier_names) if tier_names is not None else [None] * len(keys)
+    if len(names) != len(keys):
+        raise ConfigError(f"topology {name!r}: {len(keys)} levels but {len(names)} tier names")
+    if keys and keys[-1] == HOSTNAME:
+        keys, names = keys[:-1], names[:-1]
+    if HOSTNAME in keys:
+        raise ConfigError(f"topology {name!r}: {HOSTNAME} may only be the last level")
+    if not keys:
+        raise ConfigError(f"topology {name!r}: needs at least one label key besides {HOSTNAME}")
+    seen: set[str] = set()
+    for k in keys:
+        if k in seen:
+            raise ConfigError(f"topology {name!r}: label {k!r} is listed twice")
+        seen.add(k)
+    return LabelTopology(
+        name=name,
+        levels=tuple(LabelLevel(k, tn) for k, tn in zip(keys, names, strict=True)),
+        selectors=tuple(selectors),
+    )
+
+
+@dataclass(slots=True)
+class _Domain:
+    tier: int
+    level: int
+    path: tuple[str, ...]
+    nodes: list[str] = field(default_factory=list)
+    children: set[tuple[str, int, tuple[str, ...]]] = field(default_factory=set)
+
+
+def discover_labels(
+    nodes: Sequence[Node],
+    topologies: Sequence[LabelTopology],
+    *,
+    owner: str = SOURCE,
+    prefix: str | None = None,
+) -> Discovery:
+    """HyperNodes for every topology over ``nodes`` (typed objects from a file or the API)."""
+    domains: dict[tuple[str, int, tuple[str, ...]], _Domain] = {}
+    skipped: dict[str, int] = {}
+    ordered = sorted(nodes, key=lambda n: n.name)
+    for topo in topologies:
+        keys = [lv.key for lv in topo.levels]
+        depth = len(keys)
+        missing = 0
+        for node in ordered:
+            labels = node.labels
+            if not topo.selects(labels):
+                continue
+            # Walk up from the narrowest level; stop at the first missing label.
+            values: list[str] = []
+            for key in reversed(keys):
+                value = labels.get(key)
+                if value is None:
+                    break
+                values.append(value)
+            if not values:
+                missing += 1
+                continue
+            values.reverse()  # widest present level first
+            top = depth - len(values)  # index of the widest present level
+            below: tuple[str, int, tuple[str, ...]] | None = None
+            for level in range(depth - 1, top - 1, -1):
+                path = tuple(values[: level - top + 1])
+                ident = (topo.name, level, path)
+                dom = domains.get(ident)
+                if dom is None:
+                    dom = domains[ident] = _Domain(tier=depth - level, level=level, path=path)
+                if below is None:
+                    dom.nodes.append(node.name)
+                else:
+                    dom.children.add(below)
+                below = ident
+        skipped[topo.name] = missing
+
+    by_topo = {t.name: t for t in topologies}
+    proposed = {
+        ident: naming.join(prefix if prefix is not None else ident[0], *ident[2])
+        for ident in domains
+    }
+    names = naming.unique_names(proposed)
+    out: list[HyperNode] = []
+    for ident, dom in domains.items():
+        topo = by_topo[ident[0]]
+        lv = topo.levels[dom.level]
+        start = dom.level - len(dom.path) + 1
+        detail = ",".join(f"{topo.levels[start + i].key}={v}" for i, v in enumerate(dom.path))
+        out.append(
+            hypernode(
+                names[ident],
+                tier=dom.tier,
+                nodes=dom.nodes,
+                children=(names[c] for c in dom.children),
+                owner=owner,
+                topology=naming.label_value(topo.name),
+                tier_name=lv.tier_name or lv.key,
+                link=lv.link,
+                annotations={SOURCE_DETAIL: detail},
+            )
+        )
+    notes = tuple(
+        note(
+            f"topology {name}: {count} node(s) lack the narrowest label "
+            f"{by_topo[name].levels[-1].key} and join nothing"
+        )
+        for name, count in sorted(skipped.items())
+        if count
+    )
+    return Discovery(
+        source=SOURCE,
+        owner=owner,
+        hypernodes=sorted_hypernodes(out),
+        notes=notes,
+        summary={"nodes": len(nodes), "hypernodes": len(out)},
+    )

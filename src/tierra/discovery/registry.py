@@ -1,0 +1,171 @@
+"""Every discovery source, listed by hand: name -> what it reads and how to run it.
+
+No source registers itself on import. A caller (the CLI, the controller) builds a
+``Request`` from its own options and calls ``run``; each runner reads files (or, for
+UFM with a URL, the server) and returns a ``Discovery``. The Kubernetes adapter feeds
+live objects to the typed entry points (``discover_labels``, ``discover_dra``) directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tierra.api.snapshot import load_snapshot, read_documents
+from tierra.discovery import dra, ibnetdiscover, labels, nvidia_smi, presets, slurm, ufm
+from tierra.discovery.result import Discovery
+from tierra.discovery.ufm_client import UfmClient, UfmError, load_credentials
+from tierra.errors import ConfigError, InputError, Problem, Severity
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    """Everything a source may be given; each source reads the fields it needs."""
+
+    files: tuple[Path, ...] = ()
+    owner: str | None = None
+    prefix: str | None = None
+    levels: tuple[str, ...] = ()
+    preset: str | None = None
+    host_pattern: str | None = None
+    allow_partial: bool = False
+    url: str | None = None
+    credentials: Path | None = None
+    insecure: bool = False
+    ca_file: Path | None = None
+    timeout: float = 30.0
+    retries: int = 3
+    node: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+Runner = Callable[[Request], Discovery]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    name: str
+    summary: str
+    reads: str
+    run: Runner
+
+
+def _need_files(req: Request, what: str) -> None:
+    if not req.files:
+        raise InputError(f"give {what}")
+
+
+def _labels(req: Request) -> Discovery:
+    _need_files(req, "one or more files holding Node objects")
+    if bool(req.levels) == bool(req.preset):
+        raise ConfigError("give either --levels KEY,KEY,... or --preset NAME")
+    docs = [doc for f in req.files for doc in read_documents(f)]
+    if req.preset:
+        topologies = presets.preset(req.preset, docs)
+    else:
+        topologies = (labels.make_topology(req.extra.get("name", "labels"), list(req.levels)),)
+    snapshot = load_snapshot(list(req.files))
+    errors = [
+        p for p in snapshot.problems if p.severity is Severity.ERROR and p.obj.startswith("Node/")
+    ]
+    if errors:
+        raise InputError(errors)
+    if not snapshot.nodes:
+        raise InputError("no Node objects in the input")
+    return labels.discover_labels(
+        snapshot.nodes, topologies, owner=req.owner or labels.SOURCE, prefix=req.prefix
+    )
+
+
+def _ibnetdiscover(req: Request) -> Discovery:
+    _need_files(req, "one or more ibnetdiscover dumps")
+    return ibnetdiscover.discover_ibnetdiscover(
+        req.files,
+        owner=req.owner or ibnetdiscover.SOURCE,
+        prefix=req.prefix or "ib",
+        host_pattern=req.host_pattern,
+        allow_partial=req.allow_partial,
+    )
+
+
+def _ufm(req: Request) -> Discovery:
+    owner = req.owner or ufm.SOURCE
+    prefix = req.prefix or "ufm"
+    if req.url:
+        if req.credentials is None:
+            raise InputError("--url needs --credentials FILE (username:password or a Secret)")
+        creds = load_credentials(req.credentials)
+        verify: bool | str = False if req.insecure else (str(req.ca_file) if req.ca_file else True)
+        try:
+            with UfmClient(
+                req.url, creds, timeout=req.timeout, retries=req.retries, verify=verify
+            ) as client:
+                text = client.get_ports()
+                origin = client.ports_url
+        except UfmError as exc:
+            raise InputError(str(exc)) from None
+        return ufm.discover_ufm(
+            text, origin=origin, owner=owner, prefix=prefix, host_pattern=req.host_pattern
+        )
+    if len(req.files) != 1:
+        raise InputError("give one saved ports response (JSON) or --url")
+    path = req.files[0]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return ufm.discover_ufm(
+        text, origin=str(path), owner=owner, prefix=prefix, host_pattern=req.host_pattern
+    )
+
+
+def _slurm(req: Request) -> Discovery:
+    _need_files(req, "a topology.conf or topology.yaml")
+    return slurm.discover_slurm(
+        req.files, owner=req.owner or slurm.SOURCE, prefix=req.prefix or "slurm"
+    )
+
+
+def _nvidia_smi(req: Request) -> Discovery:
+    _need_files(req, "one 'nvidia-smi topo -m' output per node")
+    return nvidia_smi.discover_nvidia_smi(req.files, node=req.node)
+
+
+def _dra(req: Request) -> Discovery:
+    _need_files(req, "one or more files holding ResourceSlice objects")
+    problems: list[Problem] = []
+    slices = dra.slices_from_documents(
+        (doc for f in req.files for doc in read_documents(f)), problems
+    )
+    if problems:
+        raise InputError(problems)
+    if not slices:
+        raise InputError("no ResourceSlice objects (resource.k8s.io) in the input")
+    return dra.discover_dra(
+        slices, owner=req.owner or dra.SOURCE, prefix=req.prefix or "dra-clique"
+    )
+
+
+SOURCES: Mapping[str, Source] = {
+    s.name: s
+    for s in (
+        Source("labels", "node labels (--levels or --preset)", "Node objects", _labels),
+        Source(
+            "ibnetdiscover", "an InfiniBand fabric dump", "ibnetdiscover output", _ibnetdiscover
+        ),
+        Source("ufm", "NVIDIA UFM ports", "a saved ports response, or --url", _ufm),
+        Source("slurm", "Slurm topology", "topology.conf or topology.yaml", _slurm),
+        Source(
+            "nvidia-smi", "GPUs, NICs and NUMA inside a node", "nvidia-smi topo -m", _nvidia_smi
+        ),
+        Source("dra", "DRA device attributes", "ResourceSlice objects", _dra),
+    )
+}
+
+
+def run(name: str, request: Request) -> Discovery:
+    source = SOURCES.get(name)
+    if source is None:
+        raise ConfigError(f"unknown source {name!r}; choose one of: {', '.join(SOURCES)}")
+    return source.run(request)

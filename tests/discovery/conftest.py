@@ -1,0 +1,17 @@
+"""Fixtures for the discovery tests."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def selene_dump(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Selene compute fabric dump, un-gzipped once (tests cut it up)."""
+    out = tmp_path_factory.mktemp("selene") / "selene.out"
+    src = shared_fixtures / "ibnetdiscover" / "selene-compute-hdr-3tier.out.gz"
+    out.write_bytes(gzip.decompress(src.read_bytes()))
+    return out
