@@ -1,11 +1,11 @@
 """Capacity roll-ups per HyperNode, kept current as pods are placed and removed.
 
 Every node's allocatable and used amounts live in one ``[nodes, resources]`` int64
-array (milli-units); every HyperNode's (and the virtual root's) in a ``[domains,
-resources]`` array. Placing a pod adds its request to its node's row and to the row of
-each domain holding that node: a handful of array writes, not a walk over nodes. So
-"which tier-1 domains have 16 GPUs free" is one slice, and "how many pods of this shape
-fit in each domain" is one vectorised pass.
+array (milli-units; whole bytes for memory, see ``ResourceAxis``); every HyperNode's
+(and the virtual root's) in a ``[domains, resources]`` array. Placing a pod adds its
+request to its node's row and to the row of each domain holding that node: a handful of
+array writes, not a walk over nodes. So "which tier-1 domains have 16 GPUs free" is one
+slice, and "how many pods of this shape fit in each domain" is one vectorised pass.
 """
 
 from __future__ import annotations
@@ -22,29 +22,61 @@ from tierra.topology.index import IntArray, TopologyIndex
 BASE_RESOURCES = ("cpu", "memory", "pods", "nvidia.com/gpu")
 
 
+def byte_counted(name: str) -> bool:
+    """Resources measured in bytes (memory, storage, huge pages)."""
+    return (
+        name in ("memory", "ephemeral-storage")
+        or name.startswith("hugepages-")
+        or name.endswith("storage")
+    )
+
+
 class ResourceAxis:
-    """A fixed numbering of resource names, so requests become vectors."""
+    """A fixed numbering of resource names, so requests become vectors.
+
+    WARNING: the ledger's units are not quite the API's. The API keeps every amount in
+    milli-units, but 2 TiB of memory is 2.2e15 milli-bytes and a few thousand such nodes
+    overflow int64. So byte-counted resources (memory, storage, huge pages) are kept in
+    whole bytes in the ledger (``scale`` 1000): requests round up, allocatable rounds
+    down, so a fit in the ledger is a fit in reality. Always go through ``vector`` /
+    ``allocatable_vector`` / ``to_dict``; never compare ledger cells with API amounts.
+    """
 
     def __init__(self, names: Iterable[str]) -> None:
         extra = sorted(set(names) - set(BASE_RESOURCES))
         self.names: tuple[str, ...] = (*BASE_RESOURCES, *extra)
         self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+        self.scale: IntArray = np.array(
+            [1000 if byte_counted(n) else 1 for n in self.names], dtype=np.int64
+        )
 
     def __len__(self) -> int:
         return len(self.names)
 
-    def vector(self, amounts: Mapping[str, int]) -> IntArray:
-        """A request as a vector; a resource no node offers gets its own impossible column."""
+    def missing(self, amounts: Mapping[str, int]) -> list[str]:
+        """Names asked for (non-zero) that no column holds: nothing can offer them."""
+        return sorted(n for n, v in amounts.items() if v and n not in self.index)
+
+    def _raw(self, amounts: Mapping[str, int]) -> IntArray:
         v = np.zeros(len(self.names), dtype=np.int64)
         for name, amount in amounts.items():
             i = self.index.get(name)
             if i is None:
-                raise KeyError(name)
+                raise KeyError(f"resource {name!r} is not on this axis; check missing() first")
             v[i] = amount
         return v
 
+    def vector(self, amounts: Mapping[str, int]) -> IntArray:
+        """A request (API milli-units) in ledger units, rounded up."""
+        return np.asarray(-(-self._raw(amounts) // self.scale), dtype=np.int64)
+
+    def allocatable_vector(self, amounts: Mapping[str, int]) -> IntArray:
+        """An offer (API milli-units) in ledger units, rounded down."""
+        return np.asarray(self._raw(amounts) // self.scale, dtype=np.int64)
+
     def to_dict(self, vec: npt.NDArray[np.int64]) -> dict[str, int]:
-        return {n: int(vec[i]) for i, n in enumerate(self.names) if vec[i]}
+        """Ledger units back to API milli-units."""
+        return {n: int(vec[i]) * int(self.scale[i]) for i, n in enumerate(self.names) if vec[i]}
 
 
 class Capacity:
@@ -68,6 +100,7 @@ class Capacity:
                 amounts.append(amount)
         self.node_alloc: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
         self.node_alloc[rows, cols] = amounts
+        self.node_alloc //= self.axis.scale  # allocatable rounds down in ledger units
         self.node_used: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
         self.dom_alloc: IntArray = index.sum_under(self.node_alloc)
         self.dom_used: IntArray = np.zeros_like(self.dom_alloc)

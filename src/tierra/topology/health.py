@@ -39,16 +39,24 @@ class Health:
         unhealthy: IntArray = np.asarray(self.node_flags.any(axis=1), dtype=np.int64)
         self.unhealthy_nodes: IntArray = index.sum_under(unhealthy)
 
-    def update(self, node: Node) -> None:
-        n = self.index.node_ix[node.name]
+    def update(self, node: Node) -> bool:
+        """Apply one node's new state; False when the index does not know the node.
+
+        A node added after the index was built belongs to no HyperNode until the index
+        is rebuilt, so there is nothing to roll up here yet.
+        """
+        n = self.index.node_ix.get(node.name)
+        if n is None:
+            return False
         new = node_issues(node)
         delta = new - self.node_flags[n]
         if not delta.any():
-            return
+            return True
         domains = self.index.domains_of(n)
         self.counts[domains] += delta
         self.unhealthy_nodes[domains] += int(new.any()) - int(self.node_flags[n].any())
         self.node_flags[n] = new
+        return True
 
     def degraded(self, h: int) -> bool:
         return bool(self.unhealthy_nodes[h] > 0)

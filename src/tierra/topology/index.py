@@ -161,7 +161,12 @@ class TopologyIndex:
         hypernodes: Sequence[HyperNode],
         problems: Iterable[Problem] = (),
     ) -> TopologyIndex:
-        """Index ``hypernodes`` over ``nodes``; ``problems`` are those found while decoding."""
+        """Index ``hypernodes`` over ``nodes``; ``problems`` are those found while decoding.
+
+        A name given twice keeps its first object, as ``load_snapshot`` does.
+        """
+        nodes = list({n.name: n for n in reversed(nodes)}.values())
+        hypernodes = list({h.name: h for h in reversed(hypernodes)}.values())
         catalog = NodeCatalog(nodes)
         node_names = catalog.names
         node_ix = {n: i for i, n in enumerate(node_names)}
