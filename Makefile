@@ -26,7 +26,9 @@ typecheck: $(STAMP)
 
 check: lint typecheck
 
-test: check
+# The Kubernetes tests run against a real etcd and kube-apiserver built from the Go
+# module proxy (hack/controlplane); the build is skipped when its cache is current.
+test: check controlplane-build
 	$(BIN)/python -m pytest -q
 
 bench: bench-topology
@@ -36,3 +38,5 @@ bench-topology: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+
+include hack/controlplane/controlplane.mk
