@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from tierra.cli import discover, explain, export, schedule, tree, validate
+from tierra.cli import discover, explain, export, schedule, simulate, tree, validate
 
 app = typer.Typer(
     name="tierra",
@@ -24,6 +24,7 @@ app.command("export")(export.export)
 app.command("schedule")(schedule.schedule)
 app.command("explain")(explain.explain)
 app.command("discover")(discover.discover)
+app.command("simulate")(simulate.simulate)
 
 
 def main() -> None:

@@ -1,0 +1,327 @@
+"""``tierra simulate``: run a workload on a cluster under several policies and compare.
+
+With no arguments it runs the built-in default (a 1,024-GPU oversubscribed fat tree and
+a day of work drawn from public trace statistics) under tierra and every baseline,
+prints a comparison table and writes an HTML report. ``--write-cluster`` writes a
+built-in cluster as snapshot files instead, so ``tree``, ``validate`` and ``schedule``
+can use it too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tierra.api.manifest import dump_yaml
+from tierra.cli.common import Output, console, err_console, fail, print_problems
+from tierra.errors import ConfigError, InputError
+from tierra.sim.clusters import (
+    DEFAULT_NODES,
+    DEFAULT_PRESET,
+    PRESETS,
+    SimCluster,
+    build_cluster,
+    load_cluster,
+    write_cluster,
+)
+from tierra.sim.compare import Comparison, compare, unknown_policies
+from tierra.sim.cost import BoundCost, CostModel, default_cost_model, load_cost_model
+from tierra.sim.engine import Failures, SimOptions
+from tierra.sim.policies import DEFAULT_POLICIES, POLICIES, Policy
+from tierra.sim.policies.tierra import TierraPolicy
+from tierra.sim.report import fmt_num, fmt_pct, fmt_seconds, render
+from tierra.sim.workloads import (
+    DEFAULT_TRACE,
+    TRACES,
+    ClusterFacts,
+    Workload,
+    WorkloadSpec,
+    check_workload,
+    generate,
+    load_workload,
+    workload_manifest,
+)
+from tierra.topology.capacity import Capacity
+
+DEFAULT_REPORT = Path("tierra-report.html")
+
+
+def _cluster(name: str, nodes: int | None, cost: CostModel) -> SimCluster:
+    path = Path(name)
+    if name not in PRESETS and (path.exists() or "/" in name or name.endswith((".yaml", ".json"))):
+        if nodes is not None:
+            fail("--nodes applies to built-in presets only, not to a snapshot")
+        return load_cluster([path])
+    return build_cluster(name, nodes if nodes is not None else DEFAULT_NODES, cost)
+
+
+def _workload(path: Path | None, cluster: SimCluster, spec: WorkloadSpec) -> Workload:
+    if path is not None:
+        return load_workload(path)
+    facts = ClusterFacts.of(cluster.index, Capacity(cluster.index, cluster.nodes))
+    return generate(facts, spec)
+
+
+def simulate(  # typer options, keyword-only
+    *,
+    cluster: Annotated[
+        str,
+        typer.Option(
+            "--cluster",
+            help=f"Built-in preset ({', '.join(PRESETS)}) or a snapshot file/directory.",
+        ),
+    ] = DEFAULT_PRESET,
+    nodes: Annotated[
+        int | None,
+        typer.Option("--nodes", help=f"Nodes in a built-in cluster, 64-100,000 [{DEFAULT_NODES}]."),
+    ] = None,
+    workload: Annotated[
+        Path | None, typer.Option("--workload", help="Your own jobs (kind: Workload YAML).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for jobs and failures.")] = 1,
+    hours: Annotated[float, typer.Option("--hours", help="Hours of arriving work.")] = 24.0,
+    load: Annotated[
+        float, typer.Option("--load", help="Offered GPU-time / cluster GPU-time.")
+    ] = 0.85,
+    trace: Annotated[
+        str, typer.Option("--trace", help=f"Job statistics: {', '.join(TRACES)}.")
+    ] = DEFAULT_TRACE,
+    policies: Annotated[
+        str, typer.Option("--policies", help="Comma-separated policies to compare.")
+    ] = ",".join(DEFAULT_POLICIES),
+    cost_model: Annotated[
+        Path | None, typer.Option("--cost-model", help="Cost model YAML (tiers, bandwidths).")
+    ] = None,
+    scheduler_config: Annotated[
+        Path | None, typer.Option("--scheduler-config", help="tierra scheduler config file.")
+    ] = None,
+    report: Annotated[
+        Path, typer.Option("--report", help="Where to write the HTML report.")
+    ] = DEFAULT_REPORT,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Do not write a report.")] = False,
+    optimum: Annotated[
+        bool,
+        typer.Option("--optimum", help="Solve each gang's exact optimum (ILP; small clusters)."),
+    ] = False,
+    failures: Annotated[
+        bool, typer.Option("--failures/--no-failures", help="Simulate node failures.")
+    ] = True,
+    interval: Annotated[
+        float, typer.Option("--session-interval", help="Seconds between sessions.")
+    ] = 10.0,
+    write_cluster_dir: Annotated[
+        Path | None,
+        typer.Option("--write-cluster", help="Write the cluster's snapshot files here and stop."),
+    ] = None,
+    write_workload: Annotated[
+        Path | None,
+        typer.Option("--write-workload", help="Write the workload as a YAML file and stop."),
+    ] = None,
+    jobs_: Annotated[
+        int,
+        typer.Option("--jobs", "-j", help="Policies run at once, in processes [CPUs, at most 2]."),
+    ] = 0,
+    output: Annotated[Output, typer.Option("-o", "--output", help="text or json")] = Output.TEXT,
+) -> None:
+    """Compare placement policies on a simulated cluster and workload."""
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if bad := unknown_policies(names):
+        fail(f"unknown policy {bad[0]!r}; choose from: {', '.join(POLICIES)}")
+    if not names:
+        fail("--policies names no policy")
+    if trace not in TRACES:
+        fail(f"unknown trace {trace!r}; choose one of: {', '.join(TRACES)}")
+    if hours <= 0 or load <= 0 or interval < 0:
+        fail("--hours and --load must be > 0, --session-interval >= 0")
+    try:
+        cost = load_cost_model(cost_model) if cost_model is not None else default_cost_model()
+        the_cluster = _cluster(cluster, nodes, cost)
+        bound = cost.bind(the_cluster.index, the_cluster.nodes)
+        spec = WorkloadSpec(seed=seed, hours=hours, load=load, trace=trace)
+        if write_cluster_dir is not None or write_workload is not None:
+            _write(the_cluster, write_cluster_dir, write_workload, workload=workload, spec=spec)
+            return
+        jobs = _workload(workload, the_cluster, spec)
+    except (InputError, ConfigError) as exc:
+        fail(exc if isinstance(exc, InputError) else str(exc))
+    if problems := check_workload(jobs, the_cluster.index, the_cluster.gpus):
+        print_problems(problems)
+        raise typer.Exit(2)
+    options = SimOptions(
+        seed=seed,
+        session_interval=interval,
+        failures=Failures() if failures else None,
+        oracle=optimum,
+    )
+    factories: dict[str, Callable[[], Policy]] | None = None
+    if scheduler_config is not None:
+        factories = {"tierra": lambda: TierraPolicy(scheduler_config)}
+    workers = jobs_ if jobs_ > 0 else min(2, os.cpu_count() or 1)
+    comp = _run(
+        the_cluster,
+        jobs,
+        bound,
+        names,
+        options=options,
+        factories=factories,
+        workers=workers,
+        quiet=output is Output.JSON,
+    )
+    if output is Output.JSON:
+        console.print_json(json.dumps(comp.to_dict()))
+    else:
+        _table(comp)
+    if not no_report:
+        command = "tierra " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        try:
+            tmp = report.with_name(report.name + ".tmp")
+            tmp.write_text(render(comp, command=command), "utf-8")
+            tmp.replace(report)
+        except OSError as exc:
+            fail(f"{report}: cannot write the report: {exc.strerror}")
+        if output is Output.TEXT:
+            console.print(f"report: [bold]{report}[/bold]")
+
+
+def _write(
+    cluster: SimCluster,
+    cluster_dir: Path | None,
+    workload_file: Path | None,
+    *,
+    workload: Path | None,
+    spec: WorkloadSpec,
+) -> None:
+    if cluster_dir is not None:
+        paths = write_cluster(cluster, cluster_dir)
+        console.print(
+            f"wrote {len(cluster.nodes):,} Nodes and {len(cluster.hypernodes):,} HyperNodes: "
+            + ", ".join(str(p) for p in paths)
+        )
+        console.print(f"try: tierra tree {paths[1]} {paths[0]}")
+    if workload_file is not None:
+        jobs = _workload(workload, cluster, spec)
+        workload_file.write_text(dump_yaml([workload_manifest(jobs)]), "utf-8")
+        console.print(f"wrote {len(jobs.jobs):,} jobs: {workload_file}")
+
+
+def _run(
+    cluster: SimCluster,
+    workload: Workload,
+    bound: BoundCost,
+    names: list[str],
+    *,
+    options: SimOptions,
+    factories: Mapping[str, Callable[[], Policy]] | None,
+    workers: int,
+    quiet: bool,
+) -> Comparison:
+    header = (
+        f"{cluster.name}: {len(cluster.nodes):,} nodes, {cluster.gpus:,} GPUs · "
+        f"{len(workload.jobs):,} jobs ({workload.source})"
+    )
+    if quiet:
+        return compare(
+            cluster, workload, bound, names, options, factories=factories, workers=workers
+        )
+    console.print(header)
+    progress = Progress(
+        TextColumn("{task.description:>9}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f}%"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
+    )
+    tasks: dict[str, TaskID] = {}
+    last: dict[str, float] = {}
+
+    def tick(name: str, fraction: float) -> None:
+        if name not in tasks:
+            tasks[name] = progress.add_task(name, total=1.0)
+        if fraction - last.get(name, -1.0) >= 0.002 or fraction >= 1.0:
+            last[name] = fraction
+            progress.update(tasks[name], completed=fraction)
+
+    with progress:
+        for name in names:
+            tasks[name] = progress.add_task(name, total=1.0)
+        comp = compare(
+            cluster,
+            workload,
+            bound,
+            names,
+            options,
+            progress=tick,
+            factories=factories,
+            workers=workers,
+        )
+    for name, why in comp.skipped.items():
+        err_console.print(f"[yellow]skipped {name}:[/yellow] {why}")
+    return comp
+
+
+def _table(comp: Comparison) -> None:
+    optimum = any(r.summary.optimum_gangs for r in comp.results)
+    cols = [
+        ("policy", None, None),
+        ("at lowest\ntier", "at_lowest_tier", False),
+        ("tier\nexcess", "tier_excess", True),
+        ("hard-limit\nviolations", "violations", True),
+        ("slowdown", "slowdown", True),
+        ("GPU\nalloc", "gpu_allocation", False),
+        ("frag-\nmentation", "fragmentation", True),
+        ("queue\nmean", "queue_delay_mean", True),
+        ("JCT\nmean", "jct_mean", True),
+        ("JCT\np99", "jct_p99", True),
+        ("makespan", "makespan", True),
+        ("ms per\ndecision", "ms_per_decision", None),
+    ]
+    if optimum:
+        cols.insert(5, ("gap to\noptimum", "optimum_gap", True))
+    table = Table(title="placement policies compared (best in bold)", show_lines=False)
+    for label, *_ in cols:
+        table.add_column(label, justify="left" if label == "policy" else "right")
+    best: dict[str, float] = {}
+    for _, key, lower in cols:
+        if key is None or lower is None:
+            continue
+        vals = [float(getattr(r.summary, key)) for r in comp.results]
+        vals = [v for v in vals if not math.isnan(v)]
+        if vals:
+            best[key] = min(vals) if lower else max(vals)
+    for r in comp.results:
+        s = r.summary
+        row = [r.policy]
+        for _, key, _lower in cols[1:]:
+            assert key is not None
+            v = getattr(s, key)
+            if key in ("at_lowest_tier", "gpu_allocation", "fragmentation", "optimum_gap"):
+                text = fmt_pct(v)
+            elif key in ("queue_delay_mean", "jct_mean", "jct_p99", "makespan"):
+                text = fmt_seconds(v)
+            elif key == "violations":
+                text = str(v)
+            elif key == "slowdown":
+                text = fmt_num(v, 3)
+            else:
+                text = fmt_num(v)
+            if (
+                key in best
+                and not math.isnan(float(v))
+                and abs(float(v) - best[key]) < 1e-12
+                and len(comp.results) > 1
+            ):
+                text = f"[bold green]{text}[/bold green]"
+            row.append(text)
+        table.add_row(*row)
+    console.print(table)

@@ -1,0 +1,284 @@
+"""What a simulation run measured, and the numbers it is judged by.
+
+The event loop reports to a ``Recorder`` as things happen (placements, ends, sessions,
+ledger changes); ``Recorder.result`` turns that into a ``RunResult``: one record per job
+plus time series, and a ``Summary`` of the headline numbers:
+
+* share of gangs placed at their lowest feasible tier: the lowest tier where, at that
+  moment, one domain could hold the whole gang (``t*``), against the tier of the lowest
+  domain that holds its pods (0 when they share a node); tier excess = the difference;
+* hard-constraint violations (a topology-oblivious policy ignores ``highestTierAllowed``);
+* tier histogram (by tier name), mean slowdown from the cost model;
+* GPU allocation over time (time-weighted mean), fragmentation: the share of free GPUs
+  the workload's gangs cannot use at their best tier, averaged over the workload's gang
+  shapes weighted by GPU demand (after FGD's fragmentation measure [FGD]), sampled over
+  time;
+* queueing delay (arrival to first start), job completion time, makespan;
+* scheduler wall time per session and per decision (a placed gang);
+* with the ILP oracle: each gang's placement cost against the exact optimum.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tierra.sim._topo import TopoArrays
+from tierra.sim.clusters._build import GPU
+from tierra.sim.policies.base import Gang, fit_counts
+from tierra.sim.workloads import Workload
+from tierra.topology.capacity import Capacity
+from tierra.topology.index import IntArray
+
+
+@dataclass(slots=True)
+class JobRecord:
+    name: str
+    kind: str
+    arrival: float
+    gpus: int
+    pods: int
+    start: float | None = None
+    finish: float | None = None
+    attempts: int = 0
+    tier: int | None = None
+    tier_name: str | None = None
+    feasible_tier: int | None = None
+    hard_limit: int | None = None
+    slowdown: float = 1.0
+    cost: float | None = None
+    optimum: float | None = None
+
+    @property
+    def gang(self) -> bool:
+        return self.pods > 1
+
+    @property
+    def violated(self) -> bool:
+        return self.hard_limit is not None and self.tier is not None and self.tier > self.hard_limit
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary:
+    jobs: int
+    finished: int
+    never_started: int
+    gangs: int
+    at_lowest_tier: float  # share of placed gangs
+    tier_excess: float  # mean over placed gangs
+    violations: int
+    tier_histogram: dict[str, int]
+    slowdown: float  # mean over placed gangs
+    gpu_allocation: float  # time-weighted mean share of GPUs allocated while work arrives
+    fragmentation: float  # time-weighted mean share of free GPUs unusable, same window
+    queue_delay_mean: float
+    queue_delay_p50: float
+    queue_delay_p99: float
+    jct_mean: float
+    jct_p50: float
+    jct_p99: float
+    makespan: float
+    sessions: int
+    ms_per_session: float
+    ms_per_session_p99: float
+    ms_per_decision: float
+    kills: int
+    evictions: int
+    failures: int
+    optimum_gangs: int = 0
+    optimum_gap: float = math.nan  # mean (cost - optimum) / optimum
+    at_optimum: float = math.nan  # share of gangs with cost == optimum
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            k: (None if isinstance(v, float) and math.isnan(v) else v)
+            for k, v in asdict(self).items()
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    policy: str
+    summary: Summary
+    jobs: list[JobRecord]
+    allocation: list[tuple[float, float]]  # (time, share of GPUs allocated)
+    fragmentation: list[tuple[float, float]]
+    node_busy: list[float]  # per node: time-averaged share of its GPUs in use
+    error: str | None = None
+
+    def to_dict(self, *, jobs: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"policy": self.policy, "summary": self.summary.to_dict()}
+        if self.error:
+            out["error"] = self.error
+        if jobs:
+            out["jobs"] = [asdict(j) for j in self.jobs]
+        return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else math.nan
+
+
+@dataclass(slots=True)
+class _Shape:
+    pods: int
+    request: IntArray
+    gpus: int
+    groups: IntArray  # node -> group id at the shape's best tier
+    weight: float
+
+
+class Fragmentation:
+    """FGD-style: expected share of free GPUs a gang of the workload cannot use."""
+
+    MAX_SHAPES = 8
+
+    def __init__(self, topo: TopoArrays, capacity: Capacity, workload: Workload) -> None:
+        demand: Counter[tuple[int, tuple[int, ...]]] = Counter()
+        vecs: dict[tuple[int, tuple[int, ...]], IntArray] = {}
+        for job in workload.jobs:
+            if job.gpus <= 0:
+                continue
+            g = Gang.of(job, capacity)
+            key = (job.pods, tuple(int(x) for x in g.widest))
+            demand[key] += job.gpus
+            vecs[key] = g.widest
+        self.g = capacity.axis.index.get(GPU)
+        self.shapes: list[_Shape] = []
+        total = sum(demand.values()) or 1
+        alloc = capacity.node_alloc
+        for key, d in demand.most_common(self.MAX_SHAPES):
+            pods, req = key[0], vecs[key]
+            fits = fit_counts(alloc, req)
+            tier = self._best_tier(topo, fits, pods)
+            if tier is None:
+                continue
+            groups = topo.groups_at_or_below(tier)
+            gpus = pods * int(req[self.g]) // 1000 if self.g is not None else 0
+            self.shapes.append(_Shape(pods, req, gpus, groups, d / total))
+
+    @staticmethod
+    def _best_tier(topo: TopoArrays, fits: IntArray, pods: int) -> int | None:
+        if int(fits.max(initial=0)) >= pods:
+            return 0
+        dom = topo.domain_sums(fits)
+        ok = np.flatnonzero(dom >= pods)
+        return int(topo.tier_of[ok].min()) if len(ok) else None
+
+    def measure(self, free: IntArray) -> float:
+        if self.g is None or not self.shapes:
+            return 0.0
+        free_gpus = int(free[:, self.g].clip(min=0).sum()) // 1000
+        if free_gpus <= 0:
+            return 0.0
+        unusable = 0.0
+        weights = 0.0
+        for s in self.shapes:
+            fits = fit_counts(free, s.request)
+            _, inverse = np.unique(s.groups, return_inverse=True)
+            per_group = np.bincount(inverse, weights=fits).astype(np.int64)
+            copies = int((per_group // s.pods).sum())
+            usable = min(copies * s.gpus, free_gpus)
+            unusable += s.weight * (free_gpus - usable) / free_gpus
+            weights += s.weight
+        return unusable / weights if weights else 0.0
+
+
+@dataclass(slots=True)
+class Recorder:
+    """Collects what the event loop reports; ``result`` summarises it."""
+
+    policy: str
+    total_gpus: int
+    n_nodes: int
+    records: dict[str, JobRecord] = field(default_factory=dict)
+    allocation: list[tuple[float, float]] = field(default_factory=list)
+    fragmentation: list[tuple[float, float]] = field(default_factory=list)
+    session_wall: list[float] = field(default_factory=list)
+    decisions: int = 0
+    kills: int = 0
+    evictions: int = 0
+    failures: int = 0
+
+    def allocated(self, t: float, used_gpus: int) -> None:
+        share = used_gpus / self.total_gpus if self.total_gpus else 0.0
+        if self.allocation and self.allocation[-1][0] == t:
+            self.allocation[-1] = (t, share)
+        else:
+            self.allocation.append((t, share))
+
+    def result(self, node_busy: list[float], error: str | None = None) -> RunResult:
+        return RunResult(
+            policy=self.policy,
+            summary=self.summarise(),
+            jobs=list(self.records.values()),
+            allocation=self.allocation,
+            fragmentation=self.fragmentation,
+            node_busy=node_busy,
+            error=error,
+        )
+
+    def summarise(self) -> Summary:
+        recs = list(self.records.values())
+        started = [r for r in recs if r.start is not None]
+        finished = [r for r in recs if r.finish is not None]
+        gangs = [r for r in started if r.gang and r.tier is not None]
+        at_lowest = [
+            r for r in gangs if r.feasible_tier is not None and (r.tier or 0) <= r.feasible_tier
+        ]
+        excess = [max(0, (r.tier or 0) - (r.feasible_tier or 0)) for r in gangs]
+        delays = [r.start - r.arrival for r in started if r.start is not None]
+        jcts = [r.finish - r.arrival for r in finished if r.finish is not None]
+        end = max((r.finish for r in finished if r.finish is not None), default=0.0)
+        first = min((r.arrival for r in recs), default=0.0)
+        last = max((r.arrival for r in recs), default=0.0)  # the loaded window ends here
+        ms = [w * 1000 for w in self.session_wall]
+        optimum = [r for r in gangs if r.optimum is not None and r.cost is not None]
+        gaps = [((r.cost or 0.0) - (r.optimum or 0.0)) / (r.optimum or 1.0) for r in optimum]
+        return Summary(
+            jobs=len(recs),
+            finished=len(finished),
+            never_started=len(recs) - len(started),
+            gangs=len(gangs),
+            at_lowest_tier=len(at_lowest) / len(gangs) if gangs else math.nan,
+            tier_excess=float(np.mean(excess)) if excess else math.nan,
+            violations=sum(r.violated for r in gangs),
+            tier_histogram=dict(sorted(Counter(r.tier_name or "?" for r in gangs).items())),
+            slowdown=float(np.mean([r.slowdown for r in gangs])) if gangs else math.nan,
+            gpu_allocation=time_weighted(self.allocation, first, last),
+            fragmentation=time_weighted(self.fragmentation, first, last),
+            queue_delay_mean=float(np.mean(delays)) if delays else math.nan,
+            queue_delay_p50=percentile(delays, 50),
+            queue_delay_p99=percentile(delays, 99),
+            jct_mean=float(np.mean(jcts)) if jcts else math.nan,
+            jct_p50=percentile(jcts, 50),
+            jct_p99=percentile(jcts, 99),
+            makespan=end - first,
+            sessions=len(self.session_wall),
+            ms_per_session=float(np.mean(ms)) if ms else math.nan,
+            ms_per_session_p99=percentile(ms, 99),
+            ms_per_decision=(sum(ms) / self.decisions) if self.decisions else math.nan,
+            kills=self.kills,
+            evictions=self.evictions,
+            failures=self.failures,
+            optimum_gangs=len(optimum),
+            optimum_gap=float(np.mean(gaps)) if gaps else math.nan,
+            at_optimum=(sum(g <= 1e-9 for g in gaps) / len(gaps)) if gaps else math.nan,
+        )
+
+
+def time_weighted(series: Sequence[tuple[float, float]], start: float, end: float) -> float:
+    """Mean of a step function given as (time, value) changes, over [start, end]."""
+    if not series or end <= start:
+        return math.nan
+    total = 0.0
+    for (t0, v), (t1, _) in zip(series, [*series[1:], (end, 0.0)], strict=True):
+        a, b = max(t0, start), min(t1, end)
+        if b > a:
+            total += v * (b - a)
+    return total / (end - start)

@@ -1,0 +1,265 @@
+"""What a placement policy is to the simulator, and the ledger the baselines share.
+
+The event loop talks to every policy, tierra's real scheduler and the baselines alike,
+through ``Policy``: it hands over jobs as they arrive, tells it when a job ends or a node
+changes, and asks for one scheduling session at a time. The loop keeps its own ledger
+and checks every placement against it, so a policy can never over-commit unnoticed.
+
+``LedgerPolicy`` is the shared base of the baselines: a ``Capacity`` ledger kept in step
+with the loop, the session order every baseline uses (priority, then arrival, then
+name; a gang that does not fit is skipped, not waited for), and helpers that fill nodes.
+A subclass only decides where one gang goes (``place``).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from tierra.api.node import Node
+from tierra.sim.clusters import SimCluster
+from tierra.sim.workloads import SimJob
+from tierra.topology.capacity import Capacity
+from tierra.topology.index import IntArray, TopologyIndex
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where each pod of one job goes: node indices in ``job.layout()`` order."""
+
+    job: str
+    nodes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOutcome:
+    placements: list[Placement] = field(default_factory=list)
+    evictions: list[str] = field(default_factory=list)  # jobs whose pods were evicted
+    notes: dict[str, str] = field(default_factory=dict)  # job -> why it waits (optional)
+
+
+class PolicyUnavailable(Exception):
+    """The policy cannot run here (tierra's scheduler not importable yet)."""
+
+
+class Policy(Protocol):
+    """One placement policy, driven by the event loop.
+
+    Calls arrive in simulated-time order: ``start`` once, then any mix of ``submit``
+    (a job is pending), ``release`` (a running job ended or was killed: free its pods),
+    ``node_changed`` (a node failed or recovered) and ``session`` (decide now). A
+    placement returned by ``session`` is committed: the policy must count it as running.
+    """
+
+    name: str
+
+    def start(self, cluster: SimCluster, *, seed: int) -> None: ...
+
+    def submit(self, job: SimJob) -> None: ...
+
+    def release(self, job: SimJob) -> None: ...
+
+    def node_changed(self, node: Node) -> None: ...
+
+    def session(self) -> SessionOutcome: ...
+
+
+# -- the shared ledger --------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Gang:
+    """A job as vectors: one request per pod (``layout`` order) and per role."""
+
+    job: SimJob
+    pod_vecs: list[IntArray]
+    pod_roles: list[int]
+    pod_parts: list[int]
+    role_vecs: list[IntArray]
+    total: IntArray
+    widest: IntArray  # element-wise max over pods: a conservative single shape
+
+    @classmethod
+    def of(cls, job: SimJob, capacity: Capacity) -> Gang:
+        role_vecs = [_vector(capacity, r.request()) for r in job.roles]
+        layout = job.layout()
+        pod_vecs = [role_vecs[r] for r, _ in layout]
+        total = np.sum(pod_vecs, axis=0).astype(np.int64)
+        widest = np.max(pod_vecs, axis=0).astype(np.int64)
+        return cls(
+            job=job,
+            pod_vecs=pod_vecs,
+            pod_roles=[r for r, _ in layout],
+            pod_parts=[p for _, p in layout],
+            role_vecs=role_vecs,
+            total=total,
+            widest=widest,
+        )
+
+    @property
+    def uniform(self) -> bool:
+        return all(np.array_equal(v, self.role_vecs[0]) for v in self.role_vecs[1:])
+
+
+def _vector(capacity: Capacity, request: dict[str, int]) -> IntArray:
+    """A request in ledger units; a resource no node offers makes it unplaceable."""
+    axis = capacity.axis
+    if axis.missing(request):
+        return np.full(len(axis), np.iinfo(np.int64).max // 4, dtype=np.int64)
+    return axis.vector(request)
+
+
+def fit_counts(free: IntArray, request: IntArray) -> IntArray:
+    """Pods of ``request`` each row of ``free`` can take."""
+    asked = request > 0
+    if not asked.any():
+        return np.full(len(free), 1 << 30, dtype=np.int64)
+    return np.asarray((np.maximum(free[:, asked], 0) // request[asked]).min(axis=1), np.int64)
+
+
+class LedgerPolicy(abc.ABC):
+    """Base of the baselines: a capacity ledger, a pending list, one gang at a time."""
+
+    name = "ledger"
+
+    def __init__(self) -> None:
+        self.pending: dict[str, SimJob] = {}
+        self.running: dict[str, tuple[list[int], list[IntArray]]] = {}
+        self._gangs: dict[str, Gang] = {}
+        self._failed_at: dict[str, int] = {}
+        self._freed = 0  # bumps whenever capacity comes back; a failed gang retries then
+
+    # -- Policy ------------------------------------------------------------------------
+
+    def start(self, cluster: SimCluster, *, seed: int) -> None:
+        self.cluster = cluster
+        self.index: TopologyIndex = cluster.index
+        self.capacity = Capacity(self.index, cluster.nodes)
+        self.healthy: BoolArray = np.ones(len(self.index.node_names), dtype=bool)
+        for node in cluster.nodes:
+            self.healthy[self.index.node_ix[node.name]] = node.ready and not node.unschedulable
+        self.rng = np.random.default_rng(seed)
+        self.prepare()
+
+    def prepare(self) -> None:  # noqa: B027 - an optional hook, empty by default
+        """Precompute what ``place`` needs (called once, after the ledger exists)."""
+
+    def submit(self, job: SimJob) -> None:
+        self.pending[job.name] = job
+
+    def release(self, job: SimJob) -> None:
+        self.pending.pop(job.name, None)
+        held = self.running.pop(job.name, None)
+        if held is not None:
+            for n, vec in zip(*held, strict=True):
+                self.capacity.remove(n, vec)
+            self._freed += 1
+
+    def node_changed(self, node: Node) -> None:
+        n = self.index.node_ix[node.name]
+        ok = node.ready and not node.unschedulable
+        if ok and not self.healthy[n]:
+            self._freed += 1
+        self.healthy[n] = ok
+
+    def session(self) -> SessionOutcome:
+        out = SessionOutcome()
+        order = sorted(self.pending.values(), key=lambda j: (-j.priority, j.arrival, j.name))
+        for job in order:
+            if self._failed_at.get(job.name) == self._freed:
+                continue  # nothing came free since it last failed: it cannot fit now
+            gang = self.gang(job)
+            nodes = self.place(gang) if self._enough(gang) else None
+            if nodes is None:
+                self._failed_at[job.name] = self._freed
+                continue
+            for n, vec in zip(nodes, gang.pod_vecs, strict=True):
+                self.capacity.place(n, vec)
+            self.running[job.name] = (list(nodes), gang.pod_vecs)
+            del self.pending[job.name]
+            self._failed_at.pop(job.name, None)
+            out.placements.append(Placement(job.name, tuple(nodes)))
+        return out
+
+    # -- for subclasses ----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def place(self, gang: Gang) -> list[int] | None:
+        """Node index for every pod of ``gang`` (``layout`` order), or None to skip it."""
+
+    def gang(self, job: SimJob) -> Gang:
+        g = self._gangs.get(job.name)
+        if g is None or g.job is not job:
+            g = self._gangs[job.name] = Gang.of(job, self.capacity)
+        return g
+
+    def free(self) -> IntArray:
+        """Free amounts per node; unhealthy nodes offer nothing."""
+        free = self.capacity.node_free()
+        free[~self.healthy] = 0
+        return free
+
+    def _enough(self, gang: Gang) -> bool:
+        free = self.capacity.node_free()[self.healthy].sum(axis=0)
+        return bool((free >= gang.total).all())
+
+    def fill_roles(self, gang: Gang, order: Sequence[int] | IntArray) -> list[int] | None:
+        """Pods role by role onto nodes in ``order``, each node as full as it goes."""
+        free = self.free()
+        by_role: list[list[int]] = []
+        for r, vec in enumerate(gang.role_vecs):
+            want = gang.job.roles[r].pods
+            picked = fill(free, vec, want, order)
+            if picked is None:
+                return None
+            by_role.append(picked)
+            for n in picked:
+                free[n] -= vec
+        return assign_roles(gang, by_role)
+
+
+def fill(
+    free: IntArray, request: IntArray, count: int, order: Sequence[int] | IntArray
+) -> list[int] | None:
+    """``count`` pods onto nodes taken in ``order``, each filled before the next."""
+    order_arr = np.asarray(order, dtype=np.int64)
+    if count == 0:
+        return []
+    if not len(order_arr):
+        return None
+    fits = fit_counts(free[order_arr], request)
+    cum = np.cumsum(fits)
+    if cum[-1] < count:
+        return None
+    last = int(np.searchsorted(cum, count))
+    out: list[int] = []
+    for i in range(last + 1):
+        take = int(fits[i]) if i < last else count - (int(cum[i - 1]) if i else 0)
+        out.extend([int(order_arr[i])] * take)
+    return out
+
+
+def assign_roles(gang: Gang, by_role: list[list[int]]) -> list[int]:
+    """Per-role node lists back into pod (``layout``) order."""
+    cursor = [0] * len(by_role)
+    out = []
+    for r in gang.pod_roles:
+        out.append(by_role[r][cursor[r]])
+        cursor[r] += 1
+    return out
+
+
+if TYPE_CHECKING:
+
+    class _Check(LedgerPolicy):
+        def place(self, gang: Gang) -> list[int] | None:
+            return None
+
+    _: Policy = _Check()

@@ -1,0 +1,93 @@
+"""tierra's own placement: the real scheduler (``tierra.scheduler``), not a model of it.
+
+The adapter keeps one ``ClusterState`` for the whole run and feeds it what happens: a
+job's PodGroup and pending pods when it arrives, pod removals when it ends, node
+readiness when a node fails or recovers. Each session is ``run_session``, which applies
+its own bindings to that state; the adapter turns the bindings back into placements
+(every pod of a gang, or none) and evictions into the jobs they hit.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tierra.api.meta import ObjectMeta
+from tierra.api.node import Node
+from tierra.api.queue import Queue
+from tierra.api.snapshot import Snapshot
+from tierra.sim.clusters import SimCluster
+from tierra.sim.policies.base import Placement, PolicyUnavailable, SessionOutcome
+from tierra.sim.workloads import NAMESPACE, SimJob, job_podgroup, job_pods
+
+NAME = "tierra"
+DESCRIPTION = "tierra's scheduler: lowest feasible tier, binpacking across domains"
+
+
+class TierraPolicy:
+    name = NAME
+
+    def __init__(self, config_path: str | Path | None = None) -> None:
+        self.config_path = config_path
+        self._pod_slot: dict[str, tuple[str, int]] = {}  # pod key -> (job, index)
+        self._jobs: dict[str, SimJob] = {}
+
+    def start(self, cluster: SimCluster, *, seed: int) -> None:
+        try:
+            sched: Any = importlib.import_module("tierra.scheduler")
+            self._run_session = sched.run_session
+            state_cls = sched.ClusterState
+        except (ImportError, AttributeError) as exc:
+            raise PolicyUnavailable(f"tierra's scheduler is not available: {exc}") from None
+        self._config = sched.load_config(self.config_path) if self.config_path is not None else None
+        queues = cluster.extra.queues or (Queue(meta=ObjectMeta(name="default")),)
+        snapshot = Snapshot(nodes=cluster.nodes, hypernodes=cluster.hypernodes, queues=queues)
+        self.state = state_cls.from_snapshot(snapshot)
+        self.node_ix = cluster.index.node_ix
+        del seed  # the scheduler is deterministic
+
+    def submit(self, job: SimJob) -> None:
+        pods = job_pods(job)
+        for i, pod in enumerate(pods):
+            self._pod_slot[pod.key] = (job.name, i)
+        self._jobs[job.name] = job
+        self.state.add_podgroups([job_podgroup(job)])
+        self.state.add_pods(pods)
+
+    def release(self, job: SimJob) -> None:
+        for name in job.pod_names():
+            key = f"{NAMESPACE}/{name}"
+            self.state.remove_pod(key)
+            self._pod_slot.pop(key, None)
+        remove = getattr(self.state, "remove_podgroup", None)
+        if remove is not None:
+            remove(f"{NAMESPACE}/{job.name}")
+        self._jobs.pop(job.name, None)
+
+    def node_changed(self, node: Node) -> None:
+        current = self.state.nodes[self.state.index.node_ix[node.name]]
+        self.state.update_node(
+            replace(current, conditions=node.conditions, unschedulable=node.unschedulable)
+        )
+
+    def session(self) -> SessionOutcome:
+        result = self._run_session(self.state, self._config)
+        out = SessionOutcome()
+        evicted: dict[str, None] = {}
+        for ev in result.evictions:
+            slot = self._pod_slot.get(ev.pod)
+            if slot is not None:
+                evicted[slot[0]] = None
+        out.evictions.extend(evicted)
+        nodes: dict[str, list[int]] = {}
+        for b in result.bindings:
+            job, i = self._pod_slot[b.pod]
+            slots = nodes.setdefault(job, [-1] * self._jobs[job].pods)
+            slots[i] = self.node_ix[b.node]
+        for job, where in nodes.items():
+            out.placements.append(Placement(job, tuple(where)))
+        for u in result.unschedulable:
+            out.notes[u.podgroup.split("/", 1)[-1]] = u.reason
+        return out

@@ -1,0 +1,679 @@
+"""Simulated work: training gangs, inference services, single pods; generated or read.
+
+``generate`` draws a workload from the published statistics of public GPU traces
+(Acme/Kalos, Seren, Philly, Helios: shared/research/perf.md §2.4) with an explicit
+seed, so the same seed gives the same jobs on every machine:
+
+* job sizes: the traces' median job is 1 GPU, so half the jobs are single-GPU pods; the
+  rest are powers of two up to the trace's (or a quarter of the cluster's) largest job,
+  with geometric weights fitted to the trace's mean size;
+* run times: log-normal with the trace's median and mean (independent of size);
+* arrivals: as many jobs as it takes to offer ``load`` x the cluster's GPU-time over the
+  horizon, at uniformly random (i.e. Poisson-conditioned) times;
+* inference services: instances of prefill and decode pods that must share a tier-1
+  domain, lifetimes from Alibaba's 2023 GPU trace (median 540 s, p90 6,574 s [V2023]);
+* topology: soft ("lowest tier that fits") or hard at the tightest / next tier, and
+  partitions (tensor-parallel groups) that must each stay in one tier-1 domain.
+
+``load_workload`` reads a user's own jobs (YAML) and reports every problem with its
+file and field path (``jobs[3].duration: must be > 0``).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from tierra.api.fields import Fields, Report
+from tierra.api.meta import ObjectMeta
+from tierra.api.pod import GROUP_NAME_ANNOTATION, ONE_POD, Pod
+from tierra.api.podgroup import (
+    NetworkTopology,
+    PodGroup,
+    SubGroupPolicy,
+    TopologyMode,
+    decode_network_topology,
+)
+from tierra.errors import InputError, Origin, Problem
+from tierra.sim.clusters._build import GIB_MILLI, GPU
+from tierra.topology.capacity import Capacity
+from tierra.topology.index import TopologyIndex
+
+API_VERSION = "sim.tierra.dev/v1alpha1"
+KIND = "Workload"
+NAMESPACE = "sim"
+TASK_LABEL = "volcano.sh/task-spec"
+PARTITION_LABEL = "volcano.sh/partition-id"
+CPU_PER_GPU = 12_000  # milli-cpu: fits 8 per H100 node (112) and 4 per GB200 tray (144)
+MEMORY_PER_GPU = 200 * GIB_MILLI
+
+
+class JobKind(enum.StrEnum):
+    TRAINING = "training"
+    INFERENCE = "inference"
+    SINGLE = "single"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Role:
+    """Pods of one shape inside a job (``worker``; ``prefill`` / ``decode``; ``main``)."""
+
+    name: str
+    pods: int
+    gpus: int
+    cpu: int = 0  # milli-cpu per pod; 0 = CPU_PER_GPU per GPU
+    memory: int = 0  # milli-bytes per pod; 0 = MEMORY_PER_GPU per GPU
+
+    def request(self) -> dict[str, int]:
+        """The effective request of one pod, in milli-units (``pods: 1000`` included)."""
+        per = max(self.gpus, 1)
+        out = {
+            "cpu": self.cpu or CPU_PER_GPU * per,
+            "memory": self.memory or MEMORY_PER_GPU * per,
+            "pods": ONE_POD,
+        }
+        if self.gpus:
+            out[GPU] = self.gpus * 1000
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimJob:
+    """One job: a gang of pods that starts together, runs ``duration`` at best, ends."""
+
+    name: str
+    kind: JobKind
+    arrival: float
+    duration: float
+    roles: tuple[Role, ...]
+    comm_share: float = 0.0
+    topology: NetworkTopology | None = None
+    partition_size: int = 0  # pods per sub-group (each its own gang in one domain); 0: none
+    partition_topology: NetworkTopology | None = None
+    priority: int = 0
+    queue: str = "default"
+    path: str = ""  # where a user's file defined it (``jobs[3]``), for messages
+
+    @property
+    def pods(self) -> int:
+        return sum(r.pods for r in self.roles)
+
+    @property
+    def gpus(self) -> int:
+        return sum(r.pods * r.gpus for r in self.roles)
+
+    @property
+    def partitions(self) -> int:
+        return self.pods // self.partition_size if self.partition_size else 0
+
+    def layout(self) -> list[tuple[int, int]]:
+        """``(role index, partition)`` for every pod, in pod order (partition -1: none).
+
+        With partitions, pods go partition by partition, each holding its share of every
+        role, as Volcano's job controller labels them (``partition-id = index // size``).
+        """
+        if not self.partition_size:
+            return [(r, -1) for r, role in enumerate(self.roles) for _ in range(role.pods)]
+        parts = self.partitions
+        return [
+            (r, p)
+            for p in range(parts)
+            for r, role in enumerate(self.roles)
+            for _ in range(role.pods // parts)
+        ]
+
+    def pod_names(self) -> list[str]:
+        counters: dict[int, int] = {}
+        names = []
+        for r, _ in self.layout():
+            i = counters.get(r, 0)
+            counters[r] = i + 1
+            names.append(f"{self.name}-{self.roles[r].name}-{i}")
+        return names
+
+    def shapes(self) -> list[tuple[int, dict[str, int]]]:
+        """``(pod count, request)`` per role."""
+        return [(r.pods, r.request()) for r in self.roles]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    jobs: tuple[SimJob, ...]
+    source: str
+    seed: int | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def gpu_seconds(self) -> float:
+        return sum(j.gpus * j.duration for j in self.jobs)
+
+
+# -- trace statistics ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TraceStats:
+    """GPU-job statistics of one public trace (perf.md §2.4, from Acme's cluster_summary.csv)."""
+
+    name: str
+    median_gpus: float
+    mean_gpus: float
+    max_gpus: int
+    median_run: float  # seconds
+    mean_run: float
+
+
+TRACES: dict[str, TraceStats] = {
+    t.name: t
+    for t in (
+        TraceStats("kalos", 1, 26.77, 1024, 124.0, 1259.689),
+        TraceStats("seren", 1, 5.68, 1024, 122.0, 1414.335),
+        TraceStats("philly", 1, 1.928, 128, 874.0, 18006.055),
+        TraceStats("helios", 1, 3.716, 2048, 206.0, 6651.681),
+    )
+}
+DEFAULT_TRACE = "kalos"  # the LLM-era cluster: the largest jobs relative to its size
+
+# Inference lifetimes: Alibaba GPU trace v2023, pod lifetime median 540 s, p90 6,574 s.
+INFERENCE_MEDIAN_S = 540.0
+INFERENCE_SIGMA = math.log(6574.0 / 540.0) / 1.2816
+INFERENCE_SHAPES = ((1, 1), (1, 2), (2, 2))  # (prefill, decode) pods per instance
+INFERENCE_PRIORITY = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadSpec:
+    """Parameters of a generated workload; the defaults are what ``tierra simulate`` runs."""
+
+    seed: int = 1
+    hours: float = 24.0
+    load: float = 0.85  # offered GPU-time / the cluster's GPU-time over the horizon
+    trace: str = DEFAULT_TRACE
+    single_share: float = 0.5  # the traces' median job is one GPU
+    inference_share: float = 0.08  # of the multi-GPU jobs
+    hard_share: float = 0.5  # of the training gangs: hard at the tightest or next tier
+    partition_share: float = 0.5  # of the training gangs of >= 4 pods
+    comm_share: tuple[float, float] = (0.15, 0.45)
+    max_duration: float = 24 * 3600.0
+    max_jobs: int = 200_000
+
+
+def _fit_ratio(mean_multi: float, sizes: Sequence[int]) -> float:
+    """Geometric weight ``r`` with sum(s * r^k) / sum(r^k) = ``mean_multi`` over ``sizes``."""
+    s = np.asarray(sizes, dtype=np.float64)
+    k = np.arange(len(sizes), dtype=np.float64)
+
+    def mean(r: float) -> float:
+        w = r**k
+        return float((s * w).sum() / w.sum())
+
+    lo, hi = 1e-3, 1e3
+    if mean_multi <= mean(lo):
+        return lo
+    if mean_multi >= mean(hi):
+        return hi
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if mean(mid) < mean_multi else (lo, mid)
+    return math.sqrt(lo * hi)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterFacts:
+    """What the generator needs to know about a cluster to size and constrain jobs."""
+
+    gpus: int
+    gpus_per_node: int
+    ideal_tier: Mapping[int, int]  # pods (of gpus_per_node) -> lowest tier holding them
+    root_tier: int
+    tier1_nodes: int  # nodes in the largest tier-1 domain (partitions must fit one)
+
+    @classmethod
+    def of(cls, index: TopologyIndex, capacity: Capacity) -> ClusterFacts:
+        g = capacity.axis.index.get(GPU)
+        per_node = capacity.node_alloc[:, g] // 1000 if g is not None else np.zeros(1, np.int64)
+        gpu_nodes = per_node[per_node > 0]
+        if not len(gpu_nodes):
+            return cls(0, 0, {}, index.root_tier, 0)
+        gpn = int(gpu_nodes.min())
+        fits = per_node // gpn  # pods of gpn GPUs per node
+        dom = np.zeros(index.root + 1, dtype=np.int64)
+        entry_nodes = np.repeat(np.arange(len(fits)), np.diff(index.domain_ptr))
+        np.add.at(dom, index.domain_idx, fits[entry_nodes])
+        ideal: dict[int, int] = {}
+        pods = 1
+        total = int(fits.sum())
+        while pods <= total:
+            if pods <= int(fits.max()):
+                ideal[pods] = 0
+            else:
+                ok = np.flatnonzero(dom >= pods)
+                ideal[pods] = int(index.tier[ok].min()) if len(ok) else index.root_tier
+            pods *= 2
+        tier1 = [len(index.real_nodes[h]) for h in index.by_tier(1)]  # the largest one
+        return cls(
+            gpus=int(per_node.sum()),
+            gpus_per_node=gpn,
+            ideal_tier=ideal,
+            root_tier=index.root_tier,
+            tier1_nodes=max(tier1) if tier1 else 1,
+        )
+
+
+def generate(facts: ClusterFacts, spec: WorkloadSpec | None = None) -> Workload:
+    """A seeded synthetic workload for a cluster described by ``facts``."""
+    spec = spec or WorkloadSpec()
+    trace = TRACES.get(spec.trace)
+    if trace is None:
+        raise InputError(
+            f"unknown trace {spec.trace!r}; choose one of: {', '.join(sorted(TRACES))}"
+        )
+    rng = np.random.default_rng(spec.seed)
+    gpn = max(facts.gpus_per_node, 1)
+    cap = min(trace.max_gpus, max(facts.gpus // 4, 2))
+    sizes = [2**k for k in range(1, int(math.log2(cap)) + 1)]
+    mean_multi = (trace.mean_gpus - spec.single_share) / (1 - spec.single_share)
+    ratio = _fit_ratio(mean_multi, sizes)
+    weights = np.array([ratio**k for k in range(len(sizes))])
+    weights /= weights.sum()
+    mu = math.log(trace.median_run)
+    sigma = math.sqrt(2 * math.log(trace.mean_run / trace.median_run))
+    horizon = spec.hours * 3600.0
+    target = spec.load * facts.gpus * horizon
+    jobs: list[SimJob] = []
+    offered = 0.0
+    while offered < target and len(jobs) < spec.max_jobs:
+        n = len(jobs)
+        if rng.random() < spec.single_share:
+            job = _single(n, rng, mu, sigma, spec)
+        elif rng.random() < spec.inference_share:
+            job = _inference(n, rng, gpn, facts, spec)
+        else:
+            gpus = int(rng.choice(sizes, p=weights))
+            job = _training(n, rng, gpus, gpn=gpn, facts=facts, mu=mu, sigma=sigma, spec=spec)
+        jobs.append(job)
+        offered += job.gpus * job.duration
+    arrivals = np.sort(rng.uniform(0.0, horizon, size=len(jobs)))
+    jobs = [_with_arrival(j, float(round(t, 3))) for j, t in zip(jobs, arrivals, strict=True)]
+    return Workload(
+        jobs=tuple(jobs),
+        source=f"generated ({trace.name} trace statistics, seed {spec.seed})",
+        seed=spec.seed,
+        parameters={
+            "trace": trace.name,
+            "hours": spec.hours,
+            "load": spec.load,
+            "jobs": len(jobs),
+            "largestJobGPUs": cap,
+        },
+    )
+
+
+def _with_arrival(job: SimJob, t: float) -> SimJob:
+    return SimJob(
+        name=job.name,
+        kind=job.kind,
+        arrival=t,
+        duration=job.duration,
+        roles=job.roles,
+        comm_share=job.comm_share,
+        topology=job.topology,
+        partition_size=job.partition_size,
+        partition_topology=job.partition_topology,
+        priority=job.priority,
+        queue=job.queue,
+    )
+
+
+def _duration(rng: np.random.Generator, mu: float, sigma: float, spec: WorkloadSpec) -> float:
+    return float(round(min(max(rng.lognormal(mu, sigma), 10.0), spec.max_duration), 1))
+
+
+def _single(
+    n: int, rng: np.random.Generator, mu: float, sigma: float, spec: WorkloadSpec
+) -> SimJob:
+    return SimJob(
+        name=f"single-{n:05d}",
+        kind=JobKind.SINGLE,
+        arrival=0.0,
+        duration=_duration(rng, mu, sigma, spec),
+        roles=(Role(name="main", pods=1, gpus=1),),
+    )
+
+
+def _training(
+    n: int,
+    rng: np.random.Generator,
+    gpus: int,
+    *,
+    gpn: int,
+    facts: ClusterFacts,
+    mu: float,
+    sigma: float,
+    spec: WorkloadSpec,
+) -> SimJob:
+    pods, per_pod = (1, gpus) if gpus <= gpn else (gpus // gpn, gpn)
+    topology = partition_size = partition_topology = None
+    comm = float(round(rng.uniform(*spec.comm_share), 3))
+    if pods > 1:
+        ideal = facts.ideal_tier.get(pods, facts.root_tier)
+        draw = rng.random()
+        if draw < spec.hard_share / 2:
+            topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=max(ideal, 1))
+        elif draw < spec.hard_share:
+            limit = min(max(ideal, 1) + 1, facts.root_tier)
+            topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=limit)
+        else:
+            topology = NetworkTopology(mode=TopologyMode.SOFT)
+        size = min(4, facts.tier1_nodes)
+        if pods >= 4 and size >= 2 and pods % size == 0 and rng.random() < spec.partition_share:
+            partition_size = size
+            partition_topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=1)
+    return SimJob(
+        name=f"train-{n:05d}",
+        kind=JobKind.TRAINING,
+        arrival=0.0,
+        duration=_duration(rng, mu, sigma, spec),
+        roles=(Role(name="worker", pods=pods, gpus=per_pod),),
+        comm_share=comm if pods > 1 else 0.0,
+        topology=topology,
+        partition_size=partition_size or 0,
+        partition_topology=partition_topology,
+    )
+
+
+def _inference(
+    n: int, rng: np.random.Generator, gpn: int, facts: ClusterFacts, spec: WorkloadSpec
+) -> SimJob:
+    prefill, decode = INFERENCE_SHAPES[int(rng.integers(len(INFERENCE_SHAPES)))]
+    per_instance = prefill + decode
+    instances = int(rng.choice([1, 2, 4]))
+    if per_instance > facts.tier1_nodes:
+        prefill, decode, per_instance = 1, 1, 2
+    lifetime = float(rng.lognormal(math.log(INFERENCE_MEDIAN_S), INFERENCE_SIGMA))
+    return SimJob(
+        name=f"infer-{n:05d}",
+        kind=JobKind.INFERENCE,
+        arrival=0.0,
+        duration=float(round(min(max(lifetime, 60.0), spec.max_duration), 1)),
+        roles=(
+            Role(name="prefill", pods=prefill * instances, gpus=gpn),
+            Role(name="decode", pods=decode * instances, gpus=gpn),
+        ),
+        comm_share=0.1,  # KV-cache transfer share of a request (assumption)
+        topology=NetworkTopology(mode=TopologyMode.SOFT),
+        partition_size=per_instance,
+        partition_topology=NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=1),
+        priority=INFERENCE_PRIORITY,
+    )
+
+
+# -- Kubernetes objects -------------------------------------------------------------------
+
+
+def job_podgroup(job: SimJob) -> PodGroup:
+    """The PodGroup a real cluster would hold for ``job`` (Volcano's partition encoding)."""
+    min_resources: dict[str, int] = {}
+    for count, request in job.shapes():
+        for k, v in request.items():
+            min_resources[k] = min_resources.get(k, 0) + count * v
+    policies: tuple[SubGroupPolicy, ...] = ()
+    if job.partition_size:
+        policies = (
+            SubGroupPolicy(
+                name="partition",
+                match_label_keys=(PARTITION_LABEL,),
+                sub_group_size=job.partition_size,
+                min_sub_groups=job.partitions,
+                network_topology=job.partition_topology,
+            ),
+        )
+    return PodGroup(
+        meta=ObjectMeta(name=job.name, namespace=NAMESPACE),
+        min_member=job.pods,
+        min_resources=min_resources,
+        queue=job.queue,
+        network_topology=job.topology,
+        sub_group_policies=policies,
+        min_task_member={r.name: r.pods for r in job.roles},
+    )
+
+
+def job_pods(job: SimJob) -> list[Pod]:
+    """Pending pods of ``job``, in pod order (the order placements are reported in)."""
+    out = []
+    for name, (r, part) in zip(job.pod_names(), job.layout(), strict=True):
+        role = job.roles[r]
+        labels = {TASK_LABEL: role.name}
+        if part >= 0:
+            labels[PARTITION_LABEL] = str(part)
+        out.append(
+            Pod(
+                meta=ObjectMeta(
+                    name=name,
+                    namespace=NAMESPACE,
+                    labels=labels,
+                    annotations={GROUP_NAME_ANNOTATION: job.name},
+                ),
+                requests=role.request(),
+                scheduler_name="tierra",
+                priority=job.priority,
+            )
+        )
+    return out
+
+
+# -- reading a user's workload file ---------------------------------------------------------
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _seconds(f: Fields, key: str, *, required: bool, positive: bool) -> float | None:
+    raw = f.raw(key)
+    if raw is None:
+        if required:
+            f.problem(key, "is required (seconds, or a number with s, m, h or d)")
+        return None
+    value: float | None
+    if isinstance(raw, bool):
+        value = None
+    elif isinstance(raw, int | float):
+        value = float(raw)
+    elif isinstance(raw, str) and (m := _DURATION.match(raw)):
+        value = float(m.group(1)) * _UNIT[m.group(2)]
+    elif isinstance(raw, str) and raw.strip().startswith("-"):
+        value = -1.0
+    else:
+        value = None
+    if value is None or not math.isfinite(value):
+        f.problem(key, f"expected seconds (a number, or like 90s, 15m, 2h, 1d), got {raw!r}")
+        return None
+    if positive and value <= 0:
+        f.problem(key, f"must be > 0, got {raw!r}")
+        return None
+    if value < 0:
+        f.problem(key, f"must not be negative, got {raw!r}")
+        return None
+    return value
+
+
+def _role(f: Fields, default_name: str, *, named: bool) -> Role:
+    pods = f.integer("pods", 1, minimum=1)
+    gpus = f.integer("gpusPerPod", 0, minimum=0)
+    res = f.resources("resources")
+    name = (f.string("name", default_name) or default_name) if named else default_name
+    if not _NAME.match(name):
+        f.problem("name", f"{name!r} is not a DNS label (lower-case letters, digits, '-')")
+    return Role(
+        name=name,
+        pods=pods,
+        gpus=gpus,
+        cpu=res.get("cpu", 0),
+        memory=res.get("memory", 0),
+    )
+
+
+def _job(f: Fields, i: int) -> SimJob | None:
+    before = f.report.count
+    name = f.string("name", required=True)
+    if name and not _NAME.match(name):
+        f.problem("name", f"{name!r} is not a DNS label (lower-case letters, digits, '-')")
+    kind = JobKind(f.enum("kind", tuple(k.value for k in JobKind), JobKind.TRAINING.value))
+    arrival = _seconds(f, "arrival", required=False, positive=False) or 0.0
+    duration = _seconds(f, "duration", required=True, positive=True)
+    comm = f.number("commShare")
+    if comm is not None and not 0 <= comm <= 1:
+        f.problem("commShare", f"must be between 0 and 1, got {comm}")
+    if f.has("roles"):
+        if f.has("pods") or f.has("gpusPerPod"):
+            f.problem("roles", "give either roles or pods/gpusPerPod, not both")
+        roles = [_role(r, f"role{k}", named=True) for k, r in enumerate(f.objects("roles"))]
+        if not roles:
+            f.problem("roles", "needs at least one role")
+    else:
+        roles = [_role(f, "worker" if kind is not JobKind.SINGLE else "main", named=False)]
+    real_roles = tuple(roles)
+    if len({r.name for r in real_roles}) != len(real_roles):
+        f.problem("roles", "role names must be unique")
+    topology = decode_network_topology(f.obj("topology"))
+    part = f.obj("partitions")
+    size = part.integer("size", 0, minimum=1) if part.data else 0
+    part_topology = decode_network_topology(part.obj("topology")) if part.data else None
+    pods = sum(r.pods for r in real_roles)
+    if size and pods % size:
+        part.problem("size", f"must divide the job's {pods} pods, got {size}")
+    elif size:
+        parts = pods // size
+        for k, r in enumerate(real_roles):
+            if r.pods % parts:
+                where = f"roles[{k}].pods" if f.has("roles") else "pods"
+                f.problem(where, f"{r.pods} pods do not split evenly into {parts} partitions")
+    if f.report.count > before or duration is None:
+        return None
+    return SimJob(
+        name=name,
+        kind=kind,
+        arrival=arrival,
+        duration=duration,
+        roles=real_roles,
+        comm_share=comm if comm is not None else (0.3 if pods > 1 else 0.0),
+        topology=topology,
+        partition_size=size,
+        partition_topology=part_topology,
+        priority=f.integer("priority", 0),
+        queue=f.string("queue", "default") or "default",
+        path=f"jobs[{i}]",
+    )
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Read a ``kind: Workload`` YAML file; every problem is reported (``InputError``)."""
+    name = str(path)
+    try:
+        text = Path(path).read_text("utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory, expected a workload YAML file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{name}: cannot read: {exc}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+        raise InputError(f"{name}: {where}invalid YAML") from None
+    return parse_workload(raw, name)
+
+
+def parse_workload(raw: Any, source: str) -> Workload:
+    origin = Origin(source, 1)
+    if not isinstance(raw, Mapping):
+        raise InputError(Problem(f"expected a {KIND} object with a jobs list", origin, KIND))
+    sink: list[Problem] = []
+    f = Fields(raw, "", Report(origin, KIND, sink))
+    kind = f.string("kind", KIND)
+    if kind != KIND:
+        f.problem("kind", f"expected {KIND}, got {kind!r}")
+    jobs = [_job(jf, i) for i, jf in enumerate(f.objects("jobs", required=True))]
+    seen: dict[str, int] = {}
+    for i, job in enumerate(jobs):
+        if job is None:
+            continue
+        if job.name in seen:
+            f.report.add(f"jobs[{i}].name", f"{job.name!r} is also jobs[{seen[job.name]}]")
+        seen.setdefault(job.name, i)
+    if not sink and not jobs:
+        f.problem("jobs", "needs at least one job")
+    if sink:
+        raise InputError(sink)
+    ordered = sorted((j for j in jobs if j is not None), key=lambda j: (j.arrival, j.name))
+    return Workload(jobs=tuple(ordered), source=source)
+
+
+def check_workload(workload: Workload, index: TopologyIndex, gpus: int) -> list[Problem]:
+    """Problems only the cluster reveals: unknown tier names, jobs bigger than the cluster."""
+    origin = Origin(workload.source, 1) if workload.seed is None else None
+    problems: list[Problem] = []
+    for job in workload.jobs:
+        where = job.path or job.name
+        for key, nt in (
+            ("topology", job.topology),
+            ("partitions.topology", job.partition_topology),
+        ):
+            name = nt.highest_tier_name if nt is not None else None
+            if name is not None and index.tier_of_name(name) is None:
+                known = sorted({n for t in index.trees for n in t.tier_names})
+                problems.append(
+                    Problem(
+                        f"no tier named {name!r} in the cluster"
+                        f" (tier names: {', '.join(known) or 'none'})",
+                        origin,
+                        KIND,
+                        f"{where}.{key}.highestTierName",
+                    )
+                )
+        if job.gpus > gpus:
+            problems.append(
+                Problem(
+                    f"job {job.name} needs {job.gpus} GPUs; the cluster has {gpus}",
+                    origin,
+                    KIND,
+                    where,
+                )
+            )
+    return problems
+
+
+def workload_manifest(workload: Workload) -> dict[str, Any]:
+    """The workload as a file ``load_workload`` reads back (for ``--write-workload``)."""
+    jobs = []
+    for j in workload.jobs:
+        d: dict[str, Any] = {"name": j.name, "kind": str(j.kind), "arrival": j.arrival}
+        d["duration"] = j.duration
+        if len(j.roles) == 1 and j.roles[0].name in ("worker", "main"):
+            d["pods"], d["gpusPerPod"] = j.roles[0].pods, j.roles[0].gpus
+        else:
+            d["roles"] = [{"name": r.name, "pods": r.pods, "gpusPerPod": r.gpus} for r in j.roles]
+        d["commShare"] = j.comm_share
+        if j.priority:
+            d["priority"] = j.priority
+        if j.topology is not None:
+            d["topology"] = j.topology.to_dict()
+        if j.partition_size:
+            part: dict[str, Any] = {"size": j.partition_size}
+            if j.partition_topology is not None:
+                part["topology"] = j.partition_topology.to_dict()
+            d["partitions"] = part
+        jobs.append(d)
+    return {"apiVersion": API_VERSION, "kind": KIND, "jobs": jobs}
