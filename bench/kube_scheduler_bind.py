@@ -182,7 +182,14 @@ async def measure(
         await asyncio.sleep(0.5)  # the watch is established before the scheduler starts
         scheduler = ManagedProcess(
             "kube-scheduler",
-            ["bash", SCRIPT, "--kubeconfig", plane.kubeconfig_for(KUBE_SCHEDULER)],
+            [
+                "bash",
+                SCRIPT,
+                "--kubeconfig",
+                plane.kubeconfig_for(KUBE_SCHEDULER),
+                "--config-dir",
+                workdir,
+            ],
             workdir / "kube-scheduler.log",
         )
         started = time.monotonic()

@@ -12,8 +12,9 @@
 #                 any benchmark measure the rate limiter)
 #   --port        serve healthz/metrics on 127.0.0.1:N (default 0: not served, which also
 #                 avoids the delegated-authentication lookups a bare control plane cannot answer)
-#   --config-dir  where to write the KubeSchedulerConfiguration (default: a temporary folder,
-#                 removed on exit)
+#   --config-dir  where to write the KubeSchedulerConfiguration; the script then execs
+#                 kube-scheduler, so signals (and a parent-death signal set by the caller)
+#                 reach it directly. Default: a temporary folder, removed on exit.
 #
 # Leader election is off: exactly one scheduler runs against a throwaway control plane.
 # The binary is found like the Python fixture finds it: TEST_ASSET_KUBE_SCHEDULER, then
@@ -50,8 +51,10 @@ for candidate in "${TEST_ASSET_KUBE_SCHEDULER:-}" \
 done
 [[ -n "$binary" ]] || die "kube-scheduler not found; build it with: bash $here/build.sh"
 
+own_config_dir=0
 if [[ -z "$config_dir" ]]; then
     config_dir="$(mktemp -d "${TMPDIR:-/tmp}/kube-scheduler.XXXXXX")"
+    own_config_dir=1
     trap 'rm -rf "$config_dir"' EXIT
 fi
 mkdir -p "$config_dir"
@@ -69,9 +72,13 @@ profiles:
   - schedulerName: default-scheduler
 EOF
 
-# Run as a child (not exec) so the trap above removes the config folder; forward the
+args=(--config="$config" --secure-port="$port" --bind-address=127.0.0.1 "$@")
+if ((!own_config_dir)); then
+    exec "$binary" "${args[@]}"
+fi
+# Run as a child (not exec) so the trap above removes the temporary folder; forward the
 # signals that stop it.
-"$binary" --config="$config" --secure-port="$port" --bind-address=127.0.0.1 "$@" &
+"$binary" "${args[@]}" &
 child=$!
 trap 'kill -TERM "$child" 2>/dev/null || true' INT TERM
 status=0

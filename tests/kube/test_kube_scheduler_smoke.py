@@ -38,7 +38,14 @@ def kube_scheduler(control_plane: ControlPlane, tmp_path: Any) -> Iterator[Manag
         pytest.skip(str(exc))
     process = ManagedProcess(
         "kube-scheduler",
-        ["bash", SCRIPT, "--kubeconfig", control_plane.kubeconfig_for(KUBE_SCHEDULER)],
+        [
+            "bash",
+            SCRIPT,
+            "--kubeconfig",
+            control_plane.kubeconfig_for(KUBE_SCHEDULER),
+            "--config-dir",
+            tmp_path,
+        ],
         tmp_path / "kube-scheduler.log",
         env=dict(os.environ),
     )

@@ -33,7 +33,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -151,15 +151,31 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def _die_with_parent() -> None:
-    """Runs in the child before exec: if the test runner is killed, the server goes too.
+def _parent_death_hook() -> Callable[[], None] | None:
+    """A pre-exec hook that kills the child when the test runner dies.
 
-    PR_SET_PDEATHSIG fires when the *thread* that started the child exits, so start control
-    planes from a long-lived thread (the main thread, as pytest and the CLI do).
+    Without it a runner killed by SIGKILL (a CI timeout) leaves etcd and the API server
+    running. SIGKILL, not SIGTERM: the data is throwaway, and an API server told to shut
+    down gracefully after its etcd went away waits for it for a long time.
+
+    libc is resolved here, in the parent, so the hook that runs between fork and exec only
+    makes one foreign call and never loads a library while other threads may hold the
+    loader's lock. PR_SET_PDEATHSIG fires when the *thread* that started the child exits,
+    so start control planes from a long-lived thread (pytest and the CLI use the main
+    thread). It survives exec, so a wrapper script that execs its server passes it on.
     """
+    if sys.platform != "linux":
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
     pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+    def hook() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+    return hook
 
 
 class ManagedProcess:
@@ -181,7 +197,7 @@ class ManagedProcess:
         self.name = name
         self.log_path = log_path
         self._log: IO[bytes] = log_path.open("ab")
-        preexec = _die_with_parent if sys.platform == "linux" else None
+        preexec = _parent_death_hook()
         try:
             self._popen = subprocess.Popen(
                 [os.fspath(a) for a in argv],
