@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tierra.scheduler.constraints import TierLimit
     from tierra.scheduler.domains import Demand, Shape
     from tierra.scheduler.state import ClusterState
+    from tierra.topology.capacity import ResourceAxis
     from tierra.topology.index import IntArray
 
 
@@ -113,22 +114,32 @@ class Explanation:
 # -- text ---------------------------------------------------------------------------------
 
 
-def amounts(names: Sequence[str], vec: IntArray) -> str:
+def quantity(axis: ResourceAxis, i: int, value: float) -> str:
+    """One ledger amount as a number a person reads (``16Gi``, ``8``, ``3.5``)."""
+    return format_milli(int(value) * int(axis.scale[i]), axis.names[i])
+
+
+def amount(axis: ResourceAxis, i: int, value: float) -> str:
+    """One ledger amount with its resource (``16Gi memory``, ``8 nvidia.com/gpu``)."""
+    return f"{quantity(axis, i, value)} {axis.names[i]}"
+
+
+def amounts(axis: ResourceAxis, vec: IntArray) -> str:
     parts = [
-        f"{format_milli(int(vec[i]), n)} {n}" for i, n in enumerate(names) if n != "pods" and vec[i]
+        amount(axis, i, v) for i, v in enumerate(vec.tolist()) if v and axis.names[i] != "pods"
     ]
     return ", ".join(parts) or "no resources"
 
 
-def describe_shape(names: Sequence[str], shape: Shape) -> str:
+def describe_shape(axis: ResourceAxis, shape: Shape) -> str:
     n = len(shape.pods)
-    return f"{n} pod{'s' if n != 1 else ''} of {amounts(names, shape.vec)}"
+    return f"{n} pod{'s' if n != 1 else ''} of {amounts(axis, shape.vec)}"
 
 
-def describe_demand(names: Sequence[str], demand: Demand) -> str:
+def describe_demand(axis: ResourceAxis, demand: Demand) -> str:
     if len(demand.shapes) == 1:
-        return describe_shape(names, demand.shapes[0])
-    inner = "; ".join(f"{len(s.pods)} of {amounts(names, s.vec)}" for s in demand.shapes)
+        return describe_shape(axis, demand.shapes[0])
+    inner = "; ".join(f"{len(s.pods)} of {amounts(axis, s.vec)}" for s in demand.shapes)
     return f"{demand.count} pods ({inner})"
 
 
@@ -140,10 +151,10 @@ def describe_shortfall(state: ClusterState, demand: Demand, h: int, holds: int) 
     """Why domain ``h`` cannot take ``demand``: roll-up short, or node-by-node short."""
     cap = state.capacity
     free = cap.dom_alloc[h] - cap.dom_used[h]
-    names = cap.axis.names
+    axis = cap.axis
     lacking = [
-        f"free {format_milli(int(free[i]), n)} {n} < {format_milli(int(demand.total[i]), n)} needed"
-        for i, n in enumerate(names)
+        f"free {amount(axis, i, int(free[i]))} < {quantity(axis, i, int(demand.total[i]))} needed"
+        for i, n in enumerate(axis.names)
         if demand.total[i] > free[i] and n != "pods"
     ]
     if lacking:
@@ -184,8 +195,7 @@ def no_fit_reason(
     what: str = "",
 ) -> str:
     """The one-line reason a demand fits no allowed domain."""
-    names = state.capacity.axis.names
-    req = describe_demand(names, demand)
+    req = describe_demand(state.capacity.axis, demand)
     ix = state.index
     root_tier = state.layouts.root_tier
     prefix = what

@@ -30,7 +30,6 @@ from tierra.topology.health import Health, NodeIssue
 from tierra.topology.index import IntArray
 
 _FILTERING = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
-UNLIMITED = np.iinfo(np.int64).max // 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +148,7 @@ def fit_counts(
         m = mask[nodes]
         free = alloc[nodes][:, asked] - used[nodes][:, asked]
     if len(asked) == 0:
-        counts = np.full(len(m), UNLIMITED, dtype=np.int64)
+        counts = np.full(len(m), capacity.unlimited, dtype=np.int64)
     else:
         counts = (np.maximum(free, 0) // request[asked]).min(axis=1)
     return np.asarray(np.where(m, counts, 0), dtype=np.int64)

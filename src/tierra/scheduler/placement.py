@@ -589,4 +589,4 @@ class Placer:
 
 
 def describe(state: ClusterState, demand: Demand) -> str:
-    return describe_demand(state.capacity.axis.names, demand)
+    return describe_demand(state.capacity.axis, demand)

@@ -11,8 +11,9 @@ one domain its limit allows (Volcano's gangPreempt, confined to a domain):
 * in each candidate domain, victims are added lowest priority first (then single pods
   before whole gangs, smaller before larger, then name) until the domain's free
   resources cover the gang, then placement is tried; more are added while it fails;
-* the domain needing the fewest victims wins, then the lowest highest-victim priority,
-  then the lower tier, then the name. Candidates are the allowed domains whose free plus
+* the domain whose highest-priority victim is lowest wins (kube-scheduler's first
+  rule), then the one needing the fewest victims, then the lowest priority sum, the
+  lower tier, the name. Candidates are the allowed domains whose free plus
   evictable resources cover the gang, lowest tier first, at most ``maxDomains`` per tier.
 """
 
@@ -64,8 +65,8 @@ class Plan:
     def key(self, state: ClusterState) -> tuple[object, ...]:
         ix = state.index
         return (
-            len(self.victims),
             max((v.priority for v in self.victims), default=0),
+            len(self.victims),
             sum(v.priority for v in self.victims),
             int(ix.tier[self.domain]),
             ix.names[self.domain],

@@ -13,7 +13,10 @@ Limits, each a reason the gang waits with:
 * fair share (Volcano's proportion plugin): each queue *deserves* a weight-proportional
   slice of the cluster, water-filled by demand (a queue never deserves more than it
   asks for; what it leaves goes to the others), at least its guarantee, at most its
-  capability. A queue already holding what it deserves in every resource waits.
+  capability. While another queue has gangs waiting, a queue already holding its
+  deserved amount of a resource the gang asks for waits. (A queue below its share may
+  take a whole gang that lifts it above: gangs are indivisible, and refusing them
+  would leave the cluster idle.)
 
 The queue ``default`` always exists (weight 1), as in Volcano.
 """
@@ -27,7 +30,7 @@ import numpy.typing as npt
 
 from tierra.api.meta import ObjectMeta
 from tierra.api.queue import Queue
-from tierra.scheduler.explain import amounts
+from tierra.scheduler.explain import amount, amounts
 from tierra.scheduler.gang import DEFAULT_QUEUE, Gang, natural
 from tierra.scheduler.state import ClusterState
 from tierra.topology.index import IntArray
@@ -63,17 +66,21 @@ class QueueBook:
                 self.allocated[q] += used
         self.total = state.healthy_total()
         self.deserved = self._water_fill(demands)
+        self.waiting = {q for q, d in demands.items() if d.any()}
 
     def _vec(self, amounts_: Mapping[str, int]) -> IntArray:
+        """API amounts (a guarantee) in ledger units, rounded down like an offer."""
         axis = self.state.capacity.axis
-        return axis.vector({r: v for r, v in amounts_.items() if r in axis.index})
+        return axis.allocatable_vector({r: v for r, v in amounts_.items() if r in axis.index})
 
     def _cap(self, q: Queue) -> FloatArray:
+        """The queue's capability in ledger units; unlimited where it names nothing."""
         cap = np.full(len(self.names), np.inf)
-        for r, v in q.capability.items():
+        vec = self._vec(q.capability)
+        for r in q.capability:
             i = self.state.capacity.axis.index.get(r)
             if i is not None:
-                cap[i] = v
+                cap[i] = vec[i]
         return cap
 
     def _water_fill(self, demands: Mapping[str, IntArray]) -> dict[str, FloatArray]:
@@ -125,16 +132,16 @@ class QueueBook:
             return f"queue {q!r} does not exist"
         alloc = self.allocated[q]
         names = self.names
-        for r, cap in sorted(queue.capability.items()):
-            i = self.state.capacity.axis.index.get(r)
-            if i is None or not request[i]:
-                continue
-            if alloc[i] + request[i] > cap:
-                return (
-                    f"queue {q} capability: {amounts([r], np.array([cap]))} allowed, "
-                    f"{amounts([r], alloc[i : i + 1])} in use, the gang needs "
-                    f"{amounts([r], request[i : i + 1])} more"
-                )
+        axis = self.state.capacity.axis
+        cap = self._cap(queue)
+        over_cap = (request > 0) & (alloc + request > cap)
+        if over_cap.any():
+            i = int(np.flatnonzero(over_cap)[0])
+            return (
+                f"queue {q} capability: {amount(axis, i, cap[i])} allowed, "
+                f"{amount(axis, i, alloc[i])} in use, the gang needs "
+                f"{amount(axis, i, request[i])} more"
+            )
         held = np.zeros(len(names), dtype=np.int64)
         for other, oq in self.queues.items():
             if other != q and oq.guarantee:
@@ -147,14 +154,21 @@ class QueueBook:
             if over.any():
                 return (
                     "the free resources are guaranteed to other queues "
-                    f"({amounts(names, np.where(over, held, 0))} held back)"
+                    f"({amounts(axis, np.where(over, held, 0))} held back)"
                 )
         deserved = self.deserved.get(q)
-        if deserved is not None and (deserved <= alloc).all() and (request > 0).any():
-            return (
-                f"queue {q} holds its fair share already (deserved "
-                f"{amounts(names, deserved.astype(np.int64))}; weight {queue.weight})"
-            )
+        rivals = self.waiting - {q}
+        if deserved is not None and rivals:
+            at_share = (request > 0) & (alloc.astype(np.float64) >= deserved * (1 - 1e-9))
+            if at_share.any():
+                i = int(np.flatnonzero(at_share)[0])
+                r = names[i]
+                return (
+                    f"queue {q} holds its fair share of {r} already (deserved "
+                    f"{amount(axis, i, deserved[i])}, in use "
+                    f"{amount(axis, i, alloc[i])}, weight {queue.weight}) while "
+                    f"queue {sorted(rivals)[0]} waits"
+                )
         return None
 
     def charge(self, q: str, vec: IntArray) -> None:

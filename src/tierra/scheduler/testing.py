@@ -17,7 +17,7 @@ from tierra.api.meta import ObjectMeta
 from tierra.api.node import Condition, Node, Taint, TaintEffect
 from tierra.api.pod import GROUP_NAME_ANNOTATION, ONE_POD, PODS, Phase, Pod, Toleration
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy, TopologyMode
-from tierra.api.quantity import to_milli
+from tierra.api.quantity import milli_to_quantity, to_milli
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
 
@@ -284,3 +284,25 @@ def snapshot(
 
 def tolerate(key: str, effect: TaintEffect | None = None) -> Toleration:
     return Toleration(key=key, operator="Exists", effect=effect)
+
+
+def pod_manifest(p: Pod) -> dict[str, Any]:
+    """A Pod manifest whose one container requests what ``p`` does (``pods`` aside)."""
+    requests = {k: milli_to_quantity(v) for k, v in p.requests.items() if k != PODS}
+    spec: dict[str, Any] = {
+        "schedulerName": p.scheduler_name,
+        "containers": [{"name": "main", "image": "app", "resources": {"requests": requests}}],
+    }
+    if p.node_name:
+        spec["nodeName"] = p.node_name
+    if p.priority:
+        spec["priority"] = p.priority
+    if p.node_selector:
+        spec["nodeSelector"] = dict(p.node_selector)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": p.meta.to_dict(),
+        "spec": spec,
+        "status": {"phase": str(p.phase)},
+    }

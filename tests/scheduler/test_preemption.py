@@ -1,0 +1,98 @@
+"""Preemption inside one domain: fewest, lowest-priority victims; gangs whole or untouched."""
+
+from __future__ import annotations
+
+from tests.scheduler.helpers import domains, placed, reasons, run
+
+from tierra.scheduler import SchedulerConfig
+from tierra.scheduler.testing import canonical, gang, pod, podgroup, queue, topology
+
+
+def full_cluster(priority_by_node: dict[int, int]) -> list:  # type: ignore[type-arg]
+    return [
+        pod(f"low-{i}", node_name=f"node-{i}", gpu=8, priority=priority_by_node.get(i, 0))
+        for i in range(8)
+    ]
+
+
+def test_a_higher_priority_gang_evicts_inside_one_domain() -> None:
+    nodes, hns = canonical()
+    running = full_cluster({})
+    pg, pods = gang("urgent", 2, network_topology=topology(tier=1), gpu=8, priority=100)
+    result = run(nodes, hns, running + pods, [pg])
+    assert len(result.evictions) == 2
+    victims = {e.node for e in result.evictions}
+    assert victims == set(placed(result).values())
+    assert set(domains(result).values()) == {"s0"}
+    assert result.evictions[0].reason == (
+        "preempted by default/urgent (priority 100) to make room in s0"
+    )
+
+
+def test_the_domain_with_the_lowest_priority_victims_wins() -> None:
+    nodes, hns = canonical()
+    prio = {0: 50, 1: 50, 2: 10, 3: 10, 4: 50, 5: 50, 6: 50, 7: 50}
+    running = full_cluster(prio)
+    pg, pods = gang("urgent", 2, network_topology=topology(tier=1), gpu=8, priority=100)
+    result = run(nodes, hns, running + pods, [pg])
+    assert {e.pod for e in result.evictions} == {"default/low-2", "default/low-3"}
+    assert set(domains(result).values()) == {"s1"}
+
+
+def test_fewest_victims_win() -> None:
+    nodes, hns = canonical()
+    running = full_cluster({})[1:]  # node-0 is free
+    pg, pods = gang("urgent", 2, network_topology=topology(tier=1), gpu=8, priority=100)
+    result = run(nodes, hns, running + pods, [pg])
+    assert [e.pod for e in result.evictions] == ["default/low-1"]
+
+
+def test_no_preemption_of_equal_or_higher_priority() -> None:
+    nodes, hns = canonical()
+    running = full_cluster(dict.fromkeys(range(8), 100))
+    pg, pods = gang("urgent", 2, network_topology=topology(tier=1), gpu=8, priority=100)
+    result = run(nodes, hns, running + pods, [pg])
+    assert result.evictions == () and result.bindings == ()
+    assert "default/urgent" in reasons(result)
+
+
+def test_another_gang_is_evicted_whole_or_not_at_all() -> None:
+    nodes, hns = canonical()
+    # a 4-pod gang (minMember 4) fills s4; single low pods fill s5 at a higher priority
+    victim_pg = podgroup("victim", 4)
+    victim = [pod(f"victim-{i}", group="victim", node_name=f"node-{i}", gpu=8) for i in range(4)]
+    others = [pod(f"o-{i}", node_name=f"node-{i}", gpu=8, priority=50) for i in range(4, 8)]
+    pg, pods = gang("urgent", 1, network_topology=topology(tier=1), gpu=8, priority=100)
+    result = run(nodes, hns, victim + others + pods, [victim_pg, pg])
+    evicted = {e.pod for e in result.evictions}
+    # one pod would do, but victim cannot drop below minMember: all four go (lower priority)
+    assert evicted == {f"default/victim-{i}" for i in range(4)}
+    assert len(result.bindings) == 1
+
+
+def test_surplus_members_go_one_by_one() -> None:
+    nodes, hns = canonical()
+    victim_pg = podgroup("victim", 2)
+    victim = [pod(f"victim-{i}", group="victim", node_name=f"node-{i}", gpu=8) for i in range(4)]
+    others = [pod(f"o-{i}", node_name=f"node-{i}", gpu=8, priority=50) for i in range(4, 8)]
+    pg, pods = gang("urgent", 1, network_topology=topology(tier=1), gpu=8, priority=100)
+    result = run(nodes, hns, victim + others + pods, [victim_pg, pg])
+    assert len(result.evictions) == 1
+
+
+def test_non_reclaimable_queue_keeps_its_pods_from_other_queues() -> None:
+    nodes, hns = canonical()
+    keep = queue("keep", reclaimable=False)
+    pg_keep = podgroup("kept", 8, queue="keep")
+    running = [pod(f"k-{i}", group="kept", node_name=f"node-{i}", gpu=8) for i in range(8)]
+    pg, pods = gang("urgent", 1, gpu=8, priority=100)
+    result = run(nodes, hns, running + pods, [pg_keep, pg], queues=[keep])
+    assert result.evictions == ()
+
+
+def test_preemption_can_be_turned_off() -> None:
+    nodes, hns = canonical()
+    pg, pods = gang("urgent", 2, network_topology=topology(tier=1), gpu=8, priority=100)
+    config = SchedulerConfig(preemption=False)
+    result = run(nodes, hns, full_cluster({}) + pods, [pg], config=config)
+    assert result.evictions == ()
