@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,8 @@ from tierra.kube.testing import ControlPlane
 
 pytestmark = pytest.mark.kube
 
-FIXTURES = (
-    Path(
-        os.environ.get(
-            "TIERRA_SHARED_FIXTURES", Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-        )
-    )
-    / "k8s-topology-crds"
-)
+# Same place as the top-level conftest's ``shared_fixtures``; read at import for parametrize.
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "k8s-topology-crds"
 OUR_KINDS = {
     ("topology.volcano.sh/v1alpha1", "HyperNode"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
@@ -73,9 +66,8 @@ def fixture_documents() -> list[tuple[str, dict[str, Any]]]:
 FIXTURE_DOCS = fixture_documents()
 
 
-def test_fixture_folder_has_volcano_objects() -> None:
-    if not FIXTURES.is_dir():
-        pytest.skip(f"shared fixtures not found at {FIXTURES} (set TIERRA_SHARED_FIXTURES)")
+def test_fixture_folder_has_volcano_objects(shared_fixtures: Path) -> None:
+    assert shared_fixtures / "k8s-topology-crds" == FIXTURES
     assert len(FIXTURE_DOCS) >= 8
 
 
