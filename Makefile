@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench bench-topology clean
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,10 +31,14 @@ check: lint typecheck
 test: check controlplane-build
 	$(BIN)/python -m pytest -q
 
-bench: bench-topology
+bench: bench-topology bench-discovery
 
 bench-topology: $(STAMP)
 	$(BIN)/python bench/topology_index.py
+
+bench-discovery: $(STAMP)
+	$(BIN)/python bench/discovery_labels.py
+	$(BIN)/python bench/discovery_fabric.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

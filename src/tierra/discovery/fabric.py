@@ -36,8 +36,9 @@ from __future__ import annotations
 import enum
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from tierra.api.hypernode import HyperNode, LinkSpec
 from tierra.api.regex import compile_pattern
@@ -71,6 +72,7 @@ DEFAULT_HOST_PATTERN = r"^\s*(?P<host>[^\s]+)"
 DEFAULT_EXCLUDE = r"Mellanox Technologies|Aggregation Node|^MT\d+\b|^\s*$"
 TIER_NAMES = {1: "leaf", 2: "spine", 3: "core"}
 _MF0 = re.compile(r"^MF0;([^:]+):")
+_K = TypeVar("_K")
 
 
 class DeviceKind(enum.StrEnum):
@@ -97,12 +99,14 @@ class Link:
     lanes: int | None = None
     speed: str | None = None
     up: bool = True
-    where: str = ""
+    where: str | int = ""  # a line number, or a place ("ports[3]")
+    gbps: float | None = field(init=False, default=None, compare=False)
 
-    @property
-    def gbps(self) -> float | None:
+    def __post_init__(self) -> None:
         rate = LANE_GBPS.get(self.speed or "")
-        return None if rate is None or not self.lanes else rate * self.lanes
+        object.__setattr__(
+            self, "gbps", None if rate is None or not self.lanes else rate * self.lanes
+        )
 
     @property
     def rate(self) -> str:
@@ -117,7 +121,8 @@ class Fabric:
         self.devices: list[Device] = []
         self.index: dict[str, int] = {}
         self.links: list[Link] = []
-        self._ends: dict[frozenset[tuple[int, str]], int] = {}
+        self.sides: list[int] = []  # how many times each link was listed (1 or 2)
+        self._ends: dict[tuple[int, str, int, str], int] = {}
         self.unconnected_ports = 0
 
     def device(
@@ -146,24 +151,45 @@ class Fabric:
             d.described, d.where = True, where
         return i
 
+    def add_link(
+        self,
+        a: int,
+        a_port: str,
+        b: int,
+        b_port: str,
+        *,
+        lanes: int | None,
+        speed: str | None,
+        where: str | int,
+    ) -> None:
+        """``link`` without building a ``Link`` for the second listing of a link."""
+        key = (a, a_port, b, b_port) if (a, a_port) <= (b, b_port) else (b, b_port, a, a_port)
+        i = self._ends.get(key)
+        if i is not None:
+            old = self.links[i]
+            if old.lanes == lanes and old.speed == speed:
+                self.sides[i] += 1
+                return
+        self.link(Link(a, a_port, b, b_port, lanes=lanes, speed=speed, where=where))
+
     def link(self, link: Link) -> bool:
         """Add ``link`` unless the same two ports are already joined; True if new.
 
         When the two ends report different widths or speeds, the lower one is kept.
         """
-        key = frozenset(((link.a, link.a_port), (link.b, link.b_port)))
-        if key in self._ends:
-            i = self._ends[key]
+        a, ap, b, bp = link.a, link.a_port, link.b, link.b_port
+        key = (a, ap, b, bp) if (a, ap) <= (b, bp) else (b, bp, a, ap)
+        i = self._ends.get(key)
+        if i is not None:
+            self.sides[i] += 1
             old = self.links[i]
             if (link.lanes or 99, link.gbps or 1e9) < (old.lanes or 99, old.gbps or 1e9):
                 self.links[i] = link  # both ends disagree: the link runs at the lower rate
             return False
         self._ends[key] = len(self.links)
         self.links.append(link)
+        self.sides.append(1)
         return True
-
-    def seen(self, a: int, a_port: str, b: int, b_port: str) -> bool:
-        return frozenset(((a, a_port), (b, b_port))) in self._ends
 
 
 class HostNamer:
@@ -188,16 +214,21 @@ class HostNamer:
             return self._cache[description]
         name: str | None = None
         if not (self.exclude and self.exclude.search(description)):
-            m = self.pattern.search(description)
-            if m is not None:
-                groups = m.groupdict()
-                text = (
-                    groups.get("host")
-                    if "host" in groups
-                    else (m.group(1) if m.groups() else m.group(0))
-                )
-                if text:
-                    name = naming.clean(text)
+            if self.pattern_text == DEFAULT_HOST_PATTERN:
+                words = description.split(None, 1)  # the default pattern, without RE2's overhead
+                text: str | None = words[0] if words else None
+            else:
+                m = self.pattern.search(description)
+                text = None
+                if m is not None:
+                    groups = m.groupdict()
+                    text = (
+                        groups.get("host")
+                        if "host" in groups
+                        else (m.group(1) if m.groups() else m.group(0))
+                    )
+            if text:
+                name = naming.clean(text)
         self._cache[description] = name
         return name
 
@@ -250,6 +281,15 @@ def switch_names(fabric: Fabric) -> dict[int, str]:
         else:
             proposed[i] = naming.clean(d.id.removeprefix("S-").removeprefix("0x"))
     return naming.unique_names(proposed)
+
+
+def _modes(counts: Mapping[tuple[_K, float], int]) -> dict[_K, float]:
+    """Per key, the most common value (ties: the larger)."""
+    best: dict[_K, tuple[int, float]] = {}
+    for (key, value), count in counts.items():
+        if key not in best or (count, value) > best[key]:
+            best[key] = (count, value)
+    return {k: v for k, (_, v) in best.items()}
 
 
 def _mode(values: list[int] | list[float]) -> float | None:
@@ -385,19 +425,24 @@ def build(
     names = naming.unique_names(proposed)
 
     # 5. link issues against the norm of each link class
-    def klass(i: int) -> tuple[str, str]:
-        return (str(devs[i].kind), devs[i].model)
-
-    lanes_by: dict[tuple[tuple[str, str], ...], list[int]] = defaultdict(list)
-    rate_by: dict[tuple[tuple[str, str], ...], list[float]] = defaultdict(list)
-    for link in fabric.links:
-        if not link.up:
-            continue
-        key = tuple(sorted((klass(link.a), klass(link.b))))
-        if link.lanes:
-            lanes_by[key].append(link.lanes)
-        if link.speed in LANE_GBPS:
-            rate_by[key].append(LANE_GBPS[link.speed or ""])
+    class_ids: dict[tuple[str, str], int] = {}
+    dev_class = [class_ids.setdefault((str(d.kind), d.model), len(class_ids)) for d in devs]
+    link_class = [
+        (dev_class[lk.a], dev_class[lk.b])
+        if dev_class[lk.a] <= dev_class[lk.b]
+        else (dev_class[lk.b], dev_class[lk.a])
+        for lk in fabric.links
+    ]
+    lanes_count: Counter[tuple[tuple[int, int], float]] = Counter()
+    rate_count: Counter[tuple[tuple[int, int], float]] = Counter()
+    for lk, key in zip(fabric.links, link_class, strict=True):
+        if lk.up:
+            if lk.lanes:
+                lanes_count[(key, float(lk.lanes))] += 1
+            if lk.speed in LANE_GBPS:
+                rate_count[(key, LANE_GBPS[lk.speed or ""])] += 1
+    norm_lanes_of = _modes(lanes_count)
+    norm_rate_of = _modes(rate_count)
 
     def label(i: int, port: str) -> str:
         if is_switch[i]:
@@ -416,19 +461,15 @@ def build(
         d = domain_at.get((sw, 1))
         return (names[d] if d is not None else None), ((h,) if h else ())
 
-    norms = {
-        key: (_mode(lanes_by.get(key, [])), _mode(rate_by.get(key, [])))
-        for key in {*lanes_by, *rate_by}
-    }
     issues: list[LinkIssue] = []
-    for link in fabric.links:
+    for link, key in zip(fabric.links, link_class, strict=True):
         detail = ""
         state = LinkState.DEGRADED
         if not link.up:
             state, detail = LinkState.DOWN, "port is down"
         else:
-            key = tuple(sorted((klass(link.a), klass(link.b))))
-            norm_lanes, norm_rate = norms.get(key, (None, None))
+            norm_lanes = norm_lanes_of.get(key)
+            norm_rate = norm_rate_of.get(key)
             rate = LANE_GBPS.get(link.speed or "")
             narrow = link.lanes and norm_lanes and link.lanes < norm_lanes
             slow = rate is not None and norm_rate is not None and rate < norm_rate
@@ -447,7 +488,7 @@ def build(
                 a=label(link.a, link.a_port),
                 b=label(link.b, link.b_port),
                 detail=detail,
-                where=link.where,
+                where=f"line {link.where}" if isinstance(link.where, int) else link.where,
                 hypernode=where_hn,
                 hosts=on_hosts,
             )

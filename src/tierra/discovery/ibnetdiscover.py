@@ -33,7 +33,7 @@ _HEADER = re.compile(r'^(Switch|Ca|Hca|Rt)\s*(\d+)\s+"([^"]*)"\s*(.*)$')
 _PORT = re.compile(
     r'^\[(\d+)\](?:\([0-9A-Fa-f]+\))?\s*"([^"]+)"\[(\d+)\](?:\([0-9A-Fa-f]+\))?(.*)$'
 )
-_RATE = re.compile(r"\b(\d+)x([A-Z][A-Z0-9]*|\?\?\?)")
+_RATE_LAST = re.compile(r".*\b(\d+)x([A-Z][A-Z0-9]*|\?\?\?)")
 _WIDTH = re.compile(r"\bw=(\d+)\b")
 _QUOTED = re.compile(r'"([^"]*)"')
 _INFO = re.compile(
@@ -107,15 +107,13 @@ def _parse_blocks(lines: list[str], file: str, allow_partial: bool) -> tuple[Fab
     started = False
     hop_limited = False
     preamble: list[int] = []
-    first_ref: dict[int, int] = {}  # device -> first line referring to it
-    half: dict[tuple[int, str, int, str], int] = {}
+    first_ref: dict[int, int] = {}  # device first met as a peer -> that line
+    index = fabric.index
     for no, raw in enumerate(lines, start=1):
-        line = raw.rstrip("\r").strip()
+        line = raw.strip()
         if not line:
             current = None
             continue
-        if _MAX_HOPS.match(line):
-            hop_limited = True
         if line[0] == "[":
             m = _PORT.match(line)
             if m is None:
@@ -123,21 +121,18 @@ def _parse_blocks(lines: list[str], file: str, allow_partial: bool) -> tuple[Fab
             if current is None:
                 raise ParseError(file, no, "a port line outside any Switch or Ca block")
             port, peer_id, peer_port, rest = m.groups()
-            quoted = _QUOTED.findall(rest)
-            peer = fabric.device(
-                peer_id, _peer_kind(peer_id), quoted[-1] if quoted else "", where=f"line {no}"
-            )
-            first_ref.setdefault(peer, no)
+            peer = index.get(peer_id)
+            if peer is None:
+                close = rest.rfind('"')
+                open_ = rest.rfind('"', 0, close) if close > 0 else -1
+                desc = rest[open_ + 1 : close] if open_ >= 0 else ""
+                peer = fabric.device(peer_id, _peer_kind(peer_id), desc, where=f"line {no}")
+                first_ref[peer] = no
             lanes, speed = _rate(rest)
-            fabric.link(
-                Link(current, port, peer, peer_port, lanes=lanes, speed=speed, where=f"line {no}")
-            )
-            key = (current, port, peer, peer_port)
-            if (peer, peer_port, current, port) in half:
-                del half[(peer, peer_port, current, port)]
-            else:
-                half[key] = no
+            fabric.add_link(current, port, peer, peer_port, lanes=lanes, speed=speed, where=no)
             continue
+        if line[0] == "#" and _MAX_HOPS.match(line):
+            hop_limited = True
         m = _HEADER.match(line)
         if m is not None:
             keyword, _ports, dev_id, rest = m.groups()
@@ -199,16 +194,17 @@ def _parse_blocks(lines: list[str], file: str, allow_partial: bool) -> tuple[Fab
         for i in undescribed:
             if fabric.devices[i].kind is None:
                 fabric.devices[i].kind = DeviceKind.CA
+    devs = fabric.devices
     one_sided = [
-        no
-        for (a, _, b, _), no in half.items()
-        if fabric.devices[a].described and fabric.devices[b].described and a != b
+        link.where
+        for link, sides in zip(fabric.links, fabric.sides, strict=True)
+        if sides == 1 and link.a != link.b and devs[link.a].described and devs[link.b].described
     ]
     if one_sided:
         notes.append(
             note(
                 f"{file}: {len(one_sided)} link(s) are listed from one end only"
-                f" (first at line {min(one_sided)}); the dump may be inconsistent"
+                f" (first at {one_sided[0]}); the dump may be inconsistent"
             )
         )
     return fabric, notes
@@ -220,9 +216,9 @@ def _is_dump_line(raw: str) -> bool:
 
 
 def _rate(rest: str) -> tuple[int | None, str | None]:
-    rates = _RATE.findall(rest)
-    if rates:
-        lanes, speed = rates[-1]
+    m = _RATE_LAST.search(rest)
+    if m:
+        lanes, speed = m.groups()
         return int(lanes), (None if speed == "???" else speed)
     w = _WIDTH.search(rest)
     return (int(w.group(1)), None) if w else (None, None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -103,7 +104,7 @@ class UfmClient:
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 1.0,
-        verify: bool | str = True,
+        verify: bool | str = True,  # False: no TLS check; a path: trust that CA bundle
         max_bytes: int = MAX_BYTES,
         sleep: Callable[[float], None] = time.sleep,
         transport: httpx.BaseTransport | None = None,
@@ -117,10 +118,11 @@ class UfmClient:
         self.backoff = backoff
         self.max_bytes = max_bytes
         self.sleep = sleep
+        tls: bool | ssl.SSLContext = verify if isinstance(verify, bool) else _ca_context(verify)
         self._client = httpx.Client(
             auth=httpx.BasicAuth(credentials.username, credentials.password),
             timeout=httpx.Timeout(timeout),
-            verify=verify,
+            verify=tls,
             transport=transport,
             headers={"Accept": "application/json"},
             follow_redirects=False,
@@ -181,6 +183,13 @@ class UfmClient:
             return 200, b"".join(chunks).decode("utf-8"), None
         except UnicodeDecodeError:
             raise UfmError(f"{url}: response is not UTF-8 text") from None
+
+
+def _ca_context(ca_file: str) -> ssl.SSLContext:
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise InputError(f"{ca_file}: cannot use as a CA bundle: {exc}") from None
 
 
 def _retry_after(response: httpx.Response) -> float | None:
