@@ -189,3 +189,31 @@ def test_existing_formats_untouched(fmt: str, shared_fixtures: Path, tmp_path: P
     hn_file = write(tmp_path / "hns.yaml", [encode_hypernode(h) for h in d.hypernodes])
     code, out, _ = run("export", fmt, str(hn_file))
     assert code == 0 and out.count("kind: HyperNode") == 15
+
+
+def test_several_level_lists_and_a_preset(tmp_path: Path) -> None:
+    nodes = [
+        node(f"n{i}", {"rack": f"r{i // 2}", "zone": "z", "nvidia.com/gpu.clique": "c.1"})
+        for i in range(4)
+    ]
+    nodes_file = write(tmp_path / "nodes.yaml", [encode_node(n) for n in nodes])
+    code, out, _ = run(
+        "discover",
+        "labels",
+        str(nodes_file),
+        "--levels",
+        "net=zone,rack",
+        "--levels",
+        "geo=zone",
+        "--preset",
+        "nvidia-clique",
+        "-o",
+        "json",
+    )
+    assert code == 0
+    names = sorted(i["metadata"]["name"] for i in json.loads(out)["items"])
+    assert names == ["geo-z", "net-z", "net-z-r0", "net-z-r1", "nvlink-c.1"]
+    code, _, err = run(
+        "discover", "labels", str(nodes_file), "--levels", "a=rack", "--levels", "a=zone"
+    )
+    assert code == 2 and "share a name" in err

@@ -44,8 +44,10 @@ def discover(
     *,
     output: Annotated[Output, typer.Option("-o", "--output", help="yaml or json")] = Output.YAML,
     levels: Annotated[
-        str | None,
-        typer.Option(help="labels: label keys, widest first (hostname optional last)."),
+        list[str] | None,
+        typer.Option(
+            help="labels: [NAME=]KEY,KEY,... widest first (hostname optional last); repeatable."
+        ),
     ] = None,
     preset: Annotated[
         str | None,
@@ -96,7 +98,7 @@ def discover(
         files=tuple(files or ()),
         owner=owner,
         prefix=prefix,
-        levels=tuple(k.strip() for k in (levels or "").split(",") if k.strip()),
+        levels=tuple(spec for spec in (levels or ()) if spec.strip()),
         preset=preset,
         host_pattern=host_pattern,
         allow_partial=allow_partial,

@@ -26,7 +26,7 @@ class Request:
     files: tuple[Path, ...] = ()
     owner: str | None = None
     prefix: str | None = None
-    levels: tuple[str, ...] = ()
+    levels: tuple[str, ...] = ()  # each "[NAME=]KEY,KEY,...": one label topology
     preset: str | None = None
     host_pattern: str | None = None
     allow_partial: bool = False
@@ -58,13 +58,19 @@ def _need_files(req: Request, what: str) -> None:
 
 def _labels(req: Request) -> Discovery:
     _need_files(req, "one or more files holding Node objects")
-    if bool(req.levels) == bool(req.preset):
-        raise ConfigError("give either --levels KEY,KEY,... or --preset NAME")
+    if not req.levels and not req.preset:
+        raise ConfigError("give --levels KEY,KEY,... (repeatable) and/or --preset NAME")
     docs = [doc for f in req.files for doc in read_documents(f)]
-    if req.preset:
-        topologies = presets.preset(req.preset, docs)
-    else:
-        topologies = (labels.make_topology(req.extra.get("name", "labels"), list(req.levels)),)
+    topologies = list(presets.preset(req.preset, docs)) if req.preset else []
+    default = req.extra.get("name", "labels")
+    for i, spec in enumerate(req.levels):
+        name, sep, keys = spec.partition("=")
+        if not sep:
+            name, keys = (default if len(req.levels) == 1 else f"{default}{i + 1}"), spec
+        topologies.append(labels.make_topology(name.strip(), keys.split(",")))
+    names = [t.name for t in topologies]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two label topologies share a name: {', '.join(names)}")
     snapshot = load_snapshot(list(req.files))
     errors = [
         p for p in snapshot.problems if p.severity is Severity.ERROR and p.obj.startswith("Node/")
