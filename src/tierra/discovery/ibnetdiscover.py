@@ -35,6 +35,7 @@ _PORT = re.compile(
 )
 _RATE_LAST = re.compile(r".*\b(\d+)x([A-Z][A-Z0-9]*|\?\?\?)")
 _WIDTH = re.compile(r"\bw=(\d+)\b")
+_GUID_PART = re.compile(r"^\([0-9A-Fa-f]+\)$")
 _QUOTED = re.compile(r'"([^"]*)"')
 _INFO = re.compile(
     r"^(?:vendid|devid|sysimgguid|switchguid|caguid|routerguid)=|^#|^Non-Chassis Nodes\s*$"
@@ -115,12 +116,12 @@ def _parse_blocks(lines: list[str], file: str, allow_partial: bool) -> tuple[Fab
             current = None
             continue
         if line[0] == "[":
-            m = _PORT.match(line)
-            if m is None:
+            fields = _port_fields(line)
+            if fields is None:
                 raise ParseError(file, no, f"cannot read this port line: {_clip(line)}")
             if current is None:
                 raise ParseError(file, no, "a port line outside any Switch or Ca block")
-            port, peer_id, peer_port, rest = m.groups()
+            port, peer_id, peer_port, rest = fields
             peer = index.get(peer_id)
             if peer is None:
                 close = rest.rfind('"')
@@ -215,7 +216,32 @@ def _is_dump_line(raw: str) -> bool:
     return bool(line) and (line[0] == "[" or _HEADER.match(line) is not None)
 
 
+def _port_fields(line: str) -> tuple[str, str, str, str] | None:
+    """``[12](guid) "peer"[3](guid) rest`` split by hand (the hot path); None if malformed."""
+    end = line.find("]")
+    port = line[1:end]
+    q1 = line.find('"', end)
+    q2 = line.find('"', q1 + 1) if q1 >= 0 else -1
+    if end < 0 or q2 < 0 or not port.isdigit() or line[q2 + 1 : q2 + 2] != "[":
+        m = _PORT.match(line)  # the strict form decides, and names what is wrong
+        return None if m is None else (m.group(1), m.group(2), m.group(3), m.group(4))
+    close = line.find("]", q2 + 2)
+    peer_port = line[q2 + 2 : close]
+    between = line[end + 1 : q1].strip()
+    if close < 0 or not peer_port.isdigit() or (between and not _GUID_PART.match(between)):
+        m = _PORT.match(line)
+        return None if m is None else (m.group(1), m.group(2), m.group(3), m.group(4))
+    rest = line[close + 1 :]
+    if rest.startswith("("):
+        rest = rest[rest.find(")") + 1 :]
+    return port, line[q1 + 1 : q2], peer_port, rest
+
+
 def _rate(rest: str) -> tuple[int | None, str | None]:
+    last = rest[rest.rfind(" ") + 1 :] if " " in rest else rest
+    lanes, x, speed = last.partition("x")
+    if x and lanes.isdigit() and speed[:1].isupper() and speed.isalnum():
+        return int(lanes), speed
     m = _RATE_LAST.search(rest)
     if m:
         lanes, speed = m.groups()
