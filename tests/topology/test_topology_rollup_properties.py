@@ -250,3 +250,35 @@ def test_byte_rounding_is_conservative() -> None:
     assert int(axis.vector({"memory": 1})[m]) == 1  # 1 milli-byte asked: one byte needed
     assert int(axis.allocatable_vector({"memory": 1999})[m]) == 1  # 1.999 bytes offered: one
     assert axis.missing({"memory": 5, "example.com/fpga": 1, "x/y": 0}) == ["example.com/fpga"]
+
+
+def test_link_degradation_from_status_marks_the_domain() -> None:
+    """Fabric sources write Degraded=True/LinksDegraded into status; Health honours it."""
+    from tierra.api import (
+        Condition,
+        HyperNode,
+        HyperNodeStatus,
+        Member,
+        MemberSelector,
+        MemberType,
+        Node,
+        ObjectMeta,
+    )
+
+    nodes = [Node(meta=ObjectMeta(name=f"n{i}")) for i in range(4)]
+
+    def leaf(name: str, members: list[str], conditions: tuple[Condition, ...] = ()) -> HyperNode:
+        return HyperNode(
+            meta=ObjectMeta(name=name),
+            tier=1,
+            members=tuple(Member(MemberType.NODE, MemberSelector(exact=m)) for m in members),
+            status=HyperNodeStatus(conditions=conditions),
+        )
+
+    bad = Condition("Degraded", "True", "LinksDegraded", "links: 1 degraded (first: sw1/3 1xSDR)")
+    ix = TopologyIndex.build(nodes, [leaf("a", ["n0", "n1"], (bad,)), leaf("b", ["n2", "n3"])])
+    health = Health(ix, nodes)
+    assert health.degraded(ix.ix["a"])
+    assert not health.degraded(ix.ix["b"])
+    assert health.describe(ix.ix["a"]) == "links: 1 degraded (first: sw1/3 1xSDR)"
+    assert health.unhealthy_nodes[ix.ix["a"]] == 0  # links, not nodes

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tierra.api.hypernode import HyperNode
 from tierra.api.node import Node
 from tierra.topology.index import IntArray, TopologyIndex
 
@@ -38,6 +39,13 @@ class Health:
         self.counts: IntArray = index.sum_under(self.node_flags)
         unhealthy: IntArray = np.asarray(self.node_flags.any(axis=1), dtype=np.int64)
         self.unhealthy_nodes: IntArray = index.sum_under(unhealthy)
+        # Link state is not on Node objects: the fabric sources (ibnetdiscover, UFM) write
+        # it into HyperNode status as Degraded=True with a Links* reason, already rolled
+        # up to every HyperNode above the bad link.
+        self.link_issues: tuple[str, ...] = (
+            *(_link_issue(h) for h in index.hypernodes),
+            "",
+        )
 
     def update(self, node: Node) -> bool:
         """Apply one node's new state; False when the index does not know the node.
@@ -59,7 +67,8 @@ class Health:
         return True
 
     def degraded(self, h: int) -> bool:
-        return bool(self.unhealthy_nodes[h] > 0)
+        """A node inside is unhealthy, or a fabric link inside is degraded or down."""
+        return bool(self.unhealthy_nodes[h] > 0) or bool(self.link_issues[h])
 
     def node_healthy(self, n: int) -> bool:
         return not self.node_flags[n].any()
@@ -73,4 +82,14 @@ class Health:
             parts.append(f"{c[NodeIssue.CORDONED]} cordoned")
         if c[NodeIssue.NO_EXECUTE]:
             parts.append(f"{c[NodeIssue.NO_EXECUTE]} NoExecute")
+        if self.link_issues[h]:
+            parts.append(self.link_issues[h])
         return ", ".join(parts)
+
+
+def _link_issue(hn: HyperNode) -> str:
+    for c in hn.status.conditions:
+        if c.type == "Degraded" and c.status == "True" and "Link" in c.reason:
+            links = [part for part in c.message.split("; ") if part.startswith("links:")]
+            return links[0] if links else "links degraded"
+    return ""
