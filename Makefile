@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery clean
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,8 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/tierra tree examples/canonical.yaml
-	$(BIN)/tierra validate examples/canonical.yaml
+	$(BIN)/tierra simulate
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -31,7 +30,7 @@ check: lint typecheck
 test: check controlplane-build
 	$(BIN)/python -m pytest -q
 
-bench: bench-topology bench-discovery
+bench: bench-topology bench-discovery bench-sim
 
 bench-topology: $(STAMP)
 	$(BIN)/python bench/topology_index.py
@@ -39,6 +38,10 @@ bench-topology: $(STAMP)
 bench-discovery: $(STAMP)
 	$(BIN)/python bench/discovery_labels.py
 	$(BIN)/python bench/discovery_fabric.py
+
+bench-sim: $(STAMP)
+	$(BIN)/python bench/sim_scale.py
+	$(BIN)/python bench/quality.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

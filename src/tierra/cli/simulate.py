@@ -96,6 +96,14 @@ def simulate(  # typer options, keyword-only
     trace: Annotated[
         str, typer.Option("--trace", help=f"Job statistics: {', '.join(TRACES)}.")
     ] = DEFAULT_TRACE,
+    inference_priority: Annotated[
+        int,
+        typer.Option(
+            "--inference-priority",
+            help="Priority of generated inference services (training is 0); above 0 lets"
+            " a preempting policy evict training for them.",
+        ),
+    ] = 0,
     policies: Annotated[
         str, typer.Option("--policies", help="Comma-separated policies to compare.")
     ] = ",".join(DEFAULT_POLICIES),
@@ -147,7 +155,13 @@ def simulate(  # typer options, keyword-only
         cost = load_cost_model(cost_model) if cost_model is not None else default_cost_model()
         the_cluster = _cluster(cluster, nodes, cost)
         bound = cost.bind(the_cluster.index, the_cluster.nodes)
-        spec = WorkloadSpec(seed=seed, hours=hours, load=load, trace=trace)
+        spec = WorkloadSpec(
+            seed=seed,
+            hours=hours,
+            load=load,
+            trace=trace,
+            inference_priority=inference_priority,
+        )
         if write_cluster_dir is not None or write_workload is not None:
             _write(the_cluster, write_cluster_dir, write_workload, workload=workload, spec=spec)
             return
@@ -288,6 +302,8 @@ def _table(comp: Comparison) -> None:
     ]
     if optimum:
         cols.insert(5, ("gap to\noptimum", "optimum_gap", True))
+    if any(r.summary.evictions for r in comp.results):
+        cols.insert(-1, ("evic-\ntions", "evictions", None))
     table = Table(title="placement policies compared (best in bold)", show_lines=False)
     for label, *_ in cols:
         table.add_column(label, justify="left" if label == "policy" else "right")
@@ -309,7 +325,7 @@ def _table(comp: Comparison) -> None:
                 text = fmt_pct(v)
             elif key in ("queue_delay_mean", "jct_mean", "jct_p99", "makespan"):
                 text = fmt_seconds(v)
-            elif key == "violations":
+            elif key in ("violations", "evictions"):
                 text = str(v)
             elif key == "slowdown":
                 text = fmt_num(v, 3)

@@ -77,6 +77,7 @@ COLUMNS: list[tuple[str, str, str, bool | None]] = [
     ("JCT p99", "jct_p99", "sec", True),
     ("makespan", "makespan", "sec", True),
     ("gap to ILP optimum", "optimum_gap", "pct", True),
+    ("jobs killed (failures, evictions)", "kills", "int", None),
     ("scheduler ms / decision", "ms_per_decision", "num", None),
 ]
 

@@ -186,7 +186,6 @@ DEFAULT_TRACE = "kalos"  # the LLM-era cluster: the largest jobs relative to its
 INFERENCE_MEDIAN_S = 540.0
 INFERENCE_SIGMA = math.log(6574.0 / 540.0) / 1.2816
 INFERENCE_SHAPES = ((1, 1), (1, 2), (2, 2))  # (prefill, decode) pods per instance
-INFERENCE_PRIORITY = 100
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,6 +201,9 @@ class WorkloadSpec:
     hard_share: float = 0.5  # of the training gangs: hard at the tightest or next tier
     partition_share: float = 0.5  # of the training gangs of >= 4 pods
     comm_share: tuple[float, float] = (0.15, 0.45)
+    # Equal priorities by default, so a comparison measures placement alone: a higher
+    # value lets a policy that preempts (tierra) evict training for inference.
+    inference_priority: int = 0
     max_duration: float = 24 * 3600.0
     max_jobs: int = 200_000
 
@@ -412,7 +414,7 @@ def _inference(
         topology=NetworkTopology(mode=TopologyMode.SOFT),
         partition_size=per_instance,
         partition_topology=NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=1),
-        priority=INFERENCE_PRIORITY,
+        priority=spec.inference_priority,
     )
 
 
