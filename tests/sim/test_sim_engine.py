@@ -183,3 +183,43 @@ def test_slowdown_stretches_run_time(fattree64: SimCluster, cost: CostModel) -> 
     assert rec.finish is not None and rec.start is not None
     assert rec.finish - rec.start == pytest.approx(130.0)
     assert all(r.tier == 1 and r.slowdown == 1.0 for r in result.jobs if r.name != "gang")
+
+
+def test_evicted_jobs_queue_again_and_finish(fattree64: SimCluster, cost: CostModel) -> None:
+    """A policy that preempts: ``urgent`` needs the whole cluster, ``victim`` holds one node."""
+
+    class Preempting(LedgerPolicy):
+        name = "preempting"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.known: dict[str, SimJob] = {}
+
+        def submit(self, job: SimJob) -> None:
+            self.known[job.name] = job
+            super().submit(job)
+
+        def place(self, gang: Gang) -> list[int] | None:
+            return self.fill_roles(gang, range(len(self.index.node_names)))
+
+        def session(self) -> SessionOutcome:
+            if "urgent" in self.pending and "victim" in self.running:
+                self.release(self.known["victim"])  # what the loop will see as evicted
+                out = super().session()
+                return SessionOutcome(placements=out.placements, evictions=["victim"])
+            return super().session()
+
+    victim = _job("victim", 1, 8)
+    urgent = replace(_job("urgent", 64, 8, arrival=50.0), priority=10)
+    result = simulate(
+        fattree64,
+        Workload(jobs=(victim, urgent), source="test"),
+        Preempting(),
+        cost,
+        SimOptions(failures=None),
+    )
+    by = {r.name: r for r in result.jobs}
+    assert result.summary.evictions == 1 and result.summary.kills == 1
+    assert by["urgent"].start == 50.0 and by["urgent"].finish == 150.0
+    assert by["victim"].attempts == 2
+    assert by["victim"].finish == 250.0  # restarted from scratch once urgent ended

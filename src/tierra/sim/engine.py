@@ -208,12 +208,14 @@ class Simulation:
             busy = self._busy_shares(self.now)
         return self.recorder.result(busy)
 
-    def _wake(self) -> None:
-        """Schedule a session on the next tick, unless one is already due."""
+    def _wake(self, *, later: bool = False) -> None:
+        """Schedule a session on the next tick (after this instant if ``later``)."""
         if self.session_at is not None or not self.pending:
             return
         step = self.options.session_interval
         t = math.ceil(self.now / step) * step if step > 0 else self.now
+        if later and t <= self.now:
+            t = self.now + (step if step > 0 else 1.0)
         self.session_at = t
         self.push(t, Kind.SESSION, None)
 
@@ -286,6 +288,8 @@ class Simulation:
         for placement in outcome.placements:
             self._apply(placement)
         self.recorder.decisions += len(outcome.placements)
+        if outcome.evictions:
+            self._wake(later=True)  # the evicted jobs queue again
 
     # -- placements -------------------------------------------------------------------
 
