@@ -158,11 +158,17 @@ def test_cluster_checks(tmp_path: Path, fattree64: SimCluster) -> None:
                     "topology": {"mode": "hard", "highestTierName": "rack"},
                 },
                 {"name": "y", "duration": 60, "pods": 100, "gpusPerPod": 8},
+                {"name": "z", "duration": 60, "pods": 1, "gpusPerPod": 16},
             ],
         },
         "w.yaml",
     )
-    problems = check_workload(w, fattree64.index, fattree64.gpus)
-    assert [p.path for p in problems] == ["jobs[0].topology.highestTierName", "jobs[1]"]
+    problems = check_workload(w, fattree64.index, fattree64.gpus, 8)
+    assert [p.path for p in problems] == [
+        "jobs[0].topology.highestTierName",
+        "jobs[1]",
+        "jobs[2].gpusPerPod",
+    ]
     assert "no tier named 'rack'" in problems[0].message
     assert "needs 800 GPUs; the cluster has 512" in problems[1].message
+    assert "asks for 16 GPUs; the largest node has 8" in problems[2].message

@@ -34,6 +34,7 @@ from tierra.sim.clusters import (
     load_cluster,
     write_cluster,
 )
+from tierra.sim.clusters._build import GPU
 from tierra.sim.compare import Comparison, compare, unknown_policies
 from tierra.sim.cost import BoundCost, CostModel, default_cost_model, load_cost_model
 from tierra.sim.engine import Failures, SimOptions
@@ -168,7 +169,8 @@ def simulate(  # typer options, keyword-only
         jobs = _workload(workload, the_cluster, spec)
     except (InputError, ConfigError) as exc:
         fail(exc if isinstance(exc, InputError) else str(exc))
-    if problems := check_workload(jobs, the_cluster.index, the_cluster.gpus):
+    largest = max((n.allocatable.get(GPU, 0) // 1000 for n in the_cluster.nodes), default=0)
+    if problems := check_workload(jobs, the_cluster.index, the_cluster.gpus, largest):
         print_problems(problems)
         raise typer.Exit(2)
     options = SimOptions(

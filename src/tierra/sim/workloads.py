@@ -25,7 +25,7 @@ import enum
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -320,19 +320,7 @@ def generate(facts: ClusterFacts, spec: WorkloadSpec | None = None) -> Workload:
 
 
 def _with_arrival(job: SimJob, t: float) -> SimJob:
-    return SimJob(
-        name=job.name,
-        kind=job.kind,
-        arrival=t,
-        duration=job.duration,
-        roles=job.roles,
-        comm_share=job.comm_share,
-        topology=job.topology,
-        partition_size=job.partition_size,
-        partition_topology=job.partition_topology,
-        priority=job.priority,
-        queue=job.queue,
-    )
+    return replace(job, arrival=t)
 
 
 def _duration(rng: np.random.Generator, mu: float, sigma: float, spec: WorkloadSpec) -> float:
@@ -623,12 +611,30 @@ def parse_workload(raw: Any, source: str) -> Workload:
     return Workload(jobs=tuple(ordered), source=source)
 
 
-def check_workload(workload: Workload, index: TopologyIndex, gpus: int) -> list[Problem]:
-    """Problems only the cluster reveals: unknown tier names, jobs bigger than the cluster."""
+def check_workload(
+    workload: Workload, index: TopologyIndex, gpus: int, node_gpus: int | None = None
+) -> list[Problem]:
+    """Problems only the cluster reveals: unknown tier names, jobs bigger than the cluster,
+    pods bigger than its largest node (``node_gpus``)."""
     origin = Origin(workload.source, 1) if workload.seed is None else None
     problems: list[Problem] = []
     for job in workload.jobs:
         where = job.path or job.name
+        for k, role in enumerate(job.roles):
+            if node_gpus is not None and role.gpus > node_gpus:
+                path = (
+                    f"{where}.roles[{k}].gpusPerPod"
+                    if len(job.roles) > 1
+                    else f"{where}.gpusPerPod"
+                )
+                problems.append(
+                    Problem(
+                        f"a pod asks for {role.gpus} GPUs; the largest node has {node_gpus}",
+                        origin,
+                        KIND,
+                        path,
+                    )
+                )
         for key, nt in (
             ("topology", job.topology),
             ("partitions.topology", job.partition_topology),
