@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim clean
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-scheduler clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ check: lint typecheck
 test: check controlplane-build
 	$(BIN)/python -m pytest -q
 
-bench: bench-topology bench-discovery bench-sim bench-kube-scheduler
+bench: bench-topology bench-discovery bench-sim bench-kube-scheduler bench-scheduler
 
 bench-topology: $(STAMP)
 	$(BIN)/python bench/topology_index.py
@@ -38,6 +38,9 @@ bench-topology: $(STAMP)
 bench-discovery: $(STAMP)
 	$(BIN)/python bench/discovery_labels.py
 	$(BIN)/python bench/discovery_fabric.py
+
+bench-scheduler: $(STAMP)
+	$(BIN)/python bench/scheduler_scale.py
 
 bench-sim: $(STAMP)
 	$(BIN)/python bench/sim_scale.py

@@ -94,22 +94,27 @@ class Tally:
     def __init__(self, gang: Gang) -> None:
         self.gang = gang
         self.total = len(gang.running)
-        self.tasks: Counter[str] = Counter(task_of(p) for p in gang.running)
         self.groups: Counter[str] = Counter()
         for sg in gang.sub_groups:
             self.groups[sg.id] = len(sg.running)
-        self.present_tasks = {task_of(p) for p in (*gang.running, *gang.pending)}
+        self.counting_tasks = bool(gang.min_task_member)
+        self.tasks: Counter[str] = Counter()
+        self.present_tasks: set[str] = set()
+        if self.counting_tasks:
+            self.tasks.update(task_of(p) for p in gang.running)
+            self.present_tasks = {task_of(p) for p in (*gang.running, *gang.pending)}
 
     def add(self, sg: SubGroup, pods: Sequence[Pod]) -> None:
         self.total += len(pods)
-        self.tasks.update(task_of(p) for p in pods)
+        if self.counting_tasks:
+            self.tasks.update(task_of(p) for p in pods)
         self.groups[sg.id] += len(pods)
 
     def copy(self) -> Tally:
         other = Tally.__new__(Tally)
         other.gang, other.total = self.gang, self.total
         other.tasks, other.groups = Counter(self.tasks), Counter(self.groups)
-        other.present_tasks = self.present_tasks
+        other.counting_tasks, other.present_tasks = self.counting_tasks, self.present_tasks
         return other
 
     def missing(self) -> str | None:

@@ -78,10 +78,37 @@ class Layouts:
             self.by_tier[t] = self._layout(t, doms)
         self.by_tier[self.root_tier] = self._layout(self.root_tier, [index.root])
         self.size: IntArray = np.array([len(r) for r in index.real_nodes], dtype=np.int64)
-        in_any = np.zeros(len(index.node_names), dtype=bool)
+        n_nodes = len(index.node_names)
+        in_any = np.zeros(n_nodes, dtype=bool)
         for h in range(index.root):
             in_any[index.real_nodes[h]] = True
         self.loose_nodes: IntArray = np.flatnonzero(~in_any).astype(np.int64)
+        # per tier, the usable domain holding each node (-1: none); ``shared`` when some
+        # node sits in two domains of one tier (two trees), which needs the CSR path
+        self.node_dom: dict[int, IntArray] = {}
+        self.shared_tiers = False
+        for t in self.tiers:
+            lay = self.by_tier[t]
+            owner = np.repeat(lay.domains, lay.end - lay.start)
+            nd = np.full(n_nodes, -1, dtype=np.int64)
+            nd[lay.nodes] = owner
+            self.node_dom[t] = nd
+            if len(np.unique(lay.nodes)) < len(lay.nodes):
+                self.shared_tiers = True
+        self.group_of: IntArray = self._groups(n_nodes)
+
+    def _groups(self, n_nodes: int) -> IntArray:
+        """Nodes held by exactly the same domains share a group (a leaf's nodes, usually)."""
+        ix = self.index
+        lens = np.diff(ix.domain_ptr)
+        width = int(lens.max()) if n_nodes else 0
+        rows = np.full((n_nodes, max(width, 1)), -1, dtype=np.int64)
+        col = np.arange(len(ix.domain_idx), dtype=np.int64) - np.repeat(ix.domain_ptr[:-1], lens)
+        rows[np.repeat(np.arange(n_nodes, dtype=np.int64), lens), col] = ix.domain_idx
+        if n_nodes == 0:
+            return np.zeros(0, dtype=np.int64)
+        _, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return np.asarray(inverse, dtype=np.int64).reshape(-1)
 
     def _layout(self, tier: int, doms: list[int]) -> TierLayout:
         ix = self.index
@@ -117,9 +144,14 @@ class Layouts:
         return bool(self.tin[region] <= self.tin[h] < self.tout[region])
 
     def covers(self, domains: IntArray, region: int) -> BoolArray:
-        """Which ``domains`` are ``region`` or above it (hold all of its nodes)."""
+        """Which ``domains`` hold every node of ``region``: ``region`` itself, its
+        ancestors, and (for the whole cluster) any domain holding every node. Such a
+        domain changes every candidate node alike, so node scores may leave it out."""
         t = self.tin[region]
-        return np.asarray((self.tin[domains] <= t) & (t < self.tout[domains]), dtype=bool)
+        above = (self.tin[domains] <= t) & (t < self.tout[domains])
+        if region == self.index.root:
+            above |= self.size[domains] >= len(self.index.node_names)
+        return np.asarray(above, dtype=bool)
 
     def node_entries(self, nodes: IntArray) -> tuple[IntArray, IntArray]:
         """For each node, every domain holding it: ``(position in nodes, domain)`` pairs."""

@@ -92,15 +92,17 @@ class Placer:
         self.config = config
         self.txn = txn
         self.trace = trace
-        self._vecs: dict[str, IntArray | str] = {}
+        self._vecs: dict[tuple[tuple[str, int], ...], IntArray | str] = {}
 
     # -- demands ----------------------------------------------------------------------
 
     def vector(self, pod: Pod) -> IntArray | str:
-        found = self._vecs.get(pod.key)
+        """The pod's request on the ledger axis (cached by request: pods repeat)."""
+        key = tuple(pod.requests.items())
+        found = self._vecs.get(key)
         if found is None:
             found = request_vector(self.state.capacity, pod.requests)
-            self._vecs[pod.key] = found
+            self._vecs[key] = found
         return found
 
     def demand(self, pods: Sequence[Pod], floor: IntArray | None = None) -> Demand | str:
@@ -142,31 +144,44 @@ class Placer:
         return out
 
     def _fill(self, h: int, need: int, per_node: IntArray, out: list[tuple[int, int]]) -> int:
+        """Best fit, top down: the tightest unit holding the rest, else the roomiest."""
         st = self.state
         ix = st.index
         if need <= 0:
             return 0
-        direct = st.layouts.loose_nodes if h == ix.root else ix.direct_nodes[h]
-        kids = ix.children[h]
-        units: list[tuple[int, int, int, int]] = []  # (count, degraded, order, id); id<0: node
-        for c in kids:
+        healthy: list[tuple[int, int, int]] = []  # (count, order, id); id < 0: a node
+        degraded: list[tuple[int, int, int]] = []
+        for c in ix.children[h]:
             cnt = int(per_node[ix.real_nodes[c]].sum())
             if cnt > 0:
-                units.append((cnt, int(st.health.unhealthy_nodes[c] > 0), c, c))
+                (degraded if st.health.unhealthy_nodes[c] > 0 else healthy).append((cnt, c, c))
+        direct = st.layouts.loose_nodes if h == ix.root else ix.direct_nodes[h]
         if len(direct):
             dc = per_node[direct]
-            for n, cnt in zip(direct[dc > 0].tolist(), dc[dc > 0].tolist(), strict=True):
-                units.append((int(cnt), 0, ix.root + 1 + n, -1 - n))
+            some = dc > 0
+            base = ix.root + 1
+            healthy.extend(
+                (cnt, base + n, -1 - n)
+                for n, cnt in zip(direct[some].tolist(), dc[some].tolist(), strict=True)
+            )
+        healthy.sort(key=lambda u: (-u[0], u[1]))
+        degraded.sort(key=lambda u: (-u[0], u[1]))
         placed = 0
-        while placed < need and units:
+        while placed < need and (healthy or degraded):
             rest = need - placed
-            whole = [u for u in units if u[0] >= rest]
-            if whole:  # the tightest unit that holds the rest
-                pick = min(whole, key=lambda u: (u[1], u[0], u[2]))
-            else:  # the unit with the most room
-                pick = min(units, key=lambda u: (u[1], -u[0], u[2]))
-            units.remove(pick)
-            cnt, _, _, uid = pick
+            pick = None
+            for units in (healthy, degraded):
+                if units and units[0][0] >= rest:  # the tightest that holds the rest
+                    i = 0
+                    while i + 1 < len(units) and units[i + 1][0] >= rest:
+                        i += 1
+                    while i > 0 and units[i - 1][0] == units[i][0]:
+                        i -= 1
+                    pick = units.pop(i)
+                    break
+            if pick is None:  # none holds the rest: the roomiest
+                pick = (healthy or degraded).pop(0)
+            cnt, _, uid = pick
             if uid < 0:
                 n = -1 - uid
                 k = min(cnt, rest, int(per_node[n]))
@@ -187,10 +202,7 @@ class Placer:
             if sum(k for _, k in plan) < len(shape.pods):
                 self.txn.rollback(mark)
                 return False
-            i = 0
-            for n, k in plan:
-                self.txn.place(list(shape.pods[i : i + k]), n, shape.vec)
-                i += k
+            self.txn.place_plan(shape.pods, plan, shape.vec)
         return True
 
     def place_near(self, shape: Shape, pods: Sequence[Pod], near: int, region: int) -> int:
@@ -204,9 +216,8 @@ class Placer:
                 break
             per_node = self._counts_in(x, shape)
             plan = self.distribute(x, len(pods) - placed, per_node)
-            for n, k in plan:
-                self.txn.place(list(pods[placed : placed + k]), n, shape.vec)
-                placed += k
+            self.txn.place_plan(pods[placed:], plan, shape.vec)
+            placed += sum(k for _, k in plan)
             if x == region:
                 break
         return placed
@@ -225,9 +236,18 @@ class Placer:
         return np.round(total, 6)
 
     def pack_flat(self, shape: Shape, pods: Sequence[Pod], region: int, partial: bool) -> int:
-        """Choose nodes one by one by policy score (packing into used domains)."""
+        """Choose nodes by policy score (Volcano's flat path), packing into used domains.
+
+        Exact greedy, pod by pod, without rescoring every node after every pod: nodes
+        held by the same domains form a group (a leaf's nodes). Placing a pod in group G
+        raises every G node's score at least as much as any other node's (packing
+        policies grow with domain fill), so while G's next node scored at least as well
+        as the best node outside G before, it still does: fill G in score order, then
+        rescore only the nodes whose domains changed. Spreading policies (which do not
+        pack) rescore after every pod.
+        """
         st = self.state
-        ix = st.index
+        ix, lay = st.index, st.layouts
         root = region == ix.root
         nodes = np.arange(len(ix.node_names), dtype=np.int64) if root else ix.real_nodes[region]
         counts = fit_counts(st.capacity, shape.vec, shape.eligibility.mask, None if root else nodes)
@@ -240,25 +260,42 @@ class Placer:
             return 0
         pos = np.full(len(ix.node_names), -1, dtype=np.int64)
         pos[nodes] = np.arange(len(nodes), dtype=np.int64)
-        scores = self.node_scores(shape.vec, nodes, region)
-        live = np.where(counts > 0, scores, -np.inf)
+        live = np.where(counts > 0, self.node_scores(shape.vec, nodes, region), -np.inf)
+        group = lay.group_of[nodes]
         packs = all(wp.policy.packs for wp in self.config.policies if wp.weight)
         placed = 0
         while placed < need:
             i = int(np.argmax(live))
-            k = min(int(counts[i]), need - placed) if packs else 1
-            n = int(nodes[i])
-            self.txn.place(list(pods[placed : placed + k]), n, shape.vec)
-            placed += k
-            counts[i] -= k
-            doms = ix.domains_of(n)
-            doms = doms[(doms != ix.root) & ~st.layouts.covers(doms, region)]
+            batch = np.array([i], dtype=np.int64)
+            if packs:
+                members = np.flatnonzero((group == group[i]) & (counts > 0))
+                saved = live[members].copy()
+                live[members] = -np.inf
+                outside = float(live.max())
+                live[members] = saved
+                order = members[np.lexsort((members, -saved))]
+                batch = order[live[order] >= outside]
+                if len(batch) == 0:
+                    batch = np.array([i], dtype=np.int64)
+            for j in batch.tolist():
+                if placed >= need:
+                    break
+                k = min(int(counts[j]), need - placed) if packs else 1
+                self.txn.place(list(pods[placed : placed + k]), int(nodes[j]), shape.vec)
+                placed += k
+                counts[j] -= k
+            doms = ix.domains_of(int(nodes[i]))
+            doms = doms[(doms != ix.root) & ~lay.covers(doms, region)]
             if len(doms):
-                touched = np.unique(np.concatenate([ix.real_nodes[d] for d in doms.tolist()]))
-                at = pos[touched]
-                at = at[at >= 0]
+                widest: dict[int, int] = {}  # per tree, its widest changed domain
+                for d in doms.tolist():
+                    t = int(ix.tree_of[d])
+                    if t not in widest or lay.size[d] > lay.size[widest[t]]:
+                        widest[t] = d
+                touched = pos[np.concatenate([ix.real_nodes[d] for d in widest.values()])]
+                at = np.union1d(touched[touched >= 0], batch)
             else:
-                at = np.array([i], dtype=np.int64)
+                at = batch
             fresh = self.node_scores(shape.vec, nodes[at], region)
             live[at] = np.where(counts[at] > 0, fresh, -np.inf)
         return placed

@@ -47,7 +47,10 @@ class QueueBook:
         self,
         state: ClusterState,
         demands: Mapping[str, IntArray],
+        waiting: set[str],
     ) -> None:
+        """``waiting``: queues with pending gangs; ``demands`` (their pending requests) are
+        needed only when more than one queue waits (fair shares are then computed)."""
         self.state = state
         self.names = state.capacity.axis.names
         self.queues: dict[str, Queue] = dict(state.queues)
@@ -65,8 +68,19 @@ class QueueBook:
             if q in self.allocated:
                 self.allocated[q] += used
         self.total = state.healthy_total()
-        self.deserved = self._water_fill(demands)
-        self.waiting = {q for q, d in demands.items() if d.any()}
+        self.waiting = set(waiting)
+        self.deserved = self._water_fill(demands) if len(self.waiting) > 1 else {}
+        self.guarantees = any(q.guarantee for q in self.queues.values())
+
+    def has_limits(self, q: str) -> bool:
+        """Whether ``blocked`` can say anything for queue ``q`` (skip the work if not)."""
+        queue = self.queues.get(q)
+        return (
+            queue is None
+            or bool(queue.capability)
+            or self.guarantees
+            or len(self.waiting - {q}) > 0
+        )
 
     def _vec(self, amounts_: Mapping[str, int]) -> IntArray:
         """API amounts (a guarantee) in ledger units, rounded down like an offer."""

@@ -67,7 +67,9 @@ class _Session:
         gangs, orphans = collect(self.state, self.config.scheduler_names)
         self.unschedulable.extend(orphans)
         # 2. queues
-        book = QueueBook(self.state, _demands(self.placer, gangs))
+        waiting_queues = {g.queue for g in gangs}
+        demands = _demands(self.placer, gangs) if len(waiting_queues) > 1 else {}
+        book = QueueBook(self.state, demands, waiting_queues)
         waiting: dict[str, list[Gang]] = {}
         for g in gangs:
             waiting.setdefault(g.queue, []).append(g)
@@ -130,6 +132,8 @@ class _Session:
         return out.reason
 
     def _queue_limit(self, gang: Gang, book: QueueBook) -> str | None:
+        if not book.has_limits(gang.queue):
+            return None
         core, _ = self.placer.split(gang)
         if core is None:
             return None
@@ -149,11 +153,15 @@ class _Session:
         nodes += [state.node_of[p.key] for p in gang.running if p.key in state.node_of]
         common = lowest_common(state, nodes)
         hn = None if common is None or common == state.index.root else state.index.names[common]
+        names = state.index.node_names
+        total = np.zeros(len(state.capacity.axis), dtype=np.int64)
         for pod, node, vec in txn.assigned:
-            self.bindings.append(Binding(pod.key, state.index.node_names[node], hn))
-            self.bound_now.add(pod.key)
-            state.assume(pod, node, vec)
-            book.charge(gang.queue, vec)
+            key = pod.key
+            self.bindings.append(Binding(key, names[node], hn))
+            self.bound_now.add(key)
+            total += vec
+        state.assume_all(txn.assigned)
+        book.charge(gang.queue, total)
         txn.commit()
 
 

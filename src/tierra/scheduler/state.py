@@ -43,6 +43,15 @@ def gang_key(pod: Pod) -> str | None:
     return f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
 
 
+def _rebound(pod: Pod, node_name: str) -> Pod:
+    """``replace(pod, node_name=...)`` without re-running ``__init__`` (hot path)."""
+    clone = object.__new__(Pod)
+    for name in Pod.__slots__:
+        object.__setattr__(clone, name, getattr(pod, name))
+    object.__setattr__(clone, "node_name", node_name)
+    return clone
+
+
 def _with_pods(node: Node) -> Node:
     if PODS in node.allocatable:
         return node
@@ -211,12 +220,32 @@ class ClusterState:
 
     def assume(self, pod: Pod, node: int, vec: IntArray) -> None:
         """Record a binding whose resources a committed transaction already placed."""
-        bound = replace(pod, node_name=self.index.node_names[node])
-        self.pods[pod.key] = bound
-        self.pending.pop(pod.key, None)
-        self.node_of[pod.key] = node
-        self.vec_of[pod.key] = vec
-        self._usage(bound, vec, +1)
+        self.assume_all([(pod, node, vec)])
+
+    def assume_all(self, assigned: Sequence[tuple[Pod, int, IntArray]]) -> None:
+        """Record bindings (a committed gang) whose resources are already placed."""
+        names = self.index.node_names
+        totals: dict[tuple[bool, str], IntArray] = {}
+        for pod, node, vec in assigned:
+            key = pod.key
+            bound = _rebound(pod, names[node])
+            self.pods[key] = bound
+            self.pending.pop(key, None)
+            self.node_of[key] = node
+            self.vec_of[key] = vec
+            self.priorities[pod.priority] += 1
+            g = gang_key(pod)
+            slot = (True, g) if g is not None else (False, self._solo_queue(pod))
+            cur = totals.get(slot)
+            totals[slot] = vec.copy() if cur is None else cur + vec
+        for (is_gang, k), total in totals.items():
+            book = self.gang_used if is_gang else self.solo_used
+            cur = book.get(k)
+            book[k] = total if cur is None else cur + total
+
+    @staticmethod
+    def _solo_queue(pod: Pod) -> str:
+        return pod.meta.annotations.get(QUEUE_ANNOTATION, "default")
 
     def evict(self, key: str) -> None:
         """Remove an evicted pod (its controller will recreate it pending)."""

@@ -9,7 +9,10 @@ time. Nothing outside the transaction writes to the ledger during a session.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from tierra.api.pod import Pod
 from tierra.topology.capacity import Capacity
@@ -26,22 +29,47 @@ class Mark:
 class Transaction:
     def __init__(self, capacity: Capacity) -> None:
         self.capacity = capacity
-        self.changes: list[tuple[int, IntArray]] = []  # (node, delta applied to used)
+        self.changes: list[tuple[IntArray, IntArray]] = []  # (nodes, rows added to used)
         self.assigned: list[tuple[Pod, int, IntArray]] = []  # (pod, node, request)
         self.evicted: list[tuple[str, int, IntArray]] = []  # (pod key, node, request)
 
-    def place(self, pods: list[Pod], node: int, vec: IntArray) -> None:
+    def _apply(self, nodes: IntArray, rows: IntArray) -> None:
+        """Add ``rows`` to the used amounts of ``nodes`` and of every domain above them."""
+        cap = self.capacity
+        ix = cap.index
+        np.add.at(cap.node_used, nodes, rows)
+        starts, ends = ix.domain_ptr[nodes], ix.domain_ptr[nodes + 1]
+        lens = ends - starts
+        first = np.repeat(np.cumsum(lens) - lens, lens)
+        entries = np.arange(int(lens.sum()), dtype=np.int64) - first + np.repeat(starts, lens)
+        np.add.at(cap.dom_used, ix.domain_idx[entries], np.repeat(rows, lens, axis=0))
+
+    def place(self, pods: Sequence[Pod], node: int, vec: IntArray) -> None:
         """Put ``pods`` (all of request ``vec``) on ``node``."""
-        if not pods:
+        if pods:
+            self.place_plan(pods, [(node, len(pods))], vec)
+
+    def place_plan(
+        self, pods: Sequence[Pod], plan: Sequence[tuple[int, int]], vec: IntArray
+    ) -> None:
+        """Put ``pods`` in order on the plan's nodes, ``k`` on each ``(node, k)``."""
+        if not plan:
             return
-        total = vec * len(pods)
-        self.capacity.place(node, total)
-        self.changes.append((node, total))
-        self.assigned.extend((p, node, vec) for p in pods)
+        nodes = np.array([n for n, _ in plan], dtype=np.int64)
+        ks = np.array([k for _, k in plan], dtype=np.int64)
+        rows = ks[:, None] * vec[None, :]
+        self._apply(nodes, rows)
+        self.changes.append((nodes, rows))
+        i = 0
+        for n, k in plan:
+            self.assigned.extend((p, n, vec) for p in pods[i : i + k])
+            i += k
 
     def evict(self, key: str, node: int, vec: IntArray) -> None:
-        self.capacity.remove(node, vec)
-        self.changes.append((node, -vec))
+        nodes = np.array([node], dtype=np.int64)
+        rows = -vec[None, :]
+        self._apply(nodes, rows)
+        self.changes.append((nodes, rows))
         self.evicted.append((key, node, vec))
 
     def mark(self) -> Mark:
@@ -50,8 +78,8 @@ class Transaction:
     def rollback(self, to: Mark | None = None) -> None:
         mark = to or Mark(0, 0, 0)
         while len(self.changes) > mark.changes:
-            node, delta = self.changes.pop()
-            self.capacity.remove(node, delta)
+            nodes, rows = self.changes.pop()
+            self._apply(nodes, -rows)
         del self.assigned[mark.assigned :]
         del self.evicted[mark.evicted :]
 

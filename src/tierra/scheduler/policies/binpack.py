@@ -56,29 +56,38 @@ class Binpack:
         own = fill_after(cap.node_alloc[nodes], cap.node_used[nodes], request, w)
         if not self.normal_pod or not lay.tiers:
             return own
-        tiers = lay.tiers
-        pos = {t: i for i, t in enumerate(tiers)}
-        tier_w = np.array([self.fading ** (t - 1) for t in tiers], dtype=np.float64)
-        owner, doms = lay.node_entries(nodes)
-        ix = view.index
-        keep = (doms != ix.root) & ix.usable[doms] & ~lay.covers(doms, region)
-        owner, doms = owner[keep], doms[keep]
-        n_t = len(tiers)
-        per = np.ones((len(nodes), n_t), dtype=np.float64)
-        if len(doms):
-            uniq, inv = np.unique(doms, return_inverse=True)
-            score = fill_after(cap.dom_alloc[uniq], cap.dom_used[uniq], request, w)[inv]
-            tix = np.array([pos[int(t)] for t in ix.tier[doms]], dtype=np.int64)
-            key = owner * n_t + tix
-            cnt = np.bincount(key, minlength=len(nodes) * n_t).reshape(len(nodes), n_t)
-            tot = np.bincount(key, weights=score, minlength=len(nodes) * n_t).reshape(
-                len(nodes), n_t
-            )
-            per = np.where(cnt > 0, tot / np.maximum(cnt, 1), 1.0)
-        # a tier whose domain holds all of region is the same for every node: leave it out
+        tier_w = np.array([self.fading ** (t - 1) for t in lay.tiers], dtype=np.float64)
+        # every domain's fill once; those holding all of region count as "no domain"
+        fill = fill_after(cap.dom_alloc, cap.dom_used, request, w)
+        every = np.arange(len(fill), dtype=np.int64)
+        fill[lay.covers(every, region)] = 1.0
+        fill[~view.index.usable] = 1.0  # unusable trees are not topology
+        if lay.shared_tiers:
+            per = self._per_tier_shared(view, fill, nodes)
+        else:
+            per = np.ones((len(nodes), len(lay.tiers)), dtype=np.float64)
+            for k, t in enumerate(lay.tiers):
+                dom = lay.node_dom[t][nodes]
+                per[:, k] = np.where(dom >= 0, fill[dom], 1.0)
         fading = (per @ tier_w) / tier_w.sum()
         total = self.node_weight + 1.0
         return np.asarray((self.node_weight * own + fading) / total, dtype=np.float64)
+
+    @staticmethod
+    def _per_tier_shared(view: View, fill: FloatArray, nodes: IntArray) -> FloatArray:
+        """Per node and tier, the mean fill of the domains (of any tree) holding it."""
+        lay, ix = view.layouts, view.index
+        pos = {t: i for i, t in enumerate(lay.tiers)}
+        owner, doms = lay.node_entries(nodes)
+        keep = (doms != ix.root) & ix.usable[doms]
+        owner, doms = owner[keep], doms[keep]
+        n_t = len(lay.tiers)
+        tix = np.array([pos[int(t)] for t in ix.tier[doms]], dtype=np.int64)
+        key = owner * n_t + tix
+        cnt = np.bincount(key, minlength=len(nodes) * n_t).reshape(len(nodes), n_t)
+        tot = np.bincount(key, weights=fill[doms], minlength=len(nodes) * n_t)
+        tot = tot.reshape(len(nodes), n_t)
+        return np.asarray(np.where(cnt > 0, tot / np.maximum(cnt, 1), 1.0), dtype=np.float64)
 
 
 def parse(f: Fields) -> Binpack:

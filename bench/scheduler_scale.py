@@ -1,0 +1,310 @@
+"""The scheduler at 1,000, 10,000 and 100,000 GPU nodes: per-gang latency and pods/s.
+
+Targets (DESIGN.md, issue 3): at 10,000 nodes / 80,000 GPUs a 64-pod gang decided in
+under 5 ms (p99) and at least 3,000 pods/s sustained in a session; at 100,000 nodes
+under 50 ms per gang.
+
+Clusters are fat trees from ``tierra.scheduler.testing.fat_tree``: nodes of 8 GPUs,
+128 cpu, 2 TiB; leaves of 32 nodes (tier 1), spines of 16 leaves (tier 2), one core
+(tier 3). Workloads are seeded streams of gangs of 1-512 pods (sizes 2^0..2^9), pods of
+1, 2, 4 or 8 GPUs, with a mix of constraints: hard tier 1 where a leaf can hold the
+gang, hard tier 2, soft, and none.
+
+Three measurements per cluster size, each on a ``ClusterState`` built once:
+
+* ``gang64``: the cluster is first filled to about half its GPUs by the scheduler
+  itself (the background stream); then 200 gangs of 64 pods x 8 GPUs, hard tier 2, are
+  each submitted and decided in their own session (``run_session``: collect, queue
+  order, domain search, node choice, commit) and then completed (their pods removed),
+  so every probe sees the same half-full cluster. Latency per session, p50/p99/max.
+* ``mixed``: the same, with 200 gangs drawn from the mixed stream.
+* ``session``: a fresh cluster and one session over a stream of pending gangs worth
+  about as many GPUs as the cluster has: pods bound per second of session time.
+
+Reproduce: ``make bench-scheduler`` (or ``python bench/scheduler_scale.py``; ``--quick``
+runs 1,000 and 10,000 nodes only). Writes bench/results/scheduler_scale.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import random
+import statistics
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tierra.api.pod import Pod
+from tierra.api.podgroup import NetworkTopology, PodGroup
+from tierra.scheduler import ClusterState, run_session
+from tierra.scheduler.testing import fat_tree, pod, podgroup, topology
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+TARGET_GANG64_P99_S = 5e-3  # at 10,000 nodes
+TARGET_PODS_PER_S = 3000  # at 10,000 nodes
+TARGET_100K_GANG_S = 50e-3  # at 100,000 nodes
+
+Gang = tuple[PodGroup, list[Pod]]
+
+
+def make_gang(name: str, size: int, gpu: int, nt: NetworkTopology | None) -> Gang:
+    pg = podgroup(name, size, network_topology=nt)
+    cpu, mem = 2 * gpu, f"{32 * gpu}Gi"
+    return pg, [pod(f"{name}-{i}", group=name, gpu=gpu, cpu=cpu, memory=mem) for i in range(size)]
+
+
+def mixed_stream(rng: random.Random, prefix: str, gpus: int) -> list[Gang]:
+    """Gangs of 1-512 pods until their GPUs add up to ``gpus``."""
+    out: list[Gang] = []
+    total = 0
+    while total < gpus:
+        size = 2 ** rng.randint(0, 9)
+        gpu = 8 if size >= 8 else rng.choice([1, 2, 4, 8])
+        leaf_fits = size * gpu <= 32 * 8
+        roll = rng.random()
+        if leaf_fits and roll < 0.5:
+            nt: NetworkTopology | None = topology(tier=1)
+        elif roll < 0.75:
+            nt = topology(tier=2) if size * gpu <= 16 * 32 * 8 else topology(tier=3)
+        elif roll < 0.92:
+            nt = topology(mode="soft")
+        else:
+            nt = None
+        out.append(make_gang(f"{prefix}{len(out):06d}", size, gpu, nt))
+        total += size * gpu
+    return out
+
+
+def submit(state: ClusterState, gangs: list[Gang]) -> None:
+    state.add_podgroups([pg for pg, _ in gangs])
+    state.add_pods([p for _, pods in gangs for p in pods])
+
+
+def complete(state: ClusterState, gang: Gang) -> None:
+    pg, pods = gang
+    for p in pods:
+        state.remove_pod(p.key)
+    state.remove_podgroup(pg.key)
+
+
+def gpu_use(state: ClusterState) -> float:
+    g = state.capacity.axis.index["nvidia.com/gpu"]
+    root = state.index.root
+    return float(state.capacity.dom_used[root, g] / max(state.capacity.dom_alloc[root, g], 1))
+
+
+def quantiles(samples: list[float]) -> dict[str, float]:
+    s = sorted(samples)
+
+    def q(p: float) -> float:
+        return s[min(len(s) - 1, round(p * (len(s) - 1)))]
+
+    return {
+        "p50": q(0.5),
+        "p90": q(0.9),
+        "p99": q(0.99),
+        "max": s[-1],
+        "mean": statistics.fmean(s),
+    }
+
+
+def probe(state: ClusterState, gangs: list[Gang]) -> dict[str, Any]:
+    """Decide each gang in its own session, then complete it; latency per session."""
+    times: list[float] = []
+    placed = 0
+    for g in gangs:
+        submit(state, [g])
+        t = time.perf_counter()
+        result = run_session(state)
+        times.append(time.perf_counter() - t)
+        placed += bool(result.bindings)
+        complete(state, g)
+    return {"gangs": len(gangs), "placed": placed, "seconds": quantiles(times)}
+
+
+def run_size(n_nodes: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    t = time.perf_counter()
+    nodes, hns = fat_tree(n_nodes)
+    generated = time.perf_counter() - t
+    t = time.perf_counter()
+    state = ClusterState(nodes=nodes, hypernodes=hns)
+    built = time.perf_counter() - t
+    total_gpus = n_nodes * 8
+    # background: the scheduler fills about half the GPUs
+    background = mixed_stream(rng, "bg", total_gpus // 2)
+    submit(state, background)
+    t = time.perf_counter()
+    bg = run_session(state)
+    bg_s = time.perf_counter() - t
+    for key in list(state.pending):  # what did not fit is withdrawn
+        state.remove_pod(key)
+    use = gpu_use(state)
+    gc.collect()
+    gang64 = [make_gang(f"p{i:04d}", 64, 8, topology(tier=2)) for i in range(200)]
+    gang64_r = probe(state, gang64)
+    mixed: list[Gang] = []
+    while len(mixed) < 200:
+        mixed += mixed_stream(rng, f"mx{len(mixed)}-", 4096)
+    mixed_r = probe(state, mixed[:200])
+    # one session over a whole stream, on a fresh cluster
+    fresh = ClusterState(nodes=nodes, hypernodes=hns)
+    stream = mixed_stream(random.Random(seed + 1), "s", total_gpus)
+    submit(fresh, stream)
+    gc.collect()
+    t = time.perf_counter()
+    result = run_session(fresh)
+    session_s = time.perf_counter() - t
+    pods = sum(len(p) for _, p in stream)
+    return {
+        "nodes": n_nodes,
+        "gpus": total_gpus,
+        "hypernodes": len(hns),
+        "generate_s": generated,
+        "build_state_s": built,
+        "background": {
+            "gangs": len(background),
+            "pods_bound": len(bg.bindings),
+            "session_s": bg_s,
+            "gpu_use_after": use,
+        },
+        "gang64": gang64_r,
+        "mixed": mixed_r,
+        "session": {
+            "gangs": len(stream),
+            "pods": pods,
+            "pods_bound": len(result.bindings),
+            "gangs_waiting": len(result.unschedulable),
+            "seconds": session_s,
+            "pods_per_s": len(result.bindings) / session_s,
+            "gpu_use_after": gpu_use(fresh),
+        },
+    }
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = float("nan")
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "load_average_at_start": load,
+    }
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.2f} ms"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    m = report["machine"]
+    lines = [
+        "# Scheduler scale benchmark",
+        "",
+        f"Run {report['when']} on {m['cpu']} ({m['cores']} cores, "
+        f"load {m['load_average_at_start']:.2f}),",
+        f"Python {m['python']}, numpy {m['numpy']}. Command: `{report['command']}`.",
+        "",
+        "Per-gang latency is one whole session (collect, queue order, domain search, node",
+        "choice, commit) for one pending gang on a cluster about half full.",
+        "",
+        "| nodes | GPUs | HyperNodes | build state | 64-pod gang p50 | p99 | max "
+        "| mixed 1-512 p50 | p99 | max | session pods/s | pods bound |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in report["cases"]:
+        g, mx, s = c["gang64"]["seconds"], c["mixed"]["seconds"], c["session"]
+        lines.append(
+            f"| {c['nodes']:,} | {c['gpus']:,} | {c['hypernodes']:,} | {c['build_state_s']:.2f} s "
+            f"| {_ms(g['p50'])} | {_ms(g['p99'])} | {_ms(g['max'])} "
+            f"| {_ms(mx['p50'])} | {_ms(mx['p99'])} | {_ms(mx['max'])} "
+            f"| {s['pods_per_s']:,.0f} | {s['pods_bound']:,} of {s['pods']:,} |"
+        )
+    lines += ["", "Targets:", ""]
+    for t in report["targets"]:
+        lines.append(f"- {t['what']}: {t['measured']} ({'met' if t['met'] else 'NOT met'})")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--quick", action="store_true", help="1,000 and 10,000 nodes only")
+    ap.add_argument("--seed", type=int, default=11)
+    args = ap.parse_args()
+    sizes = [1000, 10_000] if args.quick else [1000, 10_000, 100_000]
+    cases = []
+    for n in sizes:
+        print(f"{n:,} nodes ...", flush=True)
+        case = run_size(n, args.seed)
+        g = case["gang64"]["seconds"]
+        print(
+            f"  64-pod gang p50 {_ms(g['p50'])} p99 {_ms(g['p99'])}; mixed p99 "
+            f"{_ms(case['mixed']['seconds']['p99'])}; session "
+            f"{case['session']['pods_per_s']:,.0f} pods/s",
+            flush=True,
+        )
+        cases.append(case)
+    by = {c["nodes"]: c for c in cases}
+    targets = []
+    if 10_000 in by:
+        p99 = by[10_000]["gang64"]["seconds"]["p99"]
+        targets.append(
+            {
+                "what": "10,000 nodes: 64-pod gang p99 < 5 ms",
+                "measured": _ms(p99),
+                "met": p99 < TARGET_GANG64_P99_S,
+            }
+        )
+        rate = by[10_000]["session"]["pods_per_s"]
+        targets.append(
+            {
+                "what": "10,000 nodes: >= 3,000 pods/s in a session",
+                "measured": f"{rate:,.0f} pods/s",
+                "met": rate >= TARGET_PODS_PER_S,
+            }
+        )
+    if 100_000 in by:
+        worst = max(by[100_000]["gang64"]["seconds"]["p99"], by[100_000]["mixed"]["seconds"]["p99"])
+        targets.append(
+            {
+                "what": "100,000 nodes: a gang < 50 ms (p99, 64-pod and mixed)",
+                "measured": _ms(worst),
+                "met": worst < TARGET_100K_GANG_S,
+            }
+        )
+    report = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": "python bench/scheduler_scale.py" + (" --quick" if args.quick else ""),
+        "machine": machine(),
+        "cases": cases,
+        "targets": targets,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "scheduler_scale.json").write_text(json.dumps(report, indent=2) + "\n")
+    (RESULTS / "scheduler_scale.md").write_text(markdown(report))
+    print(markdown(report))
+
+
+if __name__ == "__main__":
+    main()
