@@ -98,3 +98,28 @@ def test_explain_tiers_and_json() -> None:
 def test_explain_unknown_gang_exits_2() -> None:
     code, out = run("explain", "nope", str(EXAMPLE))
     assert code == 2 and "no PodGroup or pod default/nope" in out
+
+
+def test_bad_input_example_gives_a_reason_for_each_gang() -> None:
+    code, out = run("schedule", str(EXAMPLE.with_name("bad-input.yaml")), "-o", "json")
+    assert code == 0
+    reasons = {u["podGroup"]: u["reason"] for u in json.loads(out)["unschedulable"]}
+    assert set(reasons) == {
+        "default/no-such-group",
+        "default/lost-queue",
+        "default/no-keys",
+        "default/too-few",
+        "default/typo",
+    }
+    assert "does not exist" in reasons["default/no-such-group"]
+    assert "queue 'reserch' does not exist" in reasons["default/lost-queue"]
+    assert "has no matchLabelKeys" in reasons["default/no-keys"]
+    assert "minMember is 4 but the gang has only 1 pod " in reasons["default/too-few"]
+    assert "names no tier" in reasons["default/typo"]
+
+
+def test_example_config_loads() -> None:
+    code, out = run(
+        "schedule", str(EXAMPLE), "--config", str(EXAMPLE.with_name("config.yaml")), "-o", "json"
+    )
+    assert code == 0 and len(json.loads(out)["bindings"]) == 12

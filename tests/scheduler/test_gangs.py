@@ -131,3 +131,11 @@ def test_other_namespaces_keep_their_groups_apart() -> None:
     ]
     result = run(nodes, pods=pods, podgroups=[pg_a, pg_b])
     assert set(placed(result)) == {"team-a/p", "team-b/p"}
+
+
+def test_min_member_zero_still_keeps_a_hard_gang_within_its_tier() -> None:
+    nodes, hns = canonical()
+    pg, pods = gang("job", 3, min_member=0, network_topology=topology(tier=1), gpu=8)
+    result = run(nodes, hns, pods, [pg])
+    assert len(result.bindings) == 2  # one leaf's worth; the third fits in no leaf beside them
+    assert set(domains(result).values()) == {"s0"}

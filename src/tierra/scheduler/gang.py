@@ -175,8 +175,8 @@ def _problem(
     total = len(running) + len(pending)
     if pg.min_member > total:
         return (
-            f"minMember is {pg.min_member} but the gang has only {total} pods "
-            f"({len(pending)} pending, {len(running)} running)"
+            f"minMember is {pg.min_member} but the gang has only {total} "
+            f"pod{'s' if total != 1 else ''} ({len(pending)} pending, {len(running)} running)"
         )
     tasks = Counter(task_of(p) for p in (*running, *pending))
     for task, m in sorted(pg.min_task_member.items()):
@@ -308,11 +308,11 @@ def collect(
         if pg is None:
             pending.sort(key=pod_order)
             example = pending[0].key
-            more = f" and {len(pending) - 1} more" if len(pending) > 1 else ""
+            more = f" and {len(pending) - 1} more name" if len(pending) > 1 else " names"
             orphans.append(
                 Unschedulable(
                     g,
-                    f"PodGroup {g} does not exist; pod {example}{more} name it in annotation "
+                    f"PodGroup {g} does not exist; pod {example}{more} it in annotation "
                     "scheduling.k8s.io/group-name",
                 )
             )

@@ -488,7 +488,9 @@ class Placer:
         core: list[tuple[SubGroup, list[Pod]]] = []
         extras: list[tuple[SubGroup, list[Pod]]] = []
         for sg in gang.sub_groups:
-            if tally.ready and not sg.required:
+            # a gang with nothing running places at least one unit, even at minMember 0,
+            # so that its domain (and so its tier limit) is settled before any extras
+            if tally.ready and not sg.required and (tally.total > 0 or core):
                 extras.append((sg, list(sg.pending)))
                 continue
             if sg.policy is not None:
@@ -524,8 +526,9 @@ class Placer:
                     chosen.add(p.key)
                     counts[task] = counts.get(task, 0) + 1
         total = tally.total + len(chosen)
+        target = max(gang.min_member, 1 if tally.total == 0 else 0)
         for p in sg.pending:
-            if total >= gang.min_member:
+            if total >= target:
                 break
             if p.key not in chosen:
                 chosen.add(p.key)
