@@ -56,13 +56,6 @@ class TierLimit:
             return index.root_tier
         return max(self.tree_max, default=-1)
 
-    def preferred_tier(self, index: TopologyIndex, h: int) -> int | None:
-        if self.preferred is None or h == index.root:
-            return None if self.preferred is None else min(self.preferred, default=None)
-        t = int(index.tree_of[h])
-        p = self.preferred[t] if t >= 0 else -1
-        return p if p >= 0 else None
-
 
 def flat(index: TopologyIndex) -> TierLimit:
     return TierLimit(

@@ -87,7 +87,6 @@ class Search:
     scope: str = "gang"
     misses: list[Miss] = field(default_factory=list)
     per_node: list[IntArray] = field(default_factory=list)
-    tried_tiers: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         st = self.state
@@ -116,13 +115,11 @@ class Search:
             self._trace_disallowed([t for t in lay.tiers_up_to(lay.root_tier) if t not in tiers])
         if self.sticky is None:
             for t in tiers:
-                self.tried_tiers.append(t)
                 yield t, self._tier(t)
             return
         pooled: list[tuple[int, int, float, int]] = []
         ix = self.state.index
         for t in tiers:
-            self.tried_tiers.append(t)
             scores: dict[int, float] = {}
             for h in self._tier(t, scores):
                 eff = int(ix.tier[ix.lca(h, self.sticky)])

@@ -231,7 +231,3 @@ def no_fit_reason(
     if root_miss is not None:
         text += f"; the whole cluster has room for {root_miss.holds}"
     return text + _next_tier_note(state, limit) + _excluded(demand)
-
-
-def best_holds(misses: Sequence[Miss]) -> int:
-    return max((m.holds for m in misses), default=0)

@@ -110,13 +110,6 @@ class Tally:
             self.tasks.update(task_of(p) for p in pods)
         self.groups[sg.id] += len(pods)
 
-    def copy(self) -> Tally:
-        other = Tally.__new__(Tally)
-        other.gang, other.total = self.gang, self.total
-        other.tasks, other.groups = Counter(self.tasks), Counter(self.groups)
-        other.counting_tasks, other.present_tasks = self.counting_tasks, self.present_tasks
-        return other
-
     def missing(self) -> str | None:
         """What keeps the gang from being ready, or None when it is."""
         g = self.gang

@@ -26,7 +26,7 @@ import numpy as np
 
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.gang import DEFAULT_QUEUE, Gang, natural
-from tierra.scheduler.placement import Outcome, Placer
+from tierra.scheduler.placer import Outcome, Placer
 from tierra.scheduler.state import QUEUE_ANNOTATION, ClusterState, gang_key
 from tierra.topology.index import IntArray
 

@@ -27,7 +27,8 @@ from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints import resolve
 from tierra.scheduler.explain import Explanation, TierTrace, domain_name
 from tierra.scheduler.gang import Gang, collect
-from tierra.scheduler.placement import Placer, lowest_common
+from tierra.scheduler.placement import lowest_common
+from tierra.scheduler.placer import Placer
 from tierra.scheduler.preemption import Preemptor, queue_of
 from tierra.scheduler.queues import QueueBook, gang_order
 from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
