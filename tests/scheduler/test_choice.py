@@ -125,3 +125,19 @@ def test_a_node_outside_every_hypernode_is_used_by_unconstrained_pods() -> None:
     lone = node("z-extra")
     got = placed(run([*nodes, lone], hns, [pod("p", gpu=8)]))
     assert got == {"default/p": "z-extra"}  # Volcano's fading scores such nodes 1.0
+
+
+def test_a_hypernode_reporting_a_link_problem_is_avoided() -> None:
+    from dataclasses import replace
+
+    from tierra.api.hypernode import HyperNodeStatus
+    from tierra.api.node import Condition
+
+    nodes, hns = canonical()
+    bad = Condition("Degraded", "True", "LinksDegraded", "links: 1 degraded")
+    hns[0] = replace(hns[0], status=HyperNodeStatus(conditions=(bad,)))  # s0
+    pg, pods = gang("job", 1, network_topology=topology(tier=1), gpu=8)
+    assert domains(run(nodes, hns, pods, [pg])) == {"default/job-0": "s1"}
+    # its spine is affected too: a tier-2 gang prefers s5
+    pg, pods = gang("big", 3, network_topology=topology(tier=2), gpu=8)
+    assert set(domains(run(nodes, hns, pods, [pg])).values()) == {"s5"}

@@ -157,7 +157,7 @@ class Search:
         for c, need in zip(counts, needs, strict=True):
             fits &= c >= need
             holds += np.minimum(c, need)
-        degraded = st.health.unhealthy_nodes[doms] > 0
+        degraded = st.degraded(doms)
         if t == lay.root_tier:
             degraded[:] = False
         mode = self.config.degraded if self.new_gang else DegradedMode.IGNORE
@@ -296,7 +296,7 @@ class Search:
                 )
                 continue
             if mode is DegradedMode.EXCLUDE and degraded[i]:
-                verdicts.append(Verdict(name, t, "rejected", f"degraded: {st.health.describe(h)}"))
+                verdicts.append(Verdict(name, t, "rejected", f"degraded: {st.describe_health(h)}"))
                 continue
             if not roll[i] or not fits[i]:
                 detail = describe_shortfall(st, self.demand, h, int(holds[i]))
@@ -304,7 +304,7 @@ class Search:
                 continue
             extra = []
             if degraded[i] and mode is DegradedMode.AVOID:
-                extra.append(f"degraded ({st.health.describe(h)}), tried after healthy ones")
+                extra.append(f"degraded ({st.describe_health(h)}), tried after healthy ones")
             if self.limit.preferred is not None and pref_of[h] > 1:
                 extra.append(f"needs {pref_of[h]} preferred-tier domains")
             verdicts.append(Verdict(name, t, "fits", "; ".join(extra) or "fits", score_of.get(h)))

@@ -72,10 +72,12 @@ class NodeChoice:
             return 0
         healthy: list[tuple[int, int, int]] = []  # (count, order, id); id < 0: a node
         degraded: list[tuple[int, int, int]] = []
-        for c in ix.children[h]:
+        kids = ix.children[h]
+        bad = st.degraded(np.array(kids, dtype=np.int64)).tolist() if kids else []
+        for c, is_bad in zip(kids, bad, strict=True):
             cnt = int(per_node[ix.real_nodes[c]].sum())
             if cnt > 0:
-                (degraded if st.health.unhealthy_nodes[c] > 0 else healthy).append((cnt, c, c))
+                (degraded if is_bad else healthy).append((cnt, c, c))
         direct = st.layouts.loose_nodes if h == ix.root else ix.direct_nodes[h]
         if len(direct):
             dc = per_node[direct]
