@@ -10,6 +10,7 @@ printed as warnings: the trees involved are unusable and everything else schedul
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -69,6 +70,22 @@ def checked_snapshot(files: list[Path]) -> Snapshot:
     return snapshot
 
 
+def note_other_schedulers(snapshot: Snapshot, config: SchedulerConfig) -> None:
+    """Say (on stderr) when pending pods were skipped for their ``spec.schedulerName``."""
+    others = Counter(
+        p.scheduler_name
+        for p in snapshot.pods
+        if not p.bound and not p.terminated and p.scheduler_name not in config.scheduler_names
+    )
+    if others:
+        names = ", ".join(f"{n} ({c})" for n, c in sorted(others.items()))
+        flags = " ".join(f"--scheduler-name {n}" for n in sorted(others))
+        err_console.print(
+            f"[yellow]note:[/yellow] pending pods of other schedulers were left alone: "
+            f"{escape(names)}; to schedule them too, add {escape(flags)}"
+        )
+
+
 def render(result: SessionResult) -> None:
     """The decisions as tables a person reads."""
     if result.evictions:
@@ -92,11 +109,15 @@ def render(result: SessionResult) -> None:
         for u in result.unschedulable:
             ut.add_row(escape(u.podgroup), escape(u.reason))
         console.print(ut)
-    gangs = len({b.hypernode for b in result.bindings})
     console.print(
-        f"{len(result.bindings)} pods bound ({gangs} domains), "
-        f"{len(result.unschedulable)} gangs waiting, {len(result.evictions)} evictions"
+        f"{_count(len(result.bindings), 'pod')} bound, "
+        f"{_count(len(result.unschedulable), 'gang')} waiting, "
+        f"{_count(len(result.evictions), 'eviction')}"
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def schedule(
@@ -108,6 +129,7 @@ def schedule(
     """Run one scheduling session over a snapshot and print its decisions."""
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
+    note_other_schedulers(snapshot, cfg)
     result = run_schedule(snapshot, cfg)
     if output is Output.JSON:
         console.out(json.dumps(result.to_dict(), indent=2), highlight=False)
