@@ -373,7 +373,7 @@ class Placer:
                 demand,
                 limits[sg.id],
                 h,
-                sticky=sub_sticky or sticky,
+                sticky=sticky if sub_sticky is None else sub_sticky,
                 new_gang=not gang.running,
                 scope=f"{sg.label} inside {domain_name(self.state, h)}",
             )
@@ -404,7 +404,8 @@ class Placer:
         st, ix = self.state, self.state.index
         nodes = [n for _, n, _ in self.txn.assigned]
         nodes += [st.node_of[p.key] for p in gang.running if p.key in st.node_of]
-        near = lowest_common(st, nodes) or domain
+        common = lowest_common(st, nodes)
+        near = domain if common is None else common
         wide = region
         if not limit.flat:
             allowed = [x for x in ix.ancestors(near) if limit.allows(ix, x)]
