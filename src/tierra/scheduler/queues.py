@@ -55,22 +55,44 @@ class QueueBook:
         self.names = state.capacity.axis.names
         self.queues: dict[str, Queue] = dict(state.queues)
         self.queues.setdefault(DEFAULT_QUEUE, Queue(meta=ObjectMeta(name=DEFAULT_QUEUE)))
-        width = len(self.names)
-        self.allocated: dict[str, IntArray] = {
-            q: np.zeros(width, dtype=np.int64) for q in self.queues
-        }
-        for g, used in state.gang_used.items():
-            pg = state.podgroups.get(g)
-            q = pg.queue if pg is not None else DEFAULT_QUEUE
-            if q in self.allocated:
-                self.allocated[q] += used
-        for q, used in state.solo_used.items():
-            if q in self.allocated:
-                self.allocated[q] += used
-        self.total = state.healthy_total()
         self.waiting = set(waiting)
-        self.deserved = self._water_fill(demands) if len(self.waiting) > 1 else {}
         self.guarantees = any(q.guarantee for q in self.queues.values())
+        self._demands = demands
+        self._allocated: dict[str, IntArray] | None = None
+        self._total: IntArray | None = None
+        self._deserved: dict[str, FloatArray] | None = None
+
+    # Sums over every running gang and every node: computed on first use only, since a
+    # session with one queue and no limits never needs them.
+
+    @property
+    def allocated(self) -> dict[str, IntArray]:
+        if self._allocated is None:
+            width = len(self.names)
+            alloc = {q: np.zeros(width, dtype=np.int64) for q in self.queues}
+            for g, used in self.state.gang_used.items():
+                pg = self.state.podgroups.get(g)
+                q = pg.queue if pg is not None else DEFAULT_QUEUE
+                if q in alloc:
+                    alloc[q] += used
+            for q, used in self.state.solo_used.items():
+                if q in alloc:
+                    alloc[q] += used
+            self._allocated = alloc
+        return self._allocated
+
+    @property
+    def total(self) -> IntArray:
+        if self._total is None:
+            self._total = self.state.healthy_total()
+        return self._total
+
+    @property
+    def deserved(self) -> dict[str, FloatArray]:
+        if self._deserved is None:
+            many = len(self.waiting) > 1
+            self._deserved = self._water_fill(self._demands) if many else {}
+        return self._deserved
 
     def has_limits(self, q: str) -> bool:
         """Whether ``blocked`` can say anything for queue ``q`` (skip the work if not)."""
@@ -135,7 +157,8 @@ class QueueBook:
         return (-self.queues[q].priority, self.share(q), q)
 
     def next_queue(self, candidates: Iterable[str]) -> str:
-        return min(candidates, key=self.key)
+        names = list(candidates)
+        return names[0] if len(names) == 1 else min(names, key=self.key)
 
     # -- limits -----------------------------------------------------------------------
 
@@ -186,5 +209,5 @@ class QueueBook:
         return None
 
     def charge(self, q: str, vec: IntArray) -> None:
-        if q in self.allocated:
-            self.allocated[q] = self.allocated[q] + vec
+        if self._allocated is not None and q in self._allocated:
+            self._allocated[q] = self._allocated[q] + vec
