@@ -89,7 +89,7 @@ def test_pending_members_beyond_min_that_fit_nowhere_are_explained() -> None:
     others = [pod(f"r{i}", node_name="node-1", gpu=8) for i in range(1)]
     result = run(nodes, hns, [running, *others, pod("job-1", group="job", gpu=8)], [pg])
     reason = reasons(result)["default/job"]
-    assert reason.startswith("1 pending pods beyond minMember: its running pods occupy s0")
+    assert reason.startswith("1 pending pod beyond minMember: its running pods occupy s0")
 
 
 def test_degraded_domains_are_avoided_for_new_gangs() -> None:

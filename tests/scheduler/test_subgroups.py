@@ -142,3 +142,25 @@ def test_pods_outside_every_policy_join_the_default_sub_group() -> None:
     got = placed(run(nodes, hns, pods, [pg]))
     assert len(got) == 3
     assert len({LEAF[n] for n in got.values()}) == 1
+
+
+def test_more_members_of_a_whole_sub_group_stay_in_its_domain() -> None:
+    nodes, hns = canonical()
+    pg = podgroup(
+        "job",
+        2,
+        network_topology=topology(tier=2),
+        policies=[policy("p", size=2, network_topology=topology(tier=1))],
+    )
+    running = [
+        pod(f"job-{i}", group="job", gpu=2, labels={PART: "0"}, node_name="node-2")
+        for i in range(2)
+    ]
+    blocker = pod("other", node_name="node-3", gpu=8)  # s1's other node is full
+    late = pod("job-2", group="job", gpu=8, labels={PART: "0"})
+    result = run(nodes, hns, [*running, blocker, late], [pg])
+    # node-2 (s1) has 4 GPUs left: not enough; the sub-group may not leave s1 (tier 1)
+    assert result.bindings == ()
+    late_fits = pod("job-2", group="job", gpu=4, labels={PART: "0"})
+    got = placed(run(nodes, hns, [*running, blocker, late_fits], [pg]))
+    assert got == {"default/job-2": "node-2"}

@@ -230,7 +230,8 @@ class Placer:
             if placed == 0:
                 pending = [p for _, pods in extras for p in pods]
                 one = self.demand(pending[:1])
-                what = f"{len(pending)} pending pods beyond minMember: "
+                n = len(pending)
+                what = f"{n} pending pod{'s' if n != 1 else ''} beyond minMember: "
                 if isinstance(one, str):
                     return Outcome(False, what + one)
                 probe = Search(st, self.config, one, limit, region, sticky=sticky, new_gang=False)
@@ -432,9 +433,20 @@ class Placer:
             demand = self.demand(pods)
             if isinstance(demand, str):
                 continue
+            here, within = near, wide
+            if sg.policy is not None and not limit.flat:  # stay with the sub-group's pods
+                ours = {q.key for q in sg.pending}
+                mine = [st.node_of[p.key] for p in sg.running if p.key in st.node_of]
+                mine += [n for p, n, _ in self.txn.assigned if p.key in ours]
+                common = lowest_common(st, mine)
+                if common is not None:
+                    ok = [x for x in ix.ancestors(common) if limits[sg.id].allows(ix, x)]
+                    if not ok:
+                        continue
+                    here, within = common, ok[-1]
             for shape in demand.shapes:
                 if limit.flat:
                     placed += self.nodes.pack_flat(shape, shape.pods, wide, partial=True)
                 else:
-                    placed += self.nodes.place_near(shape, shape.pods, near, wide)
+                    placed += self.nodes.place_near(shape, shape.pods, here, within)
         return placed
