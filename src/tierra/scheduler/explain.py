@@ -133,7 +133,9 @@ def amounts(axis: ResourceAxis, vec: IntArray) -> str:
 
 def describe_shape(axis: ResourceAxis, shape: Shape) -> str:
     n = len(shape.pods)
-    return f"{n} pod{'s' if n != 1 else ''} of {amounts(axis, shape.vec)}"
+    what = amounts(axis, shape.vec)
+    pods = f"{n} pod{'s' if n != 1 else ''}"
+    return f"{pods} with no resource requests" if what == "no resources" else f"{pods} of {what}"
 
 
 def describe_demand(axis: ResourceAxis, demand: Demand) -> str:
@@ -197,6 +199,8 @@ def no_fit_reason(
     """The one-line reason a demand fits no allowed domain."""
     req = describe_demand(state.capacity.axis, demand)
     ix = state.index
+    if not ix.node_names:
+        return f"{what}the snapshot holds no nodes"
     root_tier = state.layouts.root_tier
     prefix = what
     if sticky is not None:
