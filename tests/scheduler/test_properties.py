@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tierra.api.hypernode import HyperNode
 from tierra.api.node import Node
-from tierra.api.pod import Pod
+from tierra.api.pod import GROUP_NAME_ANNOTATION, Pod
 from tierra.api.podgroup import PodGroup
 from tierra.scheduler import ClusterState, run_session, schedule
 from tierra.scheduler.testing import hypernode, node, pod, podgroup, policy, snapshot, topology
@@ -158,3 +158,38 @@ def test_same_input_same_output(world: World, rnd: object) -> None:
         snapshot(world.nodes[::-1], world.hypernodes[::-1], shuffled, world.podgroups[::-1])
     )
     assert third.to_dict() == first.to_dict()
+
+
+@SETTINGS
+@given(worlds(), worlds())
+def test_preemption_never_breaks_a_gang(first: World, second: World) -> None:
+    """Session 1 places ``first``; ``second`` arrives at a higher priority and preempts."""
+    state = ClusterState.from_snapshot(
+        snapshot(first.nodes, first.hypernodes, first.pods, first.podgroups)
+    )
+    run_session(state)
+    urgent_pgs = [replace(pg, meta=replace(pg.meta, name=f"u{pg.name}")) for pg in second.podgroups]
+    urgent_pods = [
+        replace(
+            p,
+            meta=replace(
+                p.meta,
+                name=f"u{p.name}",
+                annotations={**p.meta.annotations, GROUP_NAME_ANNOTATION: f"u{p.group_name}"},
+            ),
+            priority=10,
+        )
+        for p in second.pods
+    ]
+    state.add_podgroups(urgent_pgs)
+    state.add_pods(urgent_pods)
+    result = run_session(state)
+    cap = state.capacity
+    assert (cap.node_used <= cap.node_alloc).all()
+    evicted_gangs = {e.pod.split("/")[1].rsplit("-", 1)[0] for e in result.evictions}
+    pgs = {pg.name: pg for pg in first.podgroups}
+    for g in evicted_gangs:
+        running = [k for k in state.members.get(f"default/{g}", {}) if k in state.node_of]
+        assert len(running) == 0 or len(running) >= pgs[g].min_member, g
+    for e in result.evictions:
+        assert e.reason.startswith("preempted by default/u")

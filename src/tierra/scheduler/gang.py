@@ -315,3 +315,17 @@ def collect(
     for pod in sorted(solo, key=lambda p: p.key):
         gangs.append(_build(pod.key, None, state, [pod], []))
     return gangs, orphans
+
+
+def rebuild(state: ClusterState, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
+    """``gang`` as the state holds it now (after evictions earlier in the session)."""
+    if gang.podgroup is None:
+        return gang
+    names = set(scheduler_names)
+    pending = [
+        p for p in state.gang_pods(gang.key) if p.key in state.pending and p.scheduler_name in names
+    ]
+    if not pending:
+        return None
+    running = [p for p in state.gang_pods(gang.key) if p.holds_resources]
+    return _build(gang.key, gang.podgroup, state, pending, running)

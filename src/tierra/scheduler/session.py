@@ -26,13 +26,13 @@ from tierra.api.snapshot import Snapshot
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints import resolve
 from tierra.scheduler.explain import Explanation, TierTrace, domain_name
-from tierra.scheduler.gang import Gang, collect
+from tierra.scheduler.gang import Gang, collect, rebuild
 from tierra.scheduler.placement import lowest_common
 from tierra.scheduler.placer import Placer
 from tierra.scheduler.preemption import Preemptor, queue_of
 from tierra.scheduler.queues import QueueBook, gang_order
 from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
-from tierra.scheduler.state import ClusterState
+from tierra.scheduler.state import ClusterState, gang_key
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
 
@@ -59,6 +59,7 @@ class _Session:
         self.unschedulable: list[Unschedulable] = []
         self.evictions: list[Eviction] = []
         self.bound_now: set[str] = set()
+        self.preempted: set[str] = set()  # gangs that lost pods in this session
         self.txn = Transaction(state.capacity)
         self.placer = Placer(state, config, self.txn)
         self.preemptor = Preemptor(state, config, self.placer, self.bound_now)
@@ -83,6 +84,11 @@ class _Session:
             gang = waiting[q].pop()
             if not waiting[q]:
                 del waiting[q]
+            if gang.key in self.preempted:  # lost pods to a preemptor earlier this session
+                found = rebuild(self.state, gang, self.config.scheduler_names)
+                if found is None:
+                    continue
+                gang = found
             trace: list[TierTrace] | None = [] if gang.key == explain else None
             self.placer.trace = trace
             reason = self.place(gang, book)
@@ -148,6 +154,9 @@ class _Session:
         state, txn = self.state, self.txn
         for key, node, vec in txn.evicted:
             self.evictions.append(Eviction(key, state.index.node_names[node], eviction_reason))
+            victim = gang_key(state.pods[key])
+            if victim is not None:
+                self.preempted.add(victim)
             book.charge(queue_of(state, key), -vec)
             state.drop_released(key)
         nodes = [n for _, n, _ in txn.assigned]
