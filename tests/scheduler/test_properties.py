@@ -191,5 +191,7 @@ def test_preemption_never_breaks_a_gang(first: World, second: World) -> None:
     for g in evicted_gangs:
         running = [k for k in state.members.get(f"default/{g}", {}) if k in state.node_of]
         assert len(running) == 0 or len(running) >= pgs[g].min_member, g
+    priority = {p.key: p.priority for p in first.pods}
     for e in result.evictions:
-        assert e.reason.startswith("preempted by default/u")
+        by = int(e.reason.split("(priority ", 1)[1].split(")", 1)[0])
+        assert priority[e.pod] < by
