@@ -18,6 +18,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from tierra.api.manifest import dump_yaml
 from tierra.cli.common import Output, console, fail
 from tierra.cli.schedule import (
     ConfigOption,
@@ -95,5 +96,7 @@ def explain(
         fail(exp.summary)
     if output is Output.TEXT:
         _render(exp, show)
+    elif output is Output.YAML:
+        console.out(dump_yaml([exp.to_dict()]), highlight=False, end="")
     else:
         console.out(json.dumps(exp.to_dict(), indent=2), highlight=False)
