@@ -129,3 +129,18 @@ def test_example_config_loads() -> None:
         "schedule", str(EXAMPLE), "--config", str(EXAMPLE.with_name("config.yaml")), "-o", "json"
     )
     assert code == 0 and len(json.loads(out)["bindings"]) == 12
+
+
+def test_a_broken_tree_is_named_on_stderr(tmp_path: Path) -> None:
+    cyc = tmp_path / "cycle.yaml"
+    cyc.write_text(
+        "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: zz1}\n"
+        "spec: {tier: 2, members: [{type: HyperNode, selector: {exactMatch: {name: zz2}}}]}\n"
+        "---\napiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\n"
+        "metadata: {name: zz2}\n"
+        "spec: {tier: 1, members: [{type: HyperNode, selector: {exactMatch: {name: zz1}}}]}\n"
+    )
+    result = runner.invoke(app, ["schedule", str(EXAMPLE), str(cyc), "-o", "json"])
+    assert result.exit_code == 0
+    assert len(json.loads(result.stdout)["bindings"]) == 12
+    assert "topology tree zz1 is not used" in result.stderr and "cycle" in result.stderr

@@ -26,6 +26,7 @@ from tierra.cli.schedule import (
     OutputOption,
     checked_snapshot,
     config_or_exit,
+    warn_unusable_trees,
 )
 from tierra.scheduler import ClusterState, Explanation, TierTrace, Verdict, explain_gang
 
@@ -91,6 +92,7 @@ def explain(
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
     state = ClusterState.from_snapshot(snapshot)
+    warn_unusable_trees(state)
     _, exp = explain_gang(state, key, cfg)
     if exp.status == "unknown":
         fail(exp.summary)

@@ -30,8 +30,13 @@ from tierra.cli.common import (
     print_problems,
 )
 from tierra.errors import ConfigError, Severity
-from tierra.scheduler import SchedulerConfig, SessionResult, load_config
-from tierra.scheduler import schedule as run_schedule
+from tierra.scheduler import (
+    ClusterState,
+    SchedulerConfig,
+    SessionResult,
+    load_config,
+    run_session,
+)
 
 ConfigOption = Annotated[
     Path | None,
@@ -86,6 +91,17 @@ def note_other_schedulers(snapshot: Snapshot, config: SchedulerConfig) -> None:
         )
 
 
+def warn_unusable_trees(state: ClusterState) -> None:
+    """Trees the scheduler will not use (cycles, second parents, ...), with why, on stderr."""
+    for tree in state.index.trees:
+        if not tree.usable:
+            err_console.print(
+                f"[yellow]warning:[/yellow] topology tree {escape(tree.name)} is not used: "
+                + escape("; ".join(tree.reasons[:3]))
+                + (f" (and {len(tree.reasons) - 3} more)" if len(tree.reasons) > 3 else "")
+            )
+
+
 def render(result: SessionResult) -> None:
     """The decisions as tables a person reads."""
     if result.evictions:
@@ -130,7 +146,9 @@ def schedule(
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
     note_other_schedulers(snapshot, cfg)
-    result = run_schedule(snapshot, cfg)
+    state = ClusterState.from_snapshot(snapshot)
+    warn_unusable_trees(state)
+    result = run_session(state, cfg)
     if output is Output.JSON:
         console.out(json.dumps(result.to_dict(), indent=2), highlight=False)
     elif output is Output.YAML:
