@@ -140,7 +140,9 @@ def simulate(  # typer options, keyword-only
         int,
         typer.Option("--jobs", "-j", help="Policies run at once, in processes [CPUs, at most 2]."),
     ] = 0,
-    output: Annotated[Output, typer.Option("-o", "--output", help="text or json")] = Output.TEXT,
+    output: Annotated[
+        Output, typer.Option("-o", "--output", help="text, json or yaml (results only)")
+    ] = Output.TEXT,
 ) -> None:
     """Compare placement policies on a simulated cluster and workload."""
     names = [p.strip() for p in policies.split(",") if p.strip()]
@@ -191,10 +193,12 @@ def simulate(  # typer options, keyword-only
         options=options,
         factories=factories,
         workers=workers,
-        quiet=output is Output.JSON,
+        quiet=output is not Output.TEXT,
     )
     if output is Output.JSON:
-        console.print_json(json.dumps(comp.to_dict()))
+        console.out(json.dumps(comp.to_dict(), indent=2), highlight=False)
+    elif output is Output.YAML:
+        console.out(dump_yaml([comp.to_dict()]), highlight=False, end="")
     else:
         _table(comp)
     if not no_report:

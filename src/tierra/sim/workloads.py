@@ -43,9 +43,10 @@ from tierra.api.podgroup import (
     decode_network_topology,
 )
 from tierra.errors import InputError, Origin, Problem
+from tierra.sim._topo import TopoArrays
 from tierra.sim.clusters._build import GIB_MILLI, GPU
 from tierra.topology.capacity import Capacity
-from tierra.topology.index import TopologyIndex
+from tierra.topology.index import IntArray, TopologyIndex
 
 API_VERSION = "sim.tierra.dev/v1alpha1"
 KIND = "Workload"
@@ -230,44 +231,59 @@ def _fit_ratio(mean_multi: float, sizes: Sequence[int]) -> float:
 
 @dataclass(frozen=True, slots=True)
 class ClusterFacts:
-    """What the generator needs to know about a cluster to size and constrain jobs."""
+    """What the generator needs to know about a cluster to size and constrain jobs.
+
+    ``typical_tier[pods]`` is the lowest tier at which domains able to hold that many
+    pods (of ``gpus_per_node`` GPUs) cover at least half of the GPU nodes: the tier a
+    user who knows the cluster would ask for. (The *best* tier can be misleading: in the
+    mixed preset two NVL72 racks hold 16 pods in NVLink, but a job pinned there waits
+    for them while the other 70% of the cluster idles.)
+    """
 
     gpus: int
     gpus_per_node: int
-    ideal_tier: Mapping[int, int]  # pods (of gpus_per_node) -> lowest tier holding them
+    typical_tier: Mapping[int, int]
     root_tier: int
-    tier1_nodes: int  # nodes in the largest tier-1 domain (partitions must fit one)
+
+    COVER = 0.5
 
     @classmethod
     def of(cls, index: TopologyIndex, capacity: Capacity) -> ClusterFacts:
         g = capacity.axis.index.get(GPU)
         per_node = capacity.node_alloc[:, g] // 1000 if g is not None else np.zeros(1, np.int64)
-        gpu_nodes = per_node[per_node > 0]
-        if not len(gpu_nodes):
-            return cls(0, 0, {}, index.root_tier, 0)
-        gpn = int(gpu_nodes.min())
+        has_gpus = per_node > 0
+        if not has_gpus.any():
+            return cls(0, 0, {}, index.root_tier)
+        gpn = int(per_node[has_gpus].min())
         fits = per_node // gpn  # pods of gpn GPUs per node
-        dom = np.zeros(index.root + 1, dtype=np.int64)
-        entry_nodes = np.repeat(np.arange(len(fits)), np.diff(index.domain_ptr))
-        np.add.at(dom, index.domain_idx, fits[entry_nodes])
-        ideal: dict[int, int] = {}
-        pods = 1
+        topo = TopoArrays(index)
+        tiers = [0, *topo.tiers, topo.root_tier]
+        group_fit: list[tuple[int, IntArray]] = []
+        for t in tiers:
+            groups = topo.groups_at_or_below(t) if t > 0 else np.arange(len(fits))
+            _, inverse = np.unique(groups, return_inverse=True)
+            sums = np.bincount(inverse, weights=fits).astype(np.int64)
+            group_fit.append((t, sums[inverse]))  # per node: what its domain holds
         total = int(fits.sum())
-        while pods <= total:
-            if pods <= int(fits.max()):
-                ideal[pods] = 0
-            else:
-                ok = np.flatnonzero(dom >= pods)
-                ideal[pods] = int(index.tier[ok].min()) if len(ok) else index.root_tier
-            pods *= 2
-        tier1 = [len(index.real_nodes[h]) for h in index.by_tier(1)]  # the largest one
+        sizes = sorted({*range(1, 65), *(2**k for k in range(7, 40) if 2**k <= total)})
+        typical: dict[int, int] = {}
+        need = cls.COVER * int(has_gpus.sum())
+        for pods in sizes:
+            if pods > total:
+                break
+            typical[pods] = next(
+                (t for t, holds in group_fit if int((has_gpus & (holds >= pods)).sum()) >= need),
+                topo.root_tier,
+            )
         return cls(
             gpus=int(per_node.sum()),
             gpus_per_node=gpn,
-            ideal_tier=ideal,
+            typical_tier=typical,
             root_tier=index.root_tier,
-            tier1_nodes=max(tier1) if tier1 else 1,
         )
+
+    def tier_for(self, pods: int) -> int:
+        return self.typical_tier.get(pods, self.root_tier)
 
 
 def generate(facts: ClusterFacts, spec: WorkloadSpec | None = None) -> Workload:
@@ -354,19 +370,21 @@ def _training(
     topology = partition_size = partition_topology = None
     comm = float(round(rng.uniform(*spec.comm_share), 3))
     if pods > 1:
-        ideal = facts.ideal_tier.get(pods, facts.root_tier)
+        typical = max(facts.tier_for(pods), 1)
         draw = rng.random()
         if draw < spec.hard_share / 2:
-            topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=max(ideal, 1))
+            topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=typical)
         elif draw < spec.hard_share:
-            limit = min(max(ideal, 1) + 1, facts.root_tier)
+            limit = min(typical + 1, facts.root_tier)
             topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=limit)
         else:
             topology = NetworkTopology(mode=TopologyMode.SOFT)
-        size = min(4, facts.tier1_nodes)
-        if pods >= 4 and size >= 2 and pods % size == 0 and rng.random() < spec.partition_share:
+        size = next((s for s in (4, 2) if facts.tier_for(s) < facts.root_tier), 0)
+        if size and pods >= 2 * size and pods % size == 0 and rng.random() < spec.partition_share:
             partition_size = size
-            partition_topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=1)
+            partition_topology = NetworkTopology(
+                mode=TopologyMode.HARD, highest_tier_allowed=max(facts.tier_for(size), 1)
+            )
     return SimJob(
         name=f"train-{n:05d}",
         kind=JobKind.TRAINING,
@@ -386,7 +404,7 @@ def _inference(
     prefill, decode = INFERENCE_SHAPES[int(rng.integers(len(INFERENCE_SHAPES)))]
     per_instance = prefill + decode
     instances = int(rng.choice([1, 2, 4]))
-    if per_instance > facts.tier1_nodes:
+    if facts.tier_for(per_instance) >= facts.root_tier:
         prefill, decode, per_instance = 1, 1, 2
     lifetime = float(rng.lognormal(math.log(INFERENCE_MEDIAN_S), INFERENCE_SIGMA))
     return SimJob(
@@ -401,7 +419,9 @@ def _inference(
         comm_share=0.1,  # KV-cache transfer share of a request (assumption)
         topology=NetworkTopology(mode=TopologyMode.SOFT),
         partition_size=per_instance,
-        partition_topology=NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=1),
+        partition_topology=NetworkTopology(
+            mode=TopologyMode.HARD, highest_tier_allowed=max(facts.tier_for(per_instance), 1)
+        ),
         priority=spec.inference_priority,
     )
 
