@@ -103,3 +103,30 @@ def test_unknown_policy_and_bad_numbers() -> None:
     assert code == 2 and "unknown policy 'slurm'" in out
     code, out = run("--nodes", "10")
     assert code == 2 and "between 64 and 100,000" in out
+
+
+def test_scheduler_config(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("policies:\n  nosuch: {}\n")
+    code, out = run("--scheduler-config", str(bad), "--nodes", "64", "--no-report")
+    assert code == 2 and "policies.nosuch: unknown policy" in out
+    good = tmp_path / "good.yaml"
+    good.write_text("schedulerNames: [my-scheduler]\npolicies:\n  binpack: {}\n  topology: {}\n")
+    code, out = run(
+        "--scheduler-config",
+        str(good),
+        "--nodes",
+        "64",
+        "--hours",
+        "1",
+        "--policies",
+        "tierra",
+        "--no-report",
+        "-o",
+        "json",
+        "-j",
+        "1",
+    )
+    assert code == 0, out
+    (result,) = json.loads(out)["results"]
+    assert result["summary"]["finished"] == result["summary"]["jobs"]

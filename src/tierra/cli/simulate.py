@@ -25,6 +25,7 @@ from rich.table import Table
 from tierra.api.manifest import dump_yaml
 from tierra.cli.common import Output, console, err_console, fail, print_problems
 from tierra.errors import ConfigError, InputError
+from tierra.scheduler import load_config
 from tierra.sim.clusters import (
     DEFAULT_NODES,
     DEFAULT_PRESET,
@@ -158,6 +159,7 @@ def simulate(  # typer options, keyword-only
         cost = load_cost_model(cost_model) if cost_model is not None else default_cost_model()
         the_cluster = _cluster(cluster, nodes, cost)
         bound = cost.bind(the_cluster.index, the_cluster.nodes)
+        config = load_config(scheduler_config) if scheduler_config is not None else None
         spec = WorkloadSpec(
             seed=seed,
             hours=hours,
@@ -182,8 +184,8 @@ def simulate(  # typer options, keyword-only
         oracle=optimum,
     )
     factories: dict[str, Callable[[], Policy]] | None = None
-    if scheduler_config is not None:
-        factories = {"tierra": lambda: TierraPolicy(scheduler_config)}
+    if config is not None:
+        factories = {"tierra": lambda: TierraPolicy(config)}
     workers = jobs_ if jobs_ > 0 else min(2, os.cpu_count() or 1)
     comp = _run(
         the_cluster,

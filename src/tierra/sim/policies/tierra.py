@@ -9,17 +9,15 @@ its own bindings to that state; the adapter turns the bindings back into placeme
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
 from tierra.api.meta import ObjectMeta
 from tierra.api.node import Node
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
+from tierra.scheduler import ClusterState, SchedulerConfig, run_session
 from tierra.sim.clusters import SimCluster
-from tierra.sim.policies.base import Placement, PolicyUnavailable, SessionOutcome
+from tierra.sim.policies.base import Placement, SessionOutcome
 from tierra.sim.workloads import NAMESPACE, SimJob, job_podgroup, job_pods
 
 NAME = "tierra"
@@ -29,22 +27,18 @@ DESCRIPTION = "tierra's scheduler: lowest feasible tier, binpacking across domai
 class TierraPolicy:
     name = NAME
 
-    def __init__(self, config_path: str | Path | None = None) -> None:
-        self.config_path = config_path
+    def __init__(self, config: SchedulerConfig | None = None) -> None:
+        # the simulated pods ask for scheduler "tierra": make sure the config takes them
+        if config is not None and "tierra" not in config.scheduler_names:
+            config = replace(config, scheduler_names=(*config.scheduler_names, "tierra"))
+        self._config = config
         self._pod_slot: dict[str, tuple[str, int]] = {}  # pod key -> (job, index)
         self._jobs: dict[str, SimJob] = {}
 
     def start(self, cluster: SimCluster, *, seed: int) -> None:
-        try:
-            sched: Any = importlib.import_module("tierra.scheduler")
-            self._run_session = sched.run_session
-            state_cls = sched.ClusterState
-        except (ImportError, AttributeError) as exc:
-            raise PolicyUnavailable(f"tierra's scheduler is not available: {exc}") from None
-        self._config = sched.load_config(self.config_path) if self.config_path is not None else None
         queues = cluster.extra.queues or (Queue(meta=ObjectMeta(name="default")),)
         snapshot = Snapshot(nodes=cluster.nodes, hypernodes=cluster.hypernodes, queues=queues)
-        self.state = state_cls.from_snapshot(snapshot)
+        self.state = ClusterState.from_snapshot(snapshot)
         self.node_ix = cluster.index.node_ix
         del seed  # the scheduler is deterministic
 
@@ -61,9 +55,7 @@ class TierraPolicy:
             key = f"{NAMESPACE}/{name}"
             self.state.remove_pod(key)
             self._pod_slot.pop(key, None)
-        remove = getattr(self.state, "remove_podgroup", None)
-        if remove is not None:
-            remove(f"{NAMESPACE}/{job.name}")
+        self.state.remove_podgroup(f"{NAMESPACE}/{job.name}")
         self._jobs.pop(job.name, None)
 
     def node_changed(self, node: Node) -> None:
@@ -73,7 +65,7 @@ class TierraPolicy:
         )
 
     def session(self) -> SessionOutcome:
-        result = self._run_session(self.state, self._config)
+        result = run_session(self.state, self._config)
         out = SessionOutcome()
         evicted: dict[str, None] = {}
         for ev in result.evictions:
