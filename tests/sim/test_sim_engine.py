@@ -223,3 +223,34 @@ def test_evicted_jobs_queue_again_and_finish(fattree64: SimCluster, cost: CostMo
     assert by["urgent"].start == 50.0 and by["urgent"].finish == 150.0
     assert by["victim"].attempts == 2
     assert by["victim"].finish == 250.0  # restarted from scratch once urgent ended
+
+
+def test_a_snapshots_running_pods_hold_their_nodes(fattree64: SimCluster, cost: CostModel) -> None:
+    """Replaying a dumped cluster: pods bound in the snapshot keep their nodes busy."""
+    from tierra.api.snapshot import Snapshot
+    from tierra.sim.clusters import SimCluster as Cluster
+    from tierra.sim.workloads import job_pods
+
+    busy = [
+        replace(p, node_name=f"gpu-t0000-h{i}") for i, p in enumerate(job_pods(_job("old", 8, 8)))
+    ]  # ToR 0 is full
+    cluster = Cluster(
+        name="dump",
+        description="dump",
+        nodes=fattree64.nodes,
+        hypernodes=fattree64.hypernodes,
+        extra=Snapshot(pods=tuple(busy)),
+    )
+    hard1 = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=1)
+    gang = replace(_job("new", 8, 8), topology=hard1)
+    for policy in ["tierra", *BASELINES]:
+        result = simulate(
+            cluster,
+            Workload(jobs=(gang,), source="t"),
+            POLICIES[policy].make(),
+            cost,
+            SimOptions(failures=None),
+        )
+        assert result.allocation[0] == (0.0, (64 + 64) / 512), policy  # old + new
+        (rec,) = result.jobs
+        assert rec.tier == 1 and rec.start == 0.0, policy

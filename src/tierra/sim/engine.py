@@ -32,7 +32,7 @@ from tierra.sim.clusters._build import GPU
 from tierra.sim.cost import BoundCost, CostModel
 from tierra.sim.metrics import Fragmentation, JobRecord, Recorder, RunResult
 from tierra.sim.optimum import DomainWeights, optimal_cost, placement_cost
-from tierra.sim.policies.base import Gang, Placement, Policy, fit_counts
+from tierra.sim.policies.base import Gang, Placement, Policy, background, fit_counts
 from tierra.sim.workloads import SimJob, Workload
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray
@@ -127,6 +127,8 @@ class Simulation:
         self.index = cluster.index
         self.topo = TopoArrays(self.index)
         self.capacity = Capacity(self.index, cluster.nodes)
+        for n, vec in background(cluster, self.capacity):
+            self.capacity.place(n, vec)  # a loaded snapshot's running pods stay put
         self.g = self.capacity.axis.index.get(GPU)
         n = len(self.index.node_names)
         self.healthy = np.ones(n, dtype=bool)
@@ -145,7 +147,9 @@ class Simulation:
         self.last_sample = -math.inf
         self.node_busy = np.zeros(n, dtype=np.float64)  # GPU-seconds used per node
         self.node_last = np.zeros(n, dtype=np.float64)
-        self.used_gpus = 0
+        self.used_gpus = (
+            int(self.capacity.node_used[:, self.g].sum()) // 1000 if self.g is not None else 0
+        )
         self.now = 0.0
         self.done = 0
         self.best_gbps: dict[tuple[int, tuple[int, ...]], float] = {}
@@ -175,7 +179,7 @@ class Simulation:
             self.cluster, self.workload, self.options.failures, self.options.seed
         ):
             self.push(t, Kind.FAIL, (n, repair))
-        self.recorder.allocated(0.0, 0)
+        self.recorder.allocated(0.0, self.used_gpus)
         total = len(self.workload.jobs)
         stop = self.options.max_time
         window = max((j.arrival for j in self.workload.jobs), default=0.0)

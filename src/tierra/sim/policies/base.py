@@ -116,6 +116,16 @@ def _vector(capacity: Capacity, request: dict[str, int]) -> IntArray:
     return axis.vector(request)
 
 
+def background(cluster: SimCluster, capacity: Capacity) -> list[tuple[int, IntArray]]:
+    """Pods already running in a loaded snapshot: they hold their nodes for the whole run."""
+    out = []
+    for pod in cluster.extra.pods:
+        n = cluster.index.node_ix.get(pod.node_name)
+        if pod.holds_resources and n is not None and not capacity.axis.missing(pod.requests):
+            out.append((n, capacity.axis.vector(pod.requests)))
+    return out
+
+
 def fit_counts(free: IntArray, request: IntArray) -> IntArray:
     """Pods of ``request`` each row of ``free`` can take."""
     asked = request > 0
@@ -142,6 +152,8 @@ class LedgerPolicy(abc.ABC):
         self.cluster = cluster
         self.index: TopologyIndex = cluster.index
         self.capacity = Capacity(self.index, cluster.nodes)
+        for n, vec in background(cluster, self.capacity):
+            self.capacity.place(n, vec)
         self.healthy: BoolArray = np.ones(len(self.index.node_names), dtype=bool)
         for node in cluster.nodes:
             self.healthy[self.index.node_ix[node.name]] = node.ready and not node.unschedulable

@@ -37,7 +37,10 @@ class TierraPolicy:
 
     def start(self, cluster: SimCluster, *, seed: int) -> None:
         queues = cluster.extra.queues or (Queue(meta=ObjectMeta(name="default")),)
-        snapshot = Snapshot(nodes=cluster.nodes, hypernodes=cluster.hypernodes, queues=queues)
+        running = tuple(p for p in cluster.extra.pods if p.holds_resources)
+        snapshot = Snapshot(
+            nodes=cluster.nodes, hypernodes=cluster.hypernodes, pods=running, queues=queues
+        )
         self.state = ClusterState.from_snapshot(snapshot)
         self.node_ix = cluster.index.node_ix
         del seed  # the scheduler is deterministic
