@@ -2,7 +2,7 @@
 and every policy's gap to the exact (ILP) single-gang optimum on small clusters.
 
 Scenarios (all from ``tierra.sim``; a day of work drawn from the Kalos trace statistics,
-load 0.85, node failures on, sessions every 10 s):
+load 0.75 as in ``tierra simulate``, node failures on, sessions every 10 s):
 
 * the ``tierra simulate`` default, an oversubscribed 3-tier fat tree of 128 x 8 GPUs,
   on seeds 1, 2 and 3;

@@ -43,6 +43,7 @@ from tierra.sim.policies import DEFAULT_POLICIES, POLICIES, Policy
 from tierra.sim.policies.tierra import TierraPolicy
 from tierra.sim.report import fmt_num, fmt_pct, fmt_seconds, render
 from tierra.sim.workloads import (
+    DEFAULT_LOAD,
     DEFAULT_TRACE,
     TRACES,
     ClusterFacts,
@@ -94,7 +95,7 @@ def simulate(  # typer options, keyword-only
     hours: Annotated[float, typer.Option("--hours", help="Hours of arriving work.")] = 24.0,
     load: Annotated[
         float, typer.Option("--load", help="Offered GPU-time / cluster GPU-time.")
-    ] = 0.85,
+    ] = DEFAULT_LOAD,
     trace: Annotated[
         str, typer.Option("--trace", help=f"Job statistics: {', '.join(TRACES)}.")
     ] = DEFAULT_TRACE,
