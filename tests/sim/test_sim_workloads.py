@@ -12,18 +12,20 @@ from sim_helpers import facts
 from tierra.api.podgroup import TopologyMode
 from tierra.errors import InputError
 from tierra.sim.clusters import SimCluster, build_cluster
+from tierra.sim.workload_file import (
+    check_workload,
+    load_workload,
+    parse_workload,
+    workload_manifest,
+)
 from tierra.sim.workloads import (
     PARTITION_LABEL,
     TRACES,
     JobKind,
     WorkloadSpec,
-    check_workload,
     generate,
     job_podgroup,
     job_pods,
-    load_workload,
-    parse_workload,
-    workload_manifest,
 )
 
 

@@ -42,6 +42,7 @@ from tierra.sim.engine import Failures, SimOptions
 from tierra.sim.policies import DEFAULT_POLICIES, POLICIES, Policy
 from tierra.sim.policies.tierra import TierraPolicy
 from tierra.sim.report import fmt_num, fmt_pct, fmt_seconds, render
+from tierra.sim.workload_file import check_workload, load_workload, workload_manifest
 from tierra.sim.workloads import (
     DEFAULT_LOAD,
     DEFAULT_TRACE,
@@ -49,10 +50,7 @@ from tierra.sim.workloads import (
     ClusterFacts,
     Workload,
     WorkloadSpec,
-    check_workload,
     generate,
-    load_workload,
-    workload_manifest,
 )
 from tierra.topology.capacity import Capacity
 

@@ -31,6 +31,7 @@ from tierra.sim.metrics import JobRecord, RunResult, Summary
 from tierra.sim.optimum import DomainWeights, Optimum, optimal_cost, placement_cost
 from tierra.sim.policies import POLICIES, Placement, Policy, PolicyUnavailable, SessionOutcome
 from tierra.sim.report import render
+from tierra.sim.workload_file import load_workload
 from tierra.sim.workloads import (
     ClusterFacts,
     JobKind,
@@ -39,7 +40,6 @@ from tierra.sim.workloads import (
     Workload,
     WorkloadSpec,
     generate,
-    load_workload,
 )
 
 __all__ = [
