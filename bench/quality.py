@@ -7,7 +7,8 @@ load 0.75 as in ``tierra simulate``, node failures on, sessions every 10 s):
 * the ``tierra simulate`` default, an oversubscribed 3-tier fat tree of 128 x 8 GPUs,
   on seeds 1, 2 and 3;
 * the other presets on seed 1: SuperPOD-like (128 nodes), NVL72 (288 trays = 16 racks),
-  mixed depth (128 nodes), EKS-labelled cloud (128 nodes);
+  mixed depth (128 nodes), EKS-labelled cloud (128 nodes); and the default at load 0.9,
+  where queues build up;
 * optimum gaps: 6 hours of work on a 64-node fat tree and a 72-tray NVL72 cluster, where
   every gang's placement is compared with the least-cost placement HiGHS finds for the
   cluster as it stood (tierra.sim.optimum; sub-group and hard-tier constraints left out,
@@ -35,7 +36,7 @@ from tierra.sim.compare import compare
 from tierra.sim.cost import default_cost_model
 from tierra.sim.engine import SimOptions
 from tierra.sim.policies import DEFAULT_POLICIES
-from tierra.sim.workloads import ClusterFacts, WorkloadSpec, generate
+from tierra.sim.workloads import DEFAULT_LOAD, ClusterFacts, WorkloadSpec, generate
 from tierra.topology.capacity import Capacity
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,10 +58,18 @@ METRICS = [
 ]
 
 
-def run(preset: str, nodes: int, seed: int, hours: float, *, optimum: bool) -> dict[str, Any]:
+def run(
+    preset: str,
+    nodes: int,
+    seed: int,
+    hours: float,
+    *,
+    optimum: bool,
+    load: float = DEFAULT_LOAD,
+) -> dict[str, Any]:
     cluster = build_cluster(preset, nodes)
     facts = ClusterFacts.of(cluster.index, Capacity(cluster.index, cluster.nodes))
-    workload = generate(facts, WorkloadSpec(seed=seed, hours=hours))
+    workload = generate(facts, WorkloadSpec(seed=seed, hours=hours, load=load))
     t0 = time.perf_counter()
     comp = compare(
         cluster,
@@ -200,7 +209,8 @@ def markdown(doc: dict[str, Any]) -> str:
         seeds = ", ".join(str(r["seed"]) for r in runs)
         title = (
             f"{group['name']}: {c['nodes']:,} nodes, {c['gpus']:,} GPUs,"
-            f" {runs[0]['workload']['jobs']:,} jobs (seed {seeds}"
+            f" {runs[0]['workload']['jobs']:,} jobs, load {runs[0]['workload']['load']:g}"
+            f" (seed {seeds}"
             f"{'; mean over seeds' if len(runs) > 1 else ''})"
         )
         summary = mean_summaries(runs)
@@ -252,6 +262,12 @@ def main() -> None:
             doc["groups"].append(
                 {"name": preset, "runs": [run(preset, nodes, 1, 24, optimum=False)]}
             )
+        doc["groups"].append(
+            {
+                "name": "fattree, load 0.9",
+                "runs": [run("fattree", 128, 1, 24, optimum=False, load=0.9)],
+            }
+        )
     for preset, nodes in [("fattree", 64)] + ([] if args.quick else [("nvl72", 72)]):
         doc["optimum"].append(run(preset, nodes, 1, 6, optimum=True))
     doc["wall_s"] = time.perf_counter() - t0
