@@ -291,8 +291,8 @@ def run_case(n_nodes: int, shape: str, repeat: int) -> dict[str, Any]:
         "rss_delta_index_bytes": rss_delta,
         "peak_rss_bytes": peak_rss_bytes(),
         "root_memory_exact": exact_root_mem,
-        "root_memory_ledger": int(cap.dom_alloc[ix.root, mem]),
-        "root_memory_overflows_int64": exact_root_mem > np.iinfo(np.int64).max,
+        "root_memory_ledger": int(cap.dom_alloc[ix.root, mem]) * int(cap.axis.scale[mem]),
+        "root_memory_exceeds_int64_in_milli": exact_root_mem > np.iinfo(np.int64).max,
     }
 
 
@@ -421,14 +421,16 @@ def markdown(report: dict[str, Any]) -> str:
             f = s[fmt]
             size = f"{f['bytes'] / 1e6:.1f} MB"
             lines.append(_row([fmt, size, _ms(f["load_s"]), _ms(f["build_s"])]))
-    overflow = [c for c in report["cases"] if c["root_memory_overflows_int64"]]
-    if overflow:
-        c = overflow[0]
+    big = [c for c in report["cases"] if c["root_memory_exceeds_int64_in_milli"]]
+    if big:
+        c = big[-1]
+        kept = c["root_memory_ledger"] == c["root_memory_exact"]
         lines += [
             "",
-            f"Note: the cluster's total memory in milli-units ({c['root_memory_exact']:.3e} at "
-            f"{c['nodes']:,} nodes of 2 TiB) exceeds int64 (9.22e18), so the virtual root's "
-            f"memory column in Capacity wraps around (it holds {c['root_memory_ledger']:.3e}).",
+            f"Memory: the cluster's total ({c['root_memory_exact']:.3e} milli-bytes at "
+            f"{c['nodes']:,} nodes of 2 TiB) exceeds int64 in milli-units; the ledger keeps "
+            f"whole bytes, and its root total is {'exact' if kept else 'WRONG'} "
+            f"({c['root_memory_ledger']:.3e}).",
         ]
     lines += [
         "",
