@@ -9,7 +9,6 @@ as ``Problem`` values so a caller can list every one of them.
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from tierra.api.files import YamlLoader, read_text, yaml_problem
 from tierra.api.hypernode import GROUPS as HYPERNODE_GROUPS
 from tierra.api.hypernode import HyperNode, decode_hypernode
 from tierra.api.node import Node, decode_node
@@ -26,11 +26,6 @@ from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.queue import Queue, decode_queue
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.errors import InputError, Origin, Problem, Severity
-
-try:  # the C loader is ~10x faster; fall back where libyaml is missing
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,27 +51,8 @@ def _api_group(api_version: str) -> str:
 
 def read_documents(path: str | Path) -> Iterator[tuple[Origin, Mapping[str, Any]]]:
     """Yield every object in one file with where it came from (``kind: List`` unrolled)."""
-    p = Path(path)
     name = str(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory, expected a YAML or JSON file") from None
-    except OSError as exc:
-        raise InputError(f"{name}: cannot read: {exc.strerror}") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"{name}: broken gzip data: {exc}") from None
-    if b"\x00" in data[:8192]:
-        raise InputError(f"{name}: is a binary file, expected YAML or JSON text")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{name}: is not UTF-8 text (byte {exc.start})") from None
+    text = read_text(path, expected="YAML or JSON text")
     for doc_no, doc in enumerate(_parse(name, text), start=1):
         if doc is None:
             continue
@@ -113,14 +89,9 @@ def _parse(name: str, text: str) -> list[Any]:
         else:
             return doc if isinstance(doc, list) else [doc]
     try:
-        return list(yaml.load_all(text, Loader=_Loader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
-        what = exc.problem or exc.context or "invalid YAML"
-        raise InputError(f"{name}: {where}invalid YAML: {what}") from None
+        return list(yaml.load_all(text, Loader=YamlLoader))
     except yaml.YAMLError as exc:
-        raise InputError(f"{name}: invalid YAML: {exc}") from None
+        raise InputError(yaml_problem(name, exc)) from None
     except RecursionError:
         raise InputError(f"{name}: invalid YAML: nested too deeply") from None
 

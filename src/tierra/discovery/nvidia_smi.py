@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from tierra.api.files import read_text
 from tierra.discovery import naming
 from tierra.discovery.nodetopology import PCIE_DISTANCE, Device, NodeTopology, group_domains
 from tierra.discovery.result import Discovery, ParseError
@@ -184,10 +185,7 @@ def discover_nvidia_smi(paths: Iterable[str | Path], *, node: str | None = None)
         raise InputError("--node names the node of a single file; give one file")
     topologies = []
     for path in files:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        text = read_text(path, expected="nvidia-smi topo -m output")
         topologies.append(parse(text, node or node_name_for(path), str(path)))
     names = [t.node for t in topologies]
     if len(set(names)) != len(names):

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tierra.api.files import read_text
 from tierra.api.snapshot import load_snapshot, read_documents
 from tierra.discovery import dra, ibnetdiscover, labels, nvidia_smi, presets, slurm, ufm
 from tierra.discovery.result import Discovery
@@ -117,10 +118,7 @@ def _ufm(req: Request) -> Discovery:
     if len(req.files) != 1:
         raise InputError("give one saved ports response (JSON) or --url")
     path = req.files[0]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    text = read_text(path, expected="a saved UFM ports response (JSON)")
     return ufm.discover_ufm(
         text, origin=str(path), owner=owner, prefix=prefix, host_pattern=req.host_pattern
     )

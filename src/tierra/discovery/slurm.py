@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from tierra.api.files import read_text
 from tierra.api.hypernode import HyperNode, MemberType
 from tierra.api.meta import dns_subdomain_problem
 from tierra.discovery import naming
@@ -531,12 +532,7 @@ def _blocks(
 
 
 def _read(path: str | Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    return read_text(path, expected="a topology.conf or topology.yaml")
 
 
 def parse_file(path: str | Path) -> tuple[list[Topology], list[Problem]]:

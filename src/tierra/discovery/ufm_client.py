@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import yaml
 
+from tierra.api.files import read_text
 from tierra.errors import InputError, TierraError
 
 PORTS_PATH = "/ufmRest/resources/ports"
@@ -45,10 +46,7 @@ class Credentials:
 def load_credentials(path: str | Path) -> Credentials:
     """Read credentials from a file (see the module docstring); ``InputError`` if unusable."""
     name = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{name}: cannot read credentials: {exc.strerror or exc}") from None
+    text = read_text(path, expected="a credentials file")
     stripped = text.strip()
     data: Any = None
     if stripped.startswith(("{", "apiVersion", "kind", "username", "data", "stringData")):

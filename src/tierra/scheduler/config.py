@@ -21,10 +21,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tierra.api.fields import Fields, Report
-from tierra.errors import ConfigError, Origin, Problem
+from tierra.api.files import read_yaml
+from tierra.errors import ConfigError, InputError, Origin, Problem
 from tierra.scheduler.policies import REGISTRY, Policy
 from tierra.scheduler.policies.binpack import Binpack
 from tierra.scheduler.policies.topology import Topology
@@ -120,17 +119,7 @@ def load_config(path: str | Path) -> SchedulerConfig:
     """Read a YAML configuration file; ``ConfigError`` names the file and field."""
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{name}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{name}: cannot read: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
-        raise ConfigError(f"{name}: {where}invalid YAML: {exc.problem}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{name}: invalid YAML: {exc}") from None
+        data = read_yaml(path, expected="a scheduler configuration YAML file")
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     return parse_config(data, name)

@@ -26,6 +26,7 @@ import numpy.typing as npt
 import yaml
 
 from tierra.api.fields import Fields, Report
+from tierra.api.files import read_yaml
 from tierra.api.hypernode import LinkSpec
 from tierra.api.node import Node
 from tierra.errors import InputError, Origin, Problem
@@ -193,20 +194,7 @@ def default_cost_model() -> CostModel:
 def load_cost_model(path: str | Path) -> CostModel:
     """Read a cost model file; every problem in it is reported at once (``InputError``)."""
     name = str(path)
-    try:
-        text = Path(path).read_text("utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory, expected a cost model YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{name}: cannot read: {exc}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
-        raise InputError(f"{name}: {where}invalid YAML") from None
+    raw = read_yaml(path, expected="a cost model YAML file")
     return parse_cost_model(raw, name)
 
 

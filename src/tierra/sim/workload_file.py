@@ -25,9 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tierra.api.fields import Fields, Report
+from tierra.api.files import read_yaml
 from tierra.api.podgroup import decode_network_topology
 from tierra.errors import InputError, Origin, Problem
 from tierra.sim.workloads import API_VERSION, KIND, JobKind, Role, SimJob, Workload
@@ -139,20 +138,7 @@ def _job(f: Fields, i: int) -> SimJob | None:
 def load_workload(path: str | Path) -> Workload:
     """Read a ``kind: Workload`` YAML file; every problem is reported (``InputError``)."""
     name = str(path)
-    try:
-        text = Path(path).read_text("utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory, expected a workload YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{name}: cannot read: {exc}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
-        raise InputError(f"{name}: {where}invalid YAML") from None
+    raw = read_yaml(path, expected="a workload YAML file")
     return parse_workload(raw, name)
 
 
