@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -35,6 +33,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from _machine import machine
 
 from tierra.discovery.ibnetdiscover import discover_ibnetdiscover
 
@@ -125,23 +125,6 @@ def timed(path: Path, runs: int) -> tuple[list[float], Any]:
     return times, result
 
 
-def machine() -> dict[str, Any]:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-    }
-
-
 def main() -> int:
     runs = 3
     rows: list[dict[str, Any]] = []
@@ -198,7 +181,7 @@ def main() -> int:
         f"- **2,000-switch dump (synthetic)**: median {median:.3f} s,"
         f" worst {max(synth_row['seconds']):.3f} s of {runs} runs"
         f" (target < {TARGET_S} s): {verdict}",
-        f"- machine: {info['cpu']} ({info['cpus']} CPUs, shared), Python {info['python']}",
+        f"- machine: {info['cpu']} ({info['cores']} CPUs, shared), Python {info['python']}",
         "- command: `python bench/discovery_fabric.py` (`make bench-discovery`)",
         "",
         "| case | lines | MB | switches | leaves | hosts | CAs | links | tiers"

@@ -23,8 +23,6 @@ Writes bench/results/discovery_labels.{json,md}.
 from __future__ import annotations
 
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -33,6 +31,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from _machine import machine
 
 from tierra.api import Node, ObjectMeta, dump_yaml, load_snapshot
 from tierra.api.node import Condition, encode_node
@@ -128,24 +128,7 @@ def main() -> int:
         assert len(snap.nodes) == NODES
     worst = max(max(r["seconds"]) for r in rows)
     verdict = "met" if worst < TARGET_S else "NOT met"
-    cpu = (
-        next(
-            (
-                ln.split(":", 1)[1].strip()
-                for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")
-            ),
-            "",
-        )
-        if Path("/proc/cpuinfo").exists()
-        else ""
-    )
-    info = {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-    }
+    info = machine()
     report = {
         "benchmark": "discovery_labels",
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -162,7 +145,7 @@ def main() -> int:
         "# Label discovery (10,000 labelled nodes -> HyperNodes)",
         "",
         f"- **worst of every case and run**: {worst:.3f} s (target < {TARGET_S} s): {verdict}",
-        f"- machine: {cpu} ({os.cpu_count()} CPUs, shared), Python {info['python']}",
+        f"- machine: {info['cpu']} ({info['cores']} CPUs, shared), Python {info['python']}",
         "- command: `python bench/discovery_labels.py` (`make bench-discovery`)",
         f"- outside the target: reading the 10,000 nodes from YAML with `load_snapshot`:"
         f" {min(load_times):.2f} s",

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -25,6 +23,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from _machine import machine
 
 from tierra.kube.testing import (
     KUBE_SCHEDULER,
@@ -97,31 +97,6 @@ def peak_rss_mib(pid: int) -> float | None:
     except OSError:
         return None
     return None
-
-
-def machine() -> dict[str, Any]:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_gib = 0.0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_gib = int(line.split()[1]) / 1024 / 1024
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gib": round(mem_gib, 1),
-        "os": platform.platform(),
-        "python": platform.python_version(),
-    }
 
 
 def binary_version(path: Path) -> str:
@@ -249,7 +224,7 @@ bind); {r["pods_per_s_end_to_end"]} pods/s counting kube-scheduler's start and i
 | node creation | {s["create_nodes_per_s"]} nodes/s ({s["concurrency"]} in flight, Python client) |
 | pod creation | {s["create_pods_per_s"]} pods/s |
 | peak RSS | kube-apiserver {rss["kube-apiserver"]} MiB, etcd {rss["etcd"]} MiB |
-| machine | {m["cores"]} cores ({m["cpu"]}), {m["memory_gib"]} GiB, {m["os"]} |
+| machine | {m["cores"]} cores ({m["cpu"]}), {m["memory_bytes"] / 2**30:.1f} GiB, {m["platform"]} |
 | versions | {v["kube-scheduler"]}, {v["kube-apiserver"]}, {v["etcd"]} |
 | date | {result["date"]} |
 

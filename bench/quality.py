@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sim_scale import machine
+from _machine import machine
 
 from tierra.sim.clusters import build_cluster
 from tierra.sim.compare import compare

@@ -30,8 +30,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import platform
 import random
 import statistics
 import time
@@ -39,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from _machine import machine
 
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup
@@ -187,29 +185,6 @@ def run_size(n_nodes: int, seed: int) -> dict[str, Any]:
             "pods_per_s": len(result.bindings) / session_s,
             "gpu_use_after": gpu_use(fresh),
         },
-    }
-
-
-def machine() -> dict[str, Any]:
-    model = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = float("nan")
-    return {
-        "cpu": model,
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "load_average_at_start": load,
     }
 
 

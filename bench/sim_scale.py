@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _machine import machine
 
 from tierra.api.podgroup import NetworkTopology, TopologyMode
 from tierra.api.snapshot import load_snapshot
@@ -59,26 +58,6 @@ RESULTS = REPO / "bench" / "results"
 PRESET = "superpod"
 SIZES = (1_000, 10_000, 100_000)
 CASE_TIMEOUT_S = 900
-
-
-def machine() -> dict[str, Any]:
-    model = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu": model,
-        "cores": os.cpu_count(),
-        "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "load_average_at_start": os.getloadavg()[0],
-    }
 
 
 def rss_mib() -> float:

@@ -28,7 +28,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import random
 import resource
 import statistics
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _machine import machine
 
 from tierra.api import (
     HyperNode,
@@ -317,30 +317,6 @@ def snapshot_case(n_nodes: int) -> dict[str, Any]:
 
 
 # -- reporting ------------------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    model = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = float("nan")
-    return {
-        "cpu": model,
-        "cores": os.cpu_count(),
-        "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "load_average_at_start": load,
-    }
 
 
 def _ms(s: float) -> str:
