@@ -16,6 +16,7 @@ from tierra.discovery import LinkState, ParseError
 from tierra.discovery.fabric import HostNamer
 from tierra.discovery.ibnetdiscover import discover_ibnetdiscover, parse, read_text
 from tierra.discovery.result import MANAGED_BY
+from tierra.errors import InputError
 
 
 def ib(shared_fixtures: Path, name: str) -> Path:
@@ -220,7 +221,7 @@ def test_not_a_dump(tmp_path: Path) -> None:
         discover_ibnetdiscover([empty])
     binary = tmp_path / "bin.out"
     binary.write_bytes(b"\x00\x01\x02")
-    with pytest.raises(ParseError, match="binary"):
+    with pytest.raises(InputError, match="binary"):
         read_text(binary)
 
 

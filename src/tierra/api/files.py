@@ -24,8 +24,12 @@ from tierra.errors import InputError
 __all__ = ["YamlLoader", "parse_yaml", "read_text", "read_yaml", "yaml_problem"]
 
 
-def read_text(path: str | Path, *, expected: str = "a text file") -> str:
-    """The file's text (gzip read transparently); ``expected`` words the complaints."""
+def read_text(path: str | Path, *, expected: str = "a text file", lenient: bool = False) -> str:
+    """The file's text (gzip read transparently); ``expected`` words the complaints.
+
+    ``lenient`` replaces bytes that are not UTF-8 instead of refusing the file, for
+    tool dumps whose free-text fields (switch descriptions) may hold anything.
+    """
     name = str(path)
     try:
         data = Path(path).read_bytes()
@@ -43,7 +47,7 @@ def read_text(path: str | Path, *, expected: str = "a text file") -> str:
     if b"\x00" in data[:8192]:
         raise InputError(f"{name}: is a binary file, expected {expected}")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8", errors="replace" if lenient else "strict")
     except UnicodeDecodeError as exc:
         raise InputError(f"{name}: is not UTF-8 text (byte {exc.start})") from None
 

@@ -18,14 +18,14 @@ of N hops discovered") may legitimately mention undescribed devices; those are n
 
 from __future__ import annotations
 
-import gzip
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from tierra.api import files
 from tierra.discovery.fabric import DeviceKind, Fabric, HostNamer, Link, build
 from tierra.discovery.result import Discovery, ParseError, note
-from tierra.errors import InputError, Problem
+from tierra.errors import Problem
 
 SOURCE = "ibnetdiscover"
 
@@ -53,24 +53,8 @@ _ROW_KINDS = {"SW": DeviceKind.SWITCH, "CA": DeviceKind.CA}
 
 
 def read_text(path: str | Path) -> str:
-    """A dump's text (gzip is read transparently); unreadable files raise ``InputError``."""
-    name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory") from None
-    except OSError as exc:
-        raise InputError(f"{name}: cannot read: {exc.strerror}") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise ParseError(name, None, f"broken gzip data: {exc}") from None
-    if b"\x00" in data[:8192]:
-        raise ParseError(name, None, "is a binary file, expected ibnetdiscover text")
-    return data.decode("utf-8", errors="replace")
+    """A dump's text (gzip read transparently); unreadable files raise ``InputError``."""
+    return files.read_text(path, expected="ibnetdiscover text", lenient=True)
 
 
 def _peer_kind(peer_id: str) -> DeviceKind | None:
