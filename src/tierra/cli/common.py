@@ -7,14 +7,16 @@ user never sees a Python traceback for their own input.
 from __future__ import annotations
 
 import enum
+import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 
+from tierra.api.manifest import dump_yaml
 from tierra.api.snapshot import Snapshot, load_snapshot
 from tierra.errors import InputError, Problem, Severity
 
@@ -59,6 +61,14 @@ def print_problems(problems: Sequence[Problem], *, to: Console = err_console) ->
     for p in problems:
         colour = "red" if p.severity is Severity.ERROR else "yellow"
         to.print(f"[{colour}]{p.severity}:[/{colour}] {_escape(str(p))}")
+
+
+def print_document(doc: Mapping[str, Any], output: Output) -> None:
+    """A command's result as JSON or YAML on stdout, the same way for every command."""
+    if output is Output.YAML:
+        console.out(dump_yaml([doc]), highlight=False, end="")
+    else:
+        console.out(json.dumps(doc, indent=2), highlight=False)
 
 
 def exit_on_errors(problems: Sequence[Problem]) -> None:

@@ -9,7 +9,6 @@ best ``--show`` candidates and summarise the rest.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -18,8 +17,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from tierra.api.manifest import dump_yaml
-from tierra.cli.common import Output, console, fail
+from tierra.cli.common import Output, console, fail, print_document
 from tierra.cli.schedule import (
     ConfigOption,
     NamesOption,
@@ -98,7 +96,5 @@ def explain(
         fail(exp.summary)
     if output is Output.TEXT:
         _render(exp, show)
-    elif output is Output.YAML:
-        console.out(dump_yaml([exp.to_dict()]), highlight=False, end="")
     else:
-        console.out(json.dumps(exp.to_dict(), indent=2), highlight=False)
+        print_document(exp.to_dict(), output)

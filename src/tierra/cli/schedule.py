@@ -9,7 +9,6 @@ printed as warnings: the trees involved are unusable and everything else schedul
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -18,7 +17,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from tierra.api.manifest import dump_yaml
 from tierra.api.snapshot import Snapshot
 from tierra.cli.common import (
     Output,
@@ -27,6 +25,7 @@ from tierra.cli.common import (
     exit_on_errors,
     fail,
     load_snapshot_or_exit,
+    print_document,
     print_problems,
 )
 from tierra.errors import ConfigError, Severity
@@ -149,9 +148,7 @@ def schedule(
     state = ClusterState.from_snapshot(snapshot)
     warn_unusable_trees(state)
     result = run_session(state, cfg)
-    if output is Output.JSON:
-        console.out(json.dumps(result.to_dict(), indent=2), highlight=False)
-    elif output is Output.YAML:
-        console.out(dump_yaml([result.to_dict()]), highlight=False, end="")
-    else:
+    if output is Output.TEXT:
         render(result)
+    else:
+        print_document(result.to_dict(), output)

@@ -9,7 +9,6 @@ can use it too.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex
@@ -23,7 +22,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from tierra.api.manifest import dump_yaml
-from tierra.cli.common import Output, console, err_console, fail, print_problems
+from tierra.cli.common import Output, console, err_console, fail, print_document, print_problems
 from tierra.errors import ConfigError, InputError
 from tierra.scheduler import load_config
 from tierra.sim.clusters import (
@@ -196,12 +195,10 @@ def simulate(  # typer options, keyword-only
         workers=workers,
         quiet=output is not Output.TEXT,
     )
-    if output is Output.JSON:
-        console.out(json.dumps(comp.to_dict(), indent=2), highlight=False)
-    elif output is Output.YAML:
-        console.out(dump_yaml([comp.to_dict()]), highlight=False, end="")
-    else:
+    if output is Output.TEXT:
         _table(comp)
+    else:
+        print_document(comp.to_dict(), output)
     if not no_report:
         command = "tierra " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         try:
