@@ -278,18 +278,38 @@ def _build(
     )
 
 
+def _cached(state: ClusterState, key: str, alone: bool) -> Gang | None:
+    """The gang built for ``key`` in an earlier session, if nothing it reads changed since
+    (its PodGroup and pods: ``gang_changed_at``; queues, nodes: ``freed_at``)."""
+    hit = state.built.get(key)
+    if hit is None:
+        return None
+    at, gang = hit
+    if not isinstance(gang, Gang) or (gang.podgroup is None) != alone:
+        return None
+    if not state.unchanged_since(key, at):
+        return None
+    return gang
+
+
 def collect(
     state: ClusterState, scheduler_names: Sequence[str]
 ) -> tuple[list[Gang], list[Unschedulable]]:
-    """Every gang with pending pods of ours, and reasons for pods naming no PodGroup."""
+    """Every gang with pending pods of ours, and reasons for pods naming no PodGroup.
+
+    A gang whose inputs have not changed since an earlier session is reused as built."""
     names = set(scheduler_names)
+    if state.built_for != names:
+        state.built.clear()
+        state.built_for = names
     grouped: dict[str, list[Pod]] = {}
     solo: list[Pod] = []
+    pods, gang_of = state.pods, state.gang_of
     for key in state.pending:
-        pod = state.pods[key]
+        pod = pods[key]
         if pod.scheduler_name not in names:
             continue
-        g = gang_key(pod)
+        g = gang_of[key] if key in gang_of else gang_key(pod)
         if g is None:
             solo.append(pod)
         else:
@@ -310,10 +330,22 @@ def collect(
                 )
             )
             continue
-        running = [p for p in state.gang_pods(g) if p.holds_resources]
-        gangs.append(_build(g, pg, state, pending, running))
+        gang = _cached(state, g, alone=False)
+        if gang is None:
+            running = [p for p in state.gang_pods(g) if p.holds_resources]
+            gang = _build(g, pg, state, pending, running)
+            state.built[g] = (state.clock, gang)
+        gangs.append(gang)
     for pod in sorted(solo, key=lambda p: p.key):
-        gangs.append(_build(pod.key, None, state, [pod], []))
+        gang = _cached(state, pod.key, alone=True)
+        if gang is None:
+            gang = _build(pod.key, None, state, [pod], [])
+            state.built[pod.key] = (state.clock, gang)
+        gangs.append(gang)
+    if len(state.built) > len(gangs):
+        keep = {g.key for g in gangs}
+        for key in [k for k in state.built if k not in keep]:
+            del state.built[key]
     return gangs, orphans
 
 

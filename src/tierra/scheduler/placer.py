@@ -75,6 +75,10 @@ class Placer:
         self.txn = txn
         self.trace = trace
         self.nodes = NodeChoice(state, config, txn)
+        # set when a placement attempt failed in a domain whose counts said it fits:
+        # such a failure may not repeat with less free room, so it is not skipped later
+        self.attempt_failed = False
+        self.searched: tuple[Frame, Demand] | None = None  # the last gang's, for the session
         self._vecs: dict[tuple[tuple[str, int], ...], IntArray | str] = {}
 
     # -- demands ----------------------------------------------------------------------
@@ -127,8 +131,9 @@ class Placer:
         st = self.state
         if limit.flat:
             mark = self.txn.mark()
-            for shape in demand.shapes:
+            for i, shape in enumerate(demand.shapes):
                 if self.nodes.pack_flat(shape, shape.pods, region, partial=False) < len(shape.pods):
+                    self.attempt_failed |= i > 0  # the first shape fails on counts alone
                     self.txn.rollback(mark)
                     search = Search(st, self.config, demand, root_only(limit), region)
                     list(search.tiers())
@@ -152,6 +157,7 @@ class Placer:
                 if self.nodes.place_in(h, demand):
                     self._note(scope, h, "chosen")
                     return Outcome(True, domain=h)
+                self.attempt_failed = True
                 self._note(scope, h, "placement failed: the pods' shapes compete for nodes")
         return Outcome(
             False, no_fit_reason(st, demand, limit, search.misses, region=region, sticky=sticky)
@@ -205,6 +211,7 @@ class Placer:
     def place_gang(self, gang: Gang, within: int | None = None) -> Outcome:
         """Place ``gang`` (inside ``within`` if given) or say why not; see the module doc."""
         st, ix = self.state, self.state.index
+        self.searched = None
         frame = self.frame(gang, within)
         if isinstance(frame, str):
             return Outcome(False, frame)
@@ -222,12 +229,14 @@ class Placer:
         whole = self.demand(core_pods, floor)
         if isinstance(whole, str):
             return Outcome(False, whole)
+        self.searched = (frame, whole)
         if not core_pods:  # already ready: only extras
             domain = sticky if sticky is not None else ix.root
             placed = self._extras(
                 gang, extras=extras, limits=limits, limit=limit, domain=domain, region=region
             )
             if placed == 0:
+                self.attempt_failed = True
                 pending = [p for _, pods in extras for p in pods]
                 one = self.demand(pending[:1])
                 n = len(pending)
@@ -283,6 +292,7 @@ class Placer:
                     )
                     return Outcome(True, domain=h)
                 self.txn.rollback(mark)
+                self.attempt_failed = True
                 failure = failure or f"in {domain_name(st, h)}: {why}"
                 self._note("gang", h, why)
         if failure:

@@ -15,6 +15,20 @@ The recipe, per session:
       roll back and record the reason;
 4. return the decisions.
 
+A gang that failed in an earlier session is skipped, with its earlier reason, while
+nothing it depends on has changed (``ClusterState.unchanged_since``): no node,
+HyperNode or queue changed, nothing of its own changed, and no room was freed where it
+could help. Only failures that must repeat are remembered -- input that cannot be
+honoured, and placement failures where counting alone ruled out every allowed domain.
+Counts only shrink as room is taken, so a domain stays ruled out until room is freed
+on one of its nodes; and such a domain can pass again only if its free room (the sum
+the domain search checks first) covers the gang. So a freed pod re-tries a gang only
+when one of the domains above the freed node is allowed to it and now has the room.
+Not remembered, so re-tried every session: a queue limit (fair share moves with every
+other queue), a domain whose counts fit but whose placement failed (a greedy attempt
+may succeed with less room), and a gang that could preempt now (victims change with
+every binding).
+
 Deterministic: no clocks, no randomness, every order has a final tie-break by name.
 """
 
@@ -32,7 +46,7 @@ from tierra.scheduler.placer import Placer
 from tierra.scheduler.preemption import Preemptor, queue_of
 from tierra.scheduler.queues import QueueBook, gang_order
 from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
-from tierra.scheduler.state import ClusterState, gang_key
+from tierra.scheduler.state import ClusterState, Failure, gang_key
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
 
@@ -63,11 +77,14 @@ class _Session:
         self.txn = Transaction(state.capacity)
         self.placer = Placer(state, config, self.txn)
         self.preemptor = Preemptor(state, config, self.placer, self.bound_now)
+        # (log length, suffix length) -> the domains of that suffix of the freed-room log
+        self._freed_domains: dict[tuple[int, int], IntArray] = {}
 
     def run(self, explain: str | None) -> tuple[SessionResult, Explanation | None]:
         # 1. gangs
         gangs, orphans = collect(self.state, self.config.scheduler_names)
         self.unschedulable.extend(orphans)
+        self._forget_failures({g.key for g in gangs})
         # 2. queues
         waiting_queues = {g.queue for g in gangs}
         demands = _demands(self.placer, gangs) if len(waiting_queues) > 1 else {}
@@ -89,6 +106,8 @@ class _Session:
                 if found is None:
                     continue
                 gang = found
+            if gang.key != explain and self._skip(gang):
+                continue
             trace: list[TierTrace] | None = [] if gang.key == explain else None
             self.placer.trace = trace
             reason = self.place(gang, book)
@@ -108,33 +127,131 @@ class _Session:
         )
         return result, explained
 
+    def _forget_failures(self, waiting: set[str]) -> None:
+        """Drop failures of gangs no longer waiting, or all under another config."""
+        st = self.state
+        if st.failures_config != self.config:
+            st.failures.clear()
+            st.failures_config = self.config
+        for key in [k for k in st.failures if k not in waiting]:
+            del st.failures[key]
+        st.trim_freed(min((f.at for f in st.failures.values()), default=st.clock))
+
+    def _may_preempt(self, gang: Gang) -> bool:
+        lowest = min(self.state.running_priorities(), default=gang.priority)
+        return self.config.preemption and gang.priority > lowest
+
+    def _skip(self, gang: Gang) -> bool:
+        """Report ``gang`` with its earlier reason if nothing it needs has changed."""
+        st = self.state
+        failed = st.failures.get(gang.key)
+        if failed is None or not st.skip_unchanged:
+            return False
+        if not st.unchanged_since(gang.key, failed.at) or self._may_preempt(gang):
+            return False
+        if self._room_freed_for(failed):
+            return False
+        self.unschedulable.append(Unschedulable(gang.key, failed.reason))
+        return True
+
+    def _room_freed_for(self, failed: Failure) -> bool:
+        """Whether room freed since ``failed`` could let some domain pass its counts."""
+        st = self.state
+        freed = st.freed_since(failed.at)
+        if not freed or failed.needs is None or failed.limit is None:
+            return False
+        ix, lay, cap = st.index, st.layouts, st.capacity
+        doms = self._domains_of(freed)
+        limit, region = failed.limit, failed.region
+        if limit.flat:  # counted node by node over the region only
+            if region not in doms:
+                return False
+            inside = ix.real_nodes[region] if region != ix.root else slice(None)
+            free = np.maximum(cap.node_alloc[inside] - cap.node_used[inside], 0).sum(axis=0)
+            return bool((free >= failed.needs).all())
+        # limit.allows and layouts.inside, over all the domains at once
+        tree = ix.tree_of[doms]
+        tree_max = np.asarray((*limit.tree_max, -1), dtype=np.int64)  # index -1: the root
+        ok = np.where(
+            doms == ix.root, limit.root, ix.usable[doms] & (ix.tier[doms] <= tree_max[tree])
+        )
+        ok &= (lay.tin[region] <= lay.tin[doms]) & (lay.tin[doms] < lay.tout[region])
+        ok_doms = doms[ok]
+        if len(ok_doms) == 0:
+            return False
+        free = cap.dom_alloc[ok_doms] - cap.dom_used[ok_doms]
+        fits = (free[:, None, :] >= failed.needs[None, :, :]).all(axis=(1, 2))
+        return bool(fits.any())
+
+    def _domains_of(self, nodes: list[int]) -> IntArray:
+        """Every domain (the root included) holding one of ``nodes``, each once."""
+        key = (len(self.state.freed_nodes), len(nodes))
+        found = self._freed_domains.get(key)
+        if found is None:
+            ix = self.state.index
+            uniq = np.unique(np.asarray(nodes, dtype=np.int64))
+            found = np.unique(np.concatenate([ix.domains_of(int(n)) for n in uniq]))
+            self._freed_domains[key] = found
+        return found
+
+    def _remember(self, gang: Gang, kind: str | None, reason: str) -> None:
+        """Keep a failure that must repeat until something changes; forget any other.
+
+        A placement failure remembers what room could help: the gang's whole request
+        (and ``minResources``) for the domain search, each shape's for a flat gang."""
+        st = self.state
+        if kind is None:
+            st.failures.pop(gang.key, None)
+            return
+        searched = self.placer.searched if kind == "capacity" else None
+        if searched is None:
+            st.failures[gang.key] = Failure(kind, reason, st.clock)
+            return
+        frame, demand = searched
+        if frame.limit.flat:
+            rows = [s.vec * len(s.pods) for s in demand.shapes]
+        else:
+            rows = [demand.total] + ([demand.floor] if demand.floor is not None else [])
+        st.failures[gang.key] = Failure(
+            kind, reason, st.clock, np.stack(rows), frame.limit, frame.region
+        )
+
     def place(self, gang: Gang, book: QueueBook) -> str | None:
         """Try one gang; None when placed, else the reason it waits (also recorded)."""
         placer, txn = self.placer, self.txn
         # a. inconsistent input or queue limits
-        reason = gang.problem or self._queue_limit(gang, book)
+        if gang.problem is not None:
+            self._remember(gang, "input", gang.problem)
+            self.unschedulable.append(Unschedulable(gang.key, gang.problem))
+            return gang.problem
+        reason = self._queue_limit(gang, book)
         if reason is not None:
+            self._remember(gang, None, reason)
             self.unschedulable.append(Unschedulable(gang.key, reason))
             return reason
         # b. place
+        placer.attempt_failed = False
         out = placer.place_gang(gang)
         if out.ok:
+            self._remember(gang, None, "")
             self.commit(gang, book, "")
             return None
         txn.rollback()
+        counted = not placer.attempt_failed
         # c. preempt
-        lowest = min(self.state.running_priorities(), default=gang.priority)
-        if self.config.preemption and gang.priority > lowest:
+        if self._may_preempt(gang):
             pre, plan = self.preemptor.preempt(gang)
             if pre.ok and plan is not None:
                 why = (
                     f"preempted by {gang.key} (priority {gang.priority}) to make room in "
                     f"{domain_name(self.state, plan.domain)}"
                 )
+                self._remember(gang, None, "")
                 self.commit(gang, book, why)
                 return None
             txn.rollback()
         # d. wait
+        self._remember(gang, "capacity" if counted else None, out.reason)
         self.unschedulable.append(Unschedulable(gang.key, out.reason))
         return out.reason
 

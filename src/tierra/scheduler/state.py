@@ -10,13 +10,23 @@ node, new labels or allocatable, new HyperNodes) rebuilds the index.
 
 Nodes that do not report ``pods`` in allocatable get the kubelet default (110), so a
 hand-written snapshot does not make every node full.
+
+Events are counted (``clock``) so a session can skip a gang that failed before when
+nothing it depends on has changed since (kube-scheduler's unschedulable queue, Kueue's
+requeue-on-event): ``freed_at`` is the last event that may change what fits anywhere
+(a node changed, HyperNodes or queues changed, the index rebuilt); ``freed_nodes``
+logs, per event, the node where a pod holding resources was removed or evicted (room
+freed there can only help domains holding that node); ``gang_changed_at`` is the last
+event touching a gang (its PodGroup, a pod added, bound or removed). ``failures``
+keeps each gang's last skippable failure (see ``session.py`` for which ones are).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +38,7 @@ from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
 from tierra.errors import Problem
+from tierra.scheduler.constraints import TierLimit
 from tierra.scheduler.fit import NodeFilter
 from tierra.scheduler.layout import Layouts
 from tierra.scheduler.policies.base import View
@@ -76,6 +87,22 @@ def _rebound(pod: Pod, node_name: str) -> Pod:
     return clone
 
 
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a gang last failed, when (``ClusterState.clock``), and what room could help.
+
+    ``needs`` rows are amounts a domain's free room must each cover for the gang to pass
+    the counts there (None: freed room cannot help, e.g. input that cannot be honoured);
+    ``limit`` and ``region`` say which domains the gang may use."""
+
+    kind: str  # "capacity" (counting showed no domain holds it) or "input"
+    reason: str
+    at: int
+    needs: IntArray | None = None
+    limit: TierLimit | None = None
+    region: int = -1
+
+
 def _with_pods(node: Node) -> Node:
     if PODS in node.allocatable:
         return node
@@ -105,6 +132,17 @@ class ClusterState:
         self.solo_used: dict[str, IntArray] = {}  # queue -> resources held by lone pods
         self.priorities: Counter[int] = Counter()  # priorities of pods holding resources
         self.generation = 0  # bumped whenever the index is rebuilt
+        self.clock = 0  # events so far (see the module docstring)
+        self.freed_at = 0  # last event that may change what fits anywhere
+        self.freed_clock: list[int] = []  # events that freed room on one node ...
+        self.freed_nodes: list[int] = []  # ... and that node (both ascending by event)
+        self.gang_changed_at: dict[str, int] = {}  # gang key -> last event touching it
+        self.failures: dict[str, Failure] = {}  # gang key -> its last skippable failure
+        self.failures_config: object = None  # the config those failures were found under
+        self.gang_of: dict[str, str | None] = {}  # pod key -> its gang key (None: alone)
+        self.built: dict[str, tuple[int, object]] = {}  # gang key -> (event, its Gang)
+        self.built_for: object = None  # the scheduler names those gangs were built for
+        self.skip_unchanged = True  # internal switch: False re-tries every gang
         self._build({n.name: n for n in nodes})
 
     @classmethod
@@ -132,6 +170,9 @@ class ClusterState:
         self.view = View(ix, self.capacity, self.layouts)
         self.link_trouble: dict[int, str] = _link_trouble(ix)
         self.generation += 1
+        self._freed()
+        self.freed_clock.clear()
+        self.freed_nodes.clear()
         self.node_of.clear()
         self.vec_of.clear()
         self.gang_used.clear()
@@ -142,6 +183,39 @@ class ClusterState:
 
     def _rebuild(self) -> None:
         self._build({n.name: n for n in self.nodes})
+
+    # -- events -----------------------------------------------------------------------
+
+    def _freed(self) -> None:
+        """Something happened that could let any waiting gang fit."""
+        self.clock += 1
+        self.freed_at = self.clock
+
+    def _freed_on(self, node: int) -> None:
+        """A pod holding resources on ``node`` left it."""
+        self.clock += 1
+        self.freed_clock.append(self.clock)
+        self.freed_nodes.append(node)
+
+    def freed_since(self, at: int) -> list[int]:
+        """Nodes where room was freed after event ``at``."""
+        return self.freed_nodes[bisect_right(self.freed_clock, at) :]
+
+    def trim_freed(self, before: int) -> None:
+        """Forget freed room logged at or before event ``before`` (nobody asks any more)."""
+        i = bisect_right(self.freed_clock, before)
+        if i:
+            del self.freed_clock[:i]
+            del self.freed_nodes[:i]
+
+    def _touched(self, gang: str) -> None:
+        """Something happened to gang ``gang`` (its PodGroup or its pods)."""
+        self.clock += 1
+        self.gang_changed_at[gang] = self.clock
+
+    def unchanged_since(self, gang: str, at: int) -> bool:
+        """Whether nothing but consumed or freed room has changed for ``gang`` since ``at``."""
+        return self.freed_at <= at and self.gang_changed_at.get(gang, 0) <= at
 
     # -- objects ----------------------------------------------------------------------
 
@@ -155,6 +229,8 @@ class ClusterState:
             g = gang_key(pod)
             if g is not None:
                 self.members.setdefault(g, {})[key] = None
+            self.gang_of[key] = g
+            self._touched(key if g is None else g)
             if not pod.bound and not pod.terminated:
                 self.pending[key] = None
             self._hold(key, pod)
@@ -162,13 +238,17 @@ class ClusterState:
     def add_podgroups(self, podgroups: Sequence[PodGroup]) -> None:
         for pg in podgroups:
             self.podgroups[pg.key] = pg  # queue usage is summed per session from gang_used
+            self._touched(pg.key)
 
     def add_queues(self, queues: Sequence[Queue]) -> None:
         for q in queues:
             self.queues[q.name] = q
+        if queues:
+            self._freed()
 
     def remove_podgroup(self, key: str) -> None:
         self.podgroups.pop(key, None)
+        self._touched(key)
 
     def remove_pod(self, key: str) -> None:
         """A pod completed or was deleted: its resources are free again."""
@@ -176,8 +256,12 @@ class ClusterState:
         if pod is None:
             return
         self.pending.pop(key, None)
+        if key in self.node_of:
+            self._freed_on(self.node_of[key])
         self._release(key, pod)
         g = gang_key(pod)
+        self._touched(key if g is None else g)
+        self.gang_of.pop(key, None)
         if g is not None and g in self.members:
             self.members[g].pop(key, None)
             if not self.members[g]:
@@ -200,6 +284,7 @@ class ClusterState:
         self.nodes[i] = node
         self.health.update(node)
         self.filter.invalidate()
+        self._freed()
 
     def remove_node(self, name: str) -> None:
         self._build({n.name: n for n in self.nodes if n.name != name})
@@ -251,8 +336,10 @@ class ClusterState:
         """Record bindings (a committed gang) whose resources are already placed."""
         names = self.index.node_names
         totals: dict[tuple[bool, str], IntArray] = {}
+        touched: set[str] = set()
         for pod, node, vec in assigned:
             key = pod.key
+            touched.add(self.gang_of.get(key) or gang_key(pod) or key)
             bound = _rebound(pod, names[node])
             self.pods[key] = bound
             self.pending.pop(key, None)
@@ -267,6 +354,8 @@ class ClusterState:
             book = self.gang_used if is_gang else self.solo_used
             cur = book.get(k)
             book[k] = total if cur is None else cur + total
+        for g in sorted(touched):
+            self._touched(g)
 
     @staticmethod
     def _solo_queue(pod: Pod) -> str:
@@ -282,11 +371,15 @@ class ClusterState:
         if pod is None:
             return
         self.pending.pop(key, None)
-        self.node_of.pop(key, None)
+        node = self.node_of.pop(key, None)
         vec = self.vec_of.pop(key, None)
         if vec is not None:
             self._usage(pod, vec, -1)
+        if node is not None:
+            self._freed_on(node)
         g = gang_key(pod)
+        self._touched(key if g is None else g)
+        self.gang_of.pop(key, None)
         if g is not None and g in self.members:
             self.members[g].pop(key, None)
             if not self.members[g]:

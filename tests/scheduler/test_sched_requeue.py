@@ -1,0 +1,204 @@
+"""Gangs that failed are not re-tried until something they need changes.
+
+Each test counts ``Placer.place_gang`` calls: a skipped gang is reported with its
+earlier reason and never reaches placement. The property test runs the same random
+events against two states, one with skipping switched off, and compares decisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tierra.api.podgroup import PodGroup
+from tierra.scheduler import ClusterState, SessionResult, run_session
+from tierra.scheduler.placer import Placer
+from tierra.scheduler.testing import canonical, gang, node, pod, podgroup, snapshot, topology
+
+Tried = list[str]
+
+
+@pytest.fixture
+def tried(monkeypatch: pytest.MonkeyPatch) -> Tried:
+    """The gang keys placement was asked about, in order."""
+    calls: Tried = []
+    original = Placer.place_gang
+
+    def spy(self: Placer, g: object, within: int | None = None) -> object:
+        calls.append(g.key)  # type: ignore[attr-defined]
+        return original(self, g, within)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Placer, "place_gang", spy)
+    return calls
+
+
+def full_canonical() -> ClusterState:
+    """Volcano's canonical tree, every node's 8 GPUs taken; a 2-node tier-1 gang waits."""
+    nodes, hns = canonical()
+    running = [pod(f"r{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
+    pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8)
+    return ClusterState.from_snapshot(snapshot(nodes, hns, running + pods, [pg]))
+
+
+def why(result: SessionResult) -> dict[str, str]:
+    return {u.podgroup: u.reason for u in result.unschedulable}
+
+
+def test_a_gang_is_skipped_while_nothing_changed(tried: Tried) -> None:
+    state = full_canonical()
+    first = run_session(state)
+    assert tried == ["default/big"]
+    # another gang arriving takes room; it frees none, so "big" is not tried again
+    other, pods = gang("small", 1, gpu=1)
+    state.add_podgroups([other])
+    state.add_pods(pods)
+    second = run_session(state)
+    assert tried == ["default/big", "default/small"]
+    assert why(second)["default/big"] == why(first)["default/big"]
+    assert "tier-1" in why(second)["default/big"]
+
+
+def test_room_freed_where_the_gang_may_go_retries_it(tried: Tried) -> None:
+    state = full_canonical()
+    run_session(state)
+    state.remove_pod("default/r0")  # s0 now has one free node: not enough for 2
+    run_session(state)
+    assert tried == ["default/big"]  # s0 still cannot hold 16 GPUs: not re-tried
+    state.remove_pod("default/r1")
+    result = run_session(state)
+    assert tried == ["default/big", "default/big"]
+    assert {b.node for b in result.bindings} == {"node-0", "node-1"}
+
+
+def test_room_freed_in_a_disallowed_domain_does_not_retry(tried: Tried) -> None:
+    nodes, hns = canonical()
+    running = [pod(f"r{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
+    pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8, node_selector={"z": "a"})
+    state = ClusterState.from_snapshot(snapshot(nodes, hns, running + pods, [pg]))
+    run_session(state)
+    state.remove_pod("default/r0")
+    state.remove_pod("default/r1")  # s0 has the room, but no node matches the selector
+    run_session(state)
+    assert tried == ["default/big", "default/big"]  # room in an allowed domain: re-tried
+    run_session(state)
+    assert tried == ["default/big", "default/big"]  # nothing since: skipped
+
+
+def test_a_node_readied_retries_the_gang(tried: Tried) -> None:
+    nodes, hns = canonical()
+    nodes = [replace(n, conditions=node(n.name, ready=False).conditions) for n in nodes]
+    pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8)
+    state = ClusterState.from_snapshot(snapshot(nodes, hns, pods, [pg]))
+    assert run_session(state).bindings == ()
+    run_session(state)
+    assert tried == ["default/big"]
+    for name in ("node-2", "node-3"):
+        state.update_node(node(name))
+    result = run_session(state)
+    assert tried == ["default/big", "default/big"]
+    assert {b.node for b in result.bindings} == {"node-2", "node-3"}
+
+
+def test_a_changed_podgroup_or_new_pods_retry_the_gang(tried: Tried) -> None:
+    state = full_canonical()
+    state.remove_pod("default/r0")
+    run_session(state)
+    run_session(state)
+    assert tried == ["default/big"]
+    state.add_podgroups([podgroup("big", 1, network_topology=topology(tier=1))])
+    result = run_session(state)
+    assert tried == ["default/big", "default/big"]
+    assert [b.node for b in result.bindings] == ["node-0"]  # minMember 1 now fits
+    # a pod added to a gang that waits for input also re-tries it
+    state.add_podgroups([podgroup("three", 3)])
+    state.add_pods([pod("three-0", group="three", gpu=1)])
+    first = run_session(state)
+    assert "minMember is 3" in why(first)["default/three"]
+    assert "minMember is 3" in why(run_session(state))["default/three"]  # skipped
+    assert "default/three" not in tried
+    state.add_pods([pod(f"three-{i}", group="three", gpu=1) for i in (1, 2)])
+    assert "cannot hold 3 pods" in why(run_session(state))["default/three"]  # the cluster is full
+    assert tried[-1] == "default/three"
+
+
+def test_a_gang_that_may_preempt_is_always_retried(tried: Tried) -> None:
+    state = full_canonical()
+    pg, pods = gang("urgent", 3, network_topology=topology(tier=1), gpu=8, priority=5)
+    state.add_podgroups([pg])
+    state.add_pods(pods)
+    run_session(state)
+    assert "default/urgent" in why(run_session(state))  # 3 nodes: no tier-1 domain holds it
+    assert tried.count("default/urgent") >= 2
+
+
+def test_schedule_from_a_snapshot_is_unaffected() -> None:
+    state = full_canonical()
+    state.skip_unchanged = False
+    plain = run_session(state)
+    assert plain == run_session(full_canonical())
+
+
+# -- skipping never changes a decision ---------------------------------------------
+
+
+@st.composite
+def events(draw: st.DrawFn) -> list[tuple[str, int, int, int]]:
+    """(kind, a, b, c): add a gang (size, GPUs, tier/priority), remove one, node down or
+    up, run a session."""
+    out = []
+    for _ in range(draw(st.integers(4, 18))):
+        kind = draw(st.sampled_from(["add", "add", "remove", "down", "up", "session"]))
+        out.append(
+            (kind, draw(st.integers(0, 7)), draw(st.integers(0, 8)), draw(st.integers(0, 9)))
+        )
+    return out
+
+
+def _apply(state: ClusterState, event: tuple[str, int, int, int], serial: int) -> None:
+    kind, a, b, c = event
+    if kind == "add":
+        size, gpus = a % 4 + 1, b
+        limit = None if c % 3 == 0 else topology("hard" if c % 3 == 1 else "soft", tier=c % 3)
+        pg: PodGroup = podgroup(f"g{serial}", size, network_topology=limit)
+        pods = [
+            pod(f"g{serial}-{i}", group=f"g{serial}", gpu=gpus, cpu=1 + i % 2, priority=c % 2)
+            for i in range(size)
+        ]
+        state.add_podgroups([pg])
+        state.add_pods(pods)
+    elif kind == "remove":
+        gangs = sorted(state.members)
+        if gangs:
+            g = gangs[(a * 7 + b) % len(gangs)]
+            for key in list(state.members.get(g, {})):
+                state.remove_pod(key)
+            state.remove_podgroup(g)
+    elif kind in ("down", "up"):
+        name = f"node-{a}"
+        state.update_node(node(name, ready=kind == "up"))
+
+
+def _decisions(result: SessionResult) -> tuple[object, ...]:
+    return (result.bindings, result.evictions, sorted(u.podgroup for u in result.unschedulable))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events(), st.booleans())
+def test_skipping_never_changes_a_decision(
+    seq: list[tuple[str, int, int, int]], some: bool
+) -> None:
+    nodes, hns = canonical()
+    start = [
+        pod(f"r{i}", node_name=f"node-{i}", gpu=4 + 4 * (i % 2)) for i in range(8 if some else 0)
+    ]
+    skipping = ClusterState.from_snapshot(snapshot(nodes, hns, start))
+    plain = ClusterState.from_snapshot(snapshot(nodes, hns, start))
+    plain.skip_unchanged = False
+    for serial, event in enumerate([*seq, ("session", 0, 0, 0)]):
+        for state in (skipping, plain):
+            _apply(state, event, serial)
+        if event[0] == "session" or serial % 3 == 2:
+            assert _decisions(run_session(skipping)) == _decisions(run_session(plain))
