@@ -96,3 +96,37 @@ def test_preemption_can_be_turned_off() -> None:
     config = SchedulerConfig(preemption=False)
     result = run(nodes, hns, full_cluster({}) + pods, [pg], config=config)
     assert result.evictions == ()
+
+
+def test_victims_the_gang_does_not_need_are_given_back() -> None:
+    """Greedy order takes a (priority 1) then b (2); b alone makes room, so a stays."""
+    nodes, hns = canonical()
+    running = [
+        pod("a", node_name="node-0", gpu=4, priority=1),
+        pod("c", node_name="node-0", gpu=4, priority=3),
+        pod("b", node_name="node-1", gpu=8, priority=2),
+    ]
+    running += [pod(f"high-{i}", node_name=f"node-{i}", gpu=8, priority=50) for i in range(2, 8)]
+    pg, pods = gang("urgent", 1, network_topology=topology(tier=1), gpu=8, priority=100)
+    result = run(nodes, hns, running + pods, [pg])
+    assert [e.pod for e in result.evictions] == ["default/b"]
+    assert placed(result) == {"default/urgent-0": "node-1"}
+
+
+def test_pruning_keeps_a_gang_whole_or_untouched() -> None:
+    """low (minMember 2) runs 3 pods: its surplus pod low-0 goes first, then the rest of
+    the gang frees node-1. Giving low-0 back would still fit, but would leave low with
+    one pod below its minMember: the whole gang goes."""
+    nodes, hns = canonical()
+    pg_low = podgroup("low", 2)
+    running = [
+        pod("low-0", group="low", node_name="node-0", gpu=4, priority=1),
+        pod("low-1", group="low", node_name="node-1", gpu=4, priority=1),
+        pod("low-2", group="low", node_name="node-1", gpu=4, priority=1),
+        pod("high-0", node_name="node-0", gpu=4, priority=50),
+    ]
+    running += [pod(f"high-{i}", node_name=f"node-{i}", gpu=8, priority=50) for i in range(2, 8)]
+    pg, pods = gang("urgent", 1, network_topology=topology(tier=1), gpu=8, priority=100)
+    result = run(nodes, hns, running + pods, [pg_low, pg])
+    assert {e.pod for e in result.evictions} == {f"default/low-{i}" for i in range(3)}
+    assert placed(result) == {"default/urgent-0": "node-1"}

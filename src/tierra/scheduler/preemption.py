@@ -11,6 +11,10 @@ one domain its limit allows (Volcano's gangPreempt, confined to a domain):
 * in each candidate domain, victims are added lowest priority first (then single pods
   before whole gangs, smaller before larger, then name) until the domain's free
   resources cover the gang, then placement is tried; more are added while it fails;
+* once the gang fits, victims it does not need are given back: each bundle in turn,
+  highest priority first (then the latest added), is dropped from the set if the gang
+  still fits without it -- a gang's single pods stay in the set while the rest of that
+  gang goes, so no gang is left below ``minMember``;
 * the domain whose highest-priority victim is lowest wins (kube-scheduler's first
   rule), then the one needing the fewest victims, then the lowest priority sum, the
   lower tier, the name. Candidates are the allowed domains whose free plus
@@ -180,13 +184,13 @@ class Preemptor:
         inside = np.zeros(len(st.index.node_names), dtype=bool)
         inside[st.index.real_nodes[h]] = True
         mark = txn.mark()
-        chosen: list[Victim] = []
+        chosen: list[Bundle] = []
         tries = 0
-        plan = None
+        found = False
         for b in self._bundles(victims, inside):
             for v in b.victims:
                 txn.evict(v.key, v.node, v.vec)
-            chosen.extend(b.victims)
+            chosen.append(b)
             free = st.capacity.dom_alloc[h] - st.capacity.dom_used[h]
             if not (free >= total).all():
                 continue
@@ -194,13 +198,47 @@ class Preemptor:
             out = self.placer.place_gang(gang, within=h)
             txn.rollback(inner)
             if out.ok:
-                plan = Plan(h, tuple(chosen))
+                found = True
                 break
             tries += 1
             if tries >= MAX_TRIES_PER_DOMAIN:
                 break
         txn.rollback(mark)
-        return plan
+        if not found:
+            return None
+        kept = self._prune(gang, h, total, chosen)
+        return Plan(h, tuple(v for b in kept for v in b.victims))
+
+    def _fits_without(self, gang: Gang, h: int, total: IntArray, bundles: list[Bundle]) -> bool:
+        """Whether ``gang`` fits in ``h`` when exactly ``bundles`` are evicted."""
+        st, txn = self.state, self.placer.txn
+        mark = txn.mark()
+        try:
+            for b in bundles:
+                for v in b.victims:
+                    txn.evict(v.key, v.node, v.vec)
+            free = st.capacity.dom_alloc[h] - st.capacity.dom_used[h]
+            return bool((free >= total).all()) and self.placer.place_gang(gang, within=h).ok
+        finally:
+            txn.rollback(mark)
+
+    def _prune(self, gang: Gang, h: int, total: IntArray, chosen: list[Bundle]) -> list[Bundle]:
+        """``chosen`` without the bundles the gang does not need (see the module doc)."""
+        if len(chosen) < 2:
+            return chosen
+        st = self.state
+        kept = list(chosen)
+        order = sorted(range(len(chosen)), key=lambda i: (-chosen[i].priority, -i))
+        for i in order:
+            b = chosen[i]
+            if not b.whole:
+                owner = gang_key(st.pods[b.victims[0].key])
+                if any(k.whole and k.name == owner for k in kept):
+                    continue  # the rest of its gang goes: this pod must go too
+            trial = [k for k in kept if k is not b]
+            if self._fits_without(gang, h, total, trial):
+                kept = trial
+        return kept
 
     def preempt(self, gang: Gang) -> tuple[Outcome, Plan | None]:
         """Evict and place inside the transaction, or leave it untouched."""
