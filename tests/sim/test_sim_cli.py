@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -103,6 +104,23 @@ def test_unknown_policy_and_bad_numbers() -> None:
     assert code == 2 and "unknown policy 'slurm'" in out
     code, out = run("--nodes", "10")
     assert code == 2 and "between 64 and 100,000" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--hours", "nan"), ("--load", "inf"), ("--session-interval", "nan"), ("--seed", "-1")],
+)
+def test_non_finite_numbers_and_negative_seed(args: tuple[str, str]) -> None:
+    # nan passed "hours <= 0" and crashed numpy; inf load never finished; a negative
+    # seed crashed numpy's SeedSequence
+    code, out = run("--no-report", *args)
+    assert code == 2 and args[0] in out, out
+
+
+def test_a_policy_named_twice_runs_once() -> None:
+    code, out = run(*SMALL[:4], "--policies", "firstfit,firstfit", "--no-report", "-o", "json")
+    assert code == 0, out
+    assert [r["policy"] for r in json.loads(out)["results"]] == ["firstfit"]
 
 
 def test_scheduler_config(tmp_path: Path) -> None:

@@ -144,15 +144,17 @@ def simulate(  # typer options, keyword-only
     ] = Output.TEXT,
 ) -> None:
     """Compare placement policies on a simulated cluster and workload."""
-    names = [p.strip() for p in policies.split(",") if p.strip()]
+    names = list(dict.fromkeys(p.strip() for p in policies.split(",") if p.strip()))
     if bad := unknown_policies(names):
         fail(f"unknown policy {bad[0]!r}; choose from: {', '.join(POLICIES)}")
     if not names:
         fail("--policies names no policy")
     if trace not in TRACES:
         fail(f"unknown trace {trace!r}; choose one of: {', '.join(TRACES)}")
-    if hours <= 0 or load <= 0 or interval < 0:
-        fail("--hours and --load must be > 0, --session-interval >= 0")
+    if not (0 < hours < math.inf and 0 < load < math.inf and 0 <= interval < math.inf):
+        fail("--hours and --load must be finite and > 0, --session-interval finite and >= 0")
+    if seed < 0:
+        fail(f"--seed must be >= 0, not {seed}")
     try:
         cost = load_cost_model(cost_model) if cost_model is not None else default_cost_model()
         the_cluster = _cluster(cluster, nodes, cost)
