@@ -73,6 +73,26 @@ def test_kueue_and_kai_topology_objects_as_presets(shared_fixtures: Path, tmp_pa
         preset("kai", read_documents(crds / "kueue-tas-sample-gpu-queues.yaml"))
 
 
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("[1]", r"Topology/t: spec: expected an object, got a list"),
+        ("{levels: 7}", r"Topology/t: spec\.levels: expected a list, got int"),
+        ("{levels: []}", r"Topology/t: spec\.levels: must be a non-empty list"),
+        ("{levels: [{nodeLabel: 5}]}", r"spec\.levels\[0\]\.nodeLabel: expected a string"),
+        ("{levels: [{alias: x}]}", r"spec\.levels\[0\]\.nodeLabel: is required"),
+    ],
+)
+def test_malformed_topology_object(tmp_path: Path, spec: str, message: str) -> None:
+    """A garbled KAI Topology is a ConfigError naming the field (``spec: [1]`` crashed)."""
+    f = tmp_path / "t.yaml"
+    f.write_text(
+        f"apiVersion: kai.scheduler/v1alpha1\nkind: Topology\nmetadata: {{name: t}}\nspec: {spec}\n"
+    )
+    with pytest.raises(ConfigError, match=message):
+        preset("kai", read_documents(f))
+
+
 def test_missing_labels() -> None:
     """No narrowest label: the node joins nothing. No wider label: its tree stops below."""
     nodes = [

@@ -26,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tierra.api.fields import Fields, Report
 from tierra.api.hypernode import LinkSpec
 from tierra.api.labels import LabelSelector, Operator, Requirement
 from tierra.discovery.labels import LabelLevel, LabelTopology, make_topology
-from tierra.errors import ConfigError, Origin
+from tierra.errors import ConfigError, Origin, Problem
 
 EKS = "topology.k8s.aws/network-node-layer-"
 GKE = "cloud.google.com/gce-topology-"
@@ -100,39 +101,27 @@ def topologies_from_objects(
     group = _GROUPS[flavour]
     docs = list(documents)
     flavors: dict[str, list[LabelSelector]] = {}
-    for _, doc in docs:
-        if doc.get("kind") == "ResourceFlavor" and str(doc.get("apiVersion", "")).startswith(
-            "kueue.x-k8s.io/"
-        ):
-            spec = doc.get("spec") or {}
-            topo_name = spec.get("topologyName")
-            node_labels = spec.get("nodeLabels") or {}
-            if isinstance(topo_name, str) and isinstance(node_labels, Mapping) and node_labels:
-                flavors.setdefault(topo_name, []).append(
-                    LabelSelector(match_labels={str(k): str(v) for k, v in node_labels.items()})
-                )
+    for origin, doc in docs:
+        if doc.get("kind") == "ResourceFlavor" and _in_group(doc, "kueue.x-k8s.io"):
+            spec = _fields(origin, doc, "ResourceFlavor", []).obj("spec")
+            topo_name = spec.opt_str("topologyName")
+            node_labels = spec.str_map("nodeLabels")
+            if topo_name and node_labels:
+                flavors.setdefault(topo_name, []).append(LabelSelector(match_labels=node_labels))
     out: list[LabelTopology] = []
     for origin, doc in docs:
-        if doc.get("kind") != "Topology" or not str(doc.get("apiVersion", "")).startswith(
-            f"{group}/"
-        ):
+        if doc.get("kind") != "Topology" or not _in_group(doc, group):
             continue
-        meta = doc.get("metadata") or {}
-        name = str(meta.get("name") or flavour)
-        levels = (doc.get("spec") or {}).get("levels")
-        if not isinstance(levels, list) or not levels:
-            raise ConfigError(f"{origin}: Topology/{name}: spec.levels must be a non-empty list")
-        keys: list[str] = []
-        aliases: list[str | None] = []
-        for i, level in enumerate(levels):
-            key = level.get("nodeLabel") if isinstance(level, Mapping) else None
-            if not isinstance(key, str) or not key:
-                raise ConfigError(
-                    f"{origin}: Topology/{name}: spec.levels[{i}].nodeLabel is required"
-                )
-            alias = level.get("alias")
-            keys.append(key)
-            aliases.append(str(alias) if alias else None)
+        problems: list[Problem] = []
+        f = _fields(origin, doc, "Topology", problems)
+        name = f.obj("metadata").string("name") or flavour
+        levels = f.obj("spec").objects("levels")
+        if not levels and not problems:
+            f.problem("spec.levels", "must be a non-empty list")
+        keys = [level.string("nodeLabel", required=True) for level in levels]
+        aliases = [level.opt_str("alias") or None for level in levels]
+        if problems:
+            raise ConfigError("\n".join(str(p) for p in problems))
         try:
             out.append(
                 make_topology(name, keys, tier_names=aliases, selectors=flavors.get(name, ()))
@@ -144,3 +133,14 @@ def topologies_from_objects(
             f"preset {flavour} needs a {group} Topology object among the input files; none found"
         )
     return tuple(out)
+
+
+def _in_group(doc: Mapping[str, Any], group: str) -> bool:
+    return str(doc.get("apiVersion", "")).startswith(f"{group}/")
+
+
+def _fields(origin: Origin, doc: Mapping[str, Any], kind: str, sink: list[Problem]) -> Fields:
+    """``doc`` read through ``Fields``; problems name ``kind/name`` and the field path."""
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return Fields(doc, "", Report(origin, f"{kind}/{name or '?'}", sink))
