@@ -252,6 +252,18 @@ def test_client_errors_and_retries(server: Callable[..., str]) -> None:
         dead.get_ports()
 
 
+@pytest.mark.parametrize(("option", "value"), [("timeout", -1.0), ("timeout", float("nan"))])
+def test_client_rejects_bad_timeout(option: str, value: float) -> None:
+    # a negative timeout reached socket.settimeout and crashed with ValueError
+    with pytest.raises(InputError, match=f"UFM {option} must be"):
+        UfmClient("https://127.0.0.1:9", Credentials(USER, PASSWORD), **{option: value})
+
+
+def test_client_rejects_negative_retries() -> None:
+    with pytest.raises(InputError, match="UFM retries must be 0 or more, not -1"):
+        UfmClient("https://127.0.0.1:9", Credentials(USER, PASSWORD), retries=-1)
+
+
 def test_credentials_files(tmp_path: Path) -> None:
     plain = tmp_path / "creds"
     plain.write_text("admin:s3cret\n")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import ssl
 import time
 from collections.abc import Callable, Mapping
@@ -109,6 +110,10 @@ class UfmClient:
     ) -> None:
         if not endpoint.strip():
             raise InputError("UFM endpoint is empty")
+        if not 0 < timeout < math.inf:  # socket.settimeout raises ValueError otherwise
+            raise InputError(f"UFM timeout must be a positive number of seconds, not {timeout}")
+        if retries < 0:
+            raise InputError(f"UFM retries must be 0 or more, not {retries}")
         if "://" not in endpoint:
             endpoint = f"https://{endpoint}"  # as Volcano's discoverer does
         self.endpoint = endpoint.rstrip("/")
