@@ -176,6 +176,8 @@ def test_hostlists() -> None:
     assert expand("switch.1.[1-2]") == ["switch.1.1", "switch.1.2"]
     assert compress(["n10", "n8", "n9", "n11"]) == "n[8-11]"
     assert compress(["gpu001", "gpu002", "gpu064", "gpu100"]) == "gpu[001-002,064],gpu100"
+    # a superscript digit is isdigit() but not a number: it sorts as text, no crash
+    assert compress(["a1²2", "a1²1"]) == "a1²[1-2]"
     for bad in ("n[1-2", "n1-2]", "n[a-b]", "n[[1]]"):
         with pytest.raises(HostlistError):
             expand(bad)

@@ -23,7 +23,6 @@ typed ``ResourceSlice`` objects, so the Kubernetes adapter can feed it live slic
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.hypernode import HyperNode, LinkSpec
 from tierra.discovery import naming
+from tierra.discovery.hostlist import natural_key
 from tierra.discovery.nodetopology import Device, Domain, NodeTopology
 from tierra.discovery.result import SOURCE_NAME, Discovery, hypernode, note, sorted_hypernodes
 from tierra.errors import Origin, Problem
@@ -135,10 +135,6 @@ def slices_from_documents(
     return out
 
 
-def _natural(text: str) -> tuple[str | int, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
-
-
 def _lookup(attrs: Mapping[str, AttrValue], keys: Sequence[str], driver: str) -> AttrValue | None:
     for key in keys:
         value = attrs.get(key.format(driver=driver))
@@ -179,7 +175,7 @@ def discover_dra(
     topologies: list[NodeTopology] = []
     cliques: dict[str, set[str]] = defaultdict(set)
     for node, entries in sorted(per_node.items()):
-        entries.sort(key=lambda e: (e[0].driver, _natural(e[1].name)))
+        entries.sort(key=lambda e: (e[0].driver, natural_key(e[1].name)))
         devices: list[Device] = []
         roots: dict[str, list[str]] = defaultdict(list)
         numas: dict[str, list[str]] = defaultdict(list)

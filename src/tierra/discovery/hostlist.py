@@ -84,8 +84,10 @@ def expand(expr: str) -> list[str]:
     return list(names)
 
 
-def _natural(text: str) -> tuple[str | int, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+def natural_key(text: str) -> tuple[str | int, ...]:
+    """Sort key putting ``n2`` before ``n10`` (text and numbers alternate, so keys compare)."""
+    # odd positions are the captured digit runs: "²".isdigit() is true but int("²") fails
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(re.split(r"(\d+)", text)))
 
 
 def compress(names: Iterable[str]) -> str:
@@ -105,7 +107,7 @@ def compress(names: Iterable[str]) -> str:
         prefix, digits, suffix = m.groups()
         width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
         groups[(prefix, suffix, width)].append(int(digits))
-    parts: list[tuple[tuple[str | int, ...], str]] = [(_natural(n), n) for n in plain]
+    parts: list[tuple[tuple[str | int, ...], str]] = [(natural_key(n), n) for n in plain]
     for (prefix, suffix, width), numbers in groups.items():
         numbers.sort()
 
@@ -114,7 +116,7 @@ def compress(names: Iterable[str]) -> str:
 
         first = f"{prefix}{fmt(numbers[0])}{suffix}"
         if len(numbers) == 1:
-            parts.append((_natural(first), first))
+            parts.append((natural_key(first), first))
             continue
         runs: list[str] = []
         start = prev = numbers[0]
@@ -125,5 +127,5 @@ def compress(names: Iterable[str]) -> str:
             runs.append(fmt(start) if start == prev else f"{fmt(start)}-{fmt(prev)}")
             if n is not None:
                 start = prev = n
-        parts.append((_natural(first), f"{prefix}[{','.join(runs)}]{suffix}"))
+        parts.append((natural_key(first), f"{prefix}[{','.join(runs)}]{suffix}"))
     return ",".join(text for _, text in sorted(parts))

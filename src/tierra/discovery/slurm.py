@@ -39,7 +39,7 @@ from tierra.api.files import read_text
 from tierra.api.hypernode import HyperNode, MemberType
 from tierra.api.meta import dns_subdomain_problem
 from tierra.discovery import naming
-from tierra.discovery.hostlist import HostlistError, compress, expand
+from tierra.discovery.hostlist import HostlistError, compress, expand, natural_key
 from tierra.discovery.result import (
     SOURCE_NAME,
     TOPOLOGY_LABEL,
@@ -577,10 +577,6 @@ def discover_slurm(
 
 
 # -- HyperNodes -> Slurm ----------------------------------------------------------------
-
-
-def natural_key(text: str) -> tuple[Any, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
 @dataclass(frozen=True, slots=True)
