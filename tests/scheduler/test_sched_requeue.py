@@ -16,7 +16,16 @@ from hypothesis import strategies as st
 from tierra.api.podgroup import PodGroup
 from tierra.scheduler import ClusterState, SessionResult, run_session
 from tierra.scheduler.placer import Placer
-from tierra.scheduler.testing import canonical, gang, node, pod, podgroup, snapshot, topology
+from tierra.scheduler.testing import (
+    canonical,
+    gang,
+    node,
+    pod,
+    podgroup,
+    queue,
+    snapshot,
+    topology,
+)
 
 Tried = list[str]
 
@@ -146,11 +155,11 @@ def test_schedule_from_a_snapshot_is_unaffected() -> None:
 
 @st.composite
 def events(draw: st.DrawFn) -> list[tuple[str, int, int, int]]:
-    """(kind, a, b, c): add a gang (size, GPUs, tier/priority), remove one, node down or
-    up, run a session."""
+    """(kind, a, b, c): add a gang (size, GPUs, tier/priority/queue) or a lone pod, end
+    one, take a node down or up, run a session."""
     out = []
-    for _ in range(draw(st.integers(4, 18))):
-        kind = draw(st.sampled_from(["add", "add", "remove", "down", "up", "session"]))
+    for _ in range(draw(st.integers(4, 24))):
+        kind = draw(st.sampled_from(["add", "add", "solo", "remove", "down", "up", "session"]))
         out.append(
             (kind, draw(st.integers(0, 7)), draw(st.integers(0, 8)), draw(st.integers(0, 9)))
         )
@@ -162,20 +171,25 @@ def _apply(state: ClusterState, event: tuple[str, int, int, int], serial: int) -
     if kind == "add":
         size, gpus = a % 4 + 1, b
         limit = None if c % 3 == 0 else topology("hard" if c % 3 == 1 else "soft", tier=c % 3)
-        pg: PodGroup = podgroup(f"g{serial}", size, network_topology=limit)
+        queue = "q2" if b == 8 else "default"
+        pg: PodGroup = podgroup(f"g{serial}", size, network_topology=limit, queue=queue)
         pods = [
-            pod(f"g{serial}-{i}", group=f"g{serial}", gpu=gpus, cpu=1 + i % 2, priority=c % 2)
+            pod(
+                f"g{serial}-{i}", group=f"g{serial}", gpu=gpus, cpu=1 + i % 2, priority=5 * (c == 9)
+            )
             for i in range(size)
         ]
         state.add_podgroups([pg])
         state.add_pods(pods)
-    elif kind == "remove":
-        gangs = sorted(state.members)
-        if gangs:
-            g = gangs[(a * 7 + b) % len(gangs)]
-            for key in list(state.members.get(g, {})):
+    elif kind == "solo":
+        state.add_pods([pod(f"s{serial}", gpu=b, priority=c % 3)])
+    elif kind == "remove":  # a gang or a lone pod ends
+        targets = sorted(state.members) + sorted(k for k, g in state.gang_of.items() if g is None)
+        if targets:
+            t = targets[(a * 7 + b) % len(targets)]
+            for key in list(state.members.get(t, {t: None})):
                 state.remove_pod(key)
-            state.remove_podgroup(g)
+            state.remove_podgroup(t)
     elif kind in ("down", "up"):
         name = f"node-{a}"
         state.update_node(node(name, ready=kind == "up"))
@@ -185,7 +199,7 @@ def _decisions(result: SessionResult) -> tuple[object, ...]:
     return (result.bindings, result.evictions, sorted(u.podgroup for u in result.unschedulable))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(events(), st.booleans())
 def test_skipping_never_changes_a_decision(
     seq: list[tuple[str, int, int, int]], some: bool
@@ -194,11 +208,12 @@ def test_skipping_never_changes_a_decision(
     start = [
         pod(f"r{i}", node_name=f"node-{i}", gpu=4 + 4 * (i % 2)) for i in range(8 if some else 0)
     ]
-    skipping = ClusterState.from_snapshot(snapshot(nodes, hns, start))
-    plain = ClusterState.from_snapshot(snapshot(nodes, hns, start))
+    queues = [queue("q2", weight=2)]
+    skipping = ClusterState.from_snapshot(snapshot(nodes, hns, start, queues=queues))
+    plain = ClusterState.from_snapshot(snapshot(nodes, hns, start, queues=queues))
     plain.skip_unchanged = False
     for serial, event in enumerate([*seq, ("session", 0, 0, 0)]):
         for state in (skipping, plain):
             _apply(state, event, serial)
-        if event[0] == "session" or serial % 3 == 2:
+        if event[0] == "session" or serial % 2 == 1:
             assert _decisions(run_session(skipping)) == _decisions(run_session(plain))

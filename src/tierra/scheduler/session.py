@@ -39,10 +39,11 @@ import numpy as np
 from tierra.api.snapshot import Snapshot
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints import resolve
+from tierra.scheduler.domains import Demand
 from tierra.scheduler.explain import Explanation, TierTrace, domain_name
 from tierra.scheduler.gang import Gang, collect, rebuild
 from tierra.scheduler.placement import lowest_common
-from tierra.scheduler.placer import Placer
+from tierra.scheduler.placer import Frame, Placer
 from tierra.scheduler.preemption import Preemptor, queue_of
 from tierra.scheduler.queues import QueueBook, gang_order
 from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
@@ -194,16 +195,22 @@ class _Session:
             self._freed_domains[key] = found
         return found
 
-    def _remember(self, gang: Gang, kind: str | None, reason: str) -> None:
+    def _remember(
+        self,
+        gang: Gang,
+        kind: str | None,
+        reason: str,
+        searched: tuple[Frame, Demand] | None = None,
+    ) -> None:
         """Keep a failure that must repeat until something changes; forget any other.
 
-        A placement failure remembers what room could help: the gang's whole request
-        (and ``minResources``) for the domain search, each shape's for a flat gang."""
+        A placement failure remembers what room could help (``searched``: where the
+        gang looked, and for what): the gang's whole request (and ``minResources``) for
+        the domain search, each shape's for a flat gang."""
         st = self.state
         if kind is None:
             st.failures.pop(gang.key, None)
             return
-        searched = self.placer.searched if kind == "capacity" else None
         if searched is None:
             st.failures[gang.key] = Failure(kind, reason, st.clock)
             return
@@ -238,6 +245,7 @@ class _Session:
             return None
         txn.rollback()
         counted = not placer.attempt_failed
+        searched = placer.searched  # before preemption searches single domains
         # c. preempt
         if self._may_preempt(gang):
             pre, plan = self.preemptor.preempt(gang)
@@ -251,7 +259,7 @@ class _Session:
                 return None
             txn.rollback()
         # d. wait
-        self._remember(gang, "capacity" if counted else None, out.reason)
+        self._remember(gang, "capacity" if counted else None, out.reason, searched)
         self.unschedulable.append(Unschedulable(gang.key, out.reason))
         return out.reason
 
