@@ -147,6 +147,19 @@ def test_discover_cli_errors(shared_fixtures: Path, tmp_path: Path) -> None:
     assert code == 2 and "line 10" in out
 
 
+def test_discover_cli_bad_health_nodes(shared_fixtures: Path, tmp_path: Path) -> None:
+    """A --nodes Node with a bad field is exit 2: it was dropped to a default before, so a
+    node written ``unschedulable: maybe`` counted as schedulable in the health roll-up."""
+    bad = tmp_path / "nodes.yaml"
+    bad.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: hca1}\nspec: {unschedulable: maybe}\n"
+    )
+    dump = shared_fixtures / "ibnetdiscover" / "ibsim-net-2sw-2hca-minimal.out"
+    code, stdout, out = run("discover", "ibnetdiscover", str(dump), "--nodes", str(bad))
+    assert code == 2 and stdout == ""
+    assert "Node/hca1: spec.unschedulable: expected true or false" in out
+
+
 def test_discover_cli_in_node_sources(shared_fixtures: Path) -> None:
     code, out, _ = run(
         "discover",

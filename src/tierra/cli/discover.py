@@ -16,7 +16,7 @@ import typer
 
 from tierra.api.hypernode import TIERRA_GROUP, VOLCANO_GROUP, encode_hypernode
 from tierra.api.manifest import dump_json, dump_yaml
-from tierra.api.snapshot import load_snapshot
+from tierra.api.node import Node
 from tierra.cli.common import (
     Output,
     console,
@@ -151,11 +151,11 @@ def discover(
     console.out(text, end="" if text.endswith("\n") else "\n", highlight=False)
 
 
-def _nodes(source: str, request: registry.Request, extra: list[Path] | None) -> Any:
+def _nodes(source: str, request: registry.Request, extra: list[Path] | None) -> tuple[Node, ...]:
     """Node objects for health: ``--nodes`` files, or the labels source's own input."""
     paths = list(extra or ())
     if source == "labels":
         paths += list(request.files)
     if not paths:
         return ()
-    return load_snapshot(paths).nodes
+    return registry.load_nodes(paths)

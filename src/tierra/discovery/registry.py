@@ -8,11 +8,12 @@ live objects to the typed entry points (``discover_labels``, ``discover_dra``) d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tierra.api.files import read_text
+from tierra.api.node import Node
 from tierra.api.snapshot import load_snapshot, read_documents
 from tierra.discovery import dra, ibnetdiscover, labels, nvidia_smi, presets, slurm, ufm
 from tierra.discovery.result import Discovery
@@ -72,17 +73,27 @@ def _labels(req: Request) -> Discovery:
     names = [t.name for t in topologies]
     if len(set(names)) != len(names):
         raise ConfigError(f"two label topologies share a name: {', '.join(names)}")
-    snapshot = load_snapshot(list(req.files))
+    nodes = load_nodes(req.files)
+    if not nodes:
+        raise InputError("no Node objects in the input")
+    return labels.discover_labels(
+        nodes, topologies, owner=req.owner or labels.SOURCE, prefix=req.prefix
+    )
+
+
+def load_nodes(paths: Sequence[Path]) -> tuple[Node, ...]:
+    """The Node objects in ``paths``; a Node with a bad field is an ``InputError``.
+
+    Other kinds in the files are ignored, but a half-read Node is not: dropping a bad
+    ``spec.unschedulable`` would report a cordoned node as ready.
+    """
+    snapshot = load_snapshot(list(paths))
     errors = [
         p for p in snapshot.problems if p.severity is Severity.ERROR and p.obj.startswith("Node/")
     ]
     if errors:
         raise InputError(errors)
-    if not snapshot.nodes:
-        raise InputError("no Node objects in the input")
-    return labels.discover_labels(
-        snapshot.nodes, topologies, owner=req.owner or labels.SOURCE, prefix=req.prefix
-    )
+    return snapshot.nodes
 
 
 def _ibnetdiscover(req: Request) -> Discovery:
