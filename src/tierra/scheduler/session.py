@@ -78,8 +78,6 @@ class _Session:
         self.txn = Transaction(state.capacity)
         self.placer = Placer(state, config, self.txn)
         self.preemptor = Preemptor(state, config, self.placer, self.bound_now)
-        # (log length, suffix length) -> the domains of that suffix of the freed-room log
-        self._freed_domains: dict[tuple[int, int], IntArray] = {}
 
     def run(self, explain: str | None) -> tuple[SessionResult, Explanation | None]:
         # 1. gangs
@@ -136,7 +134,6 @@ class _Session:
             st.failures_config = self.config
         for key in [k for k in st.failures if k not in waiting]:
             del st.failures[key]
-        st.trim_freed(min((f.at for f in st.failures.values()), default=st.clock))
 
     def _may_preempt(self, gang: Gang) -> bool:
         lowest = min(self.state.running_priorities(), default=gang.priority)
@@ -158,19 +155,21 @@ class _Session:
     def _room_freed_for(self, failed: Failure) -> bool:
         """Whether room freed since ``failed`` could let some domain pass its counts."""
         st = self.state
-        freed = st.freed_since(failed.at)
-        if not freed or failed.needs is None or failed.limit is None:
+        if failed.needs is None or failed.limit is None:
             return False
         ix, lay, cap = st.index, st.layouts, st.capacity
-        doms = self._domains_of(freed)
+        freed = st.dom_freed_at > failed.at  # domains holding a node freed since
         limit, region = failed.limit, failed.region
         if limit.flat:  # counted node by node over the region only
-            if region not in doms:
+            if not freed[region]:
                 return False
             inside = ix.real_nodes[region] if region != ix.root else slice(None)
             free = np.maximum(cap.node_alloc[inside] - cap.node_used[inside], 0).sum(axis=0)
             return bool((free >= failed.needs).all())
-        # limit.allows and layouts.inside, over all the domains at once
+        doms = np.flatnonzero(freed)
+        if len(doms) == 0:
+            return False
+        # limit.allows and layouts.inside, over those domains at once
         tree = ix.tree_of[doms]
         tree_max = np.asarray((*limit.tree_max, -1), dtype=np.int64)  # index -1: the root
         ok = np.where(
@@ -183,17 +182,6 @@ class _Session:
         free = cap.dom_alloc[ok_doms] - cap.dom_used[ok_doms]
         fits = (free[:, None, :] >= failed.needs[None, :, :]).all(axis=(1, 2))
         return bool(fits.any())
-
-    def _domains_of(self, nodes: list[int]) -> IntArray:
-        """Every domain (the root included) holding one of ``nodes``, each once."""
-        key = (len(self.state.freed_nodes), len(nodes))
-        found = self._freed_domains.get(key)
-        if found is None:
-            ix = self.state.index
-            uniq = np.unique(np.asarray(nodes, dtype=np.int64))
-            found = np.unique(np.concatenate([ix.domains_of(int(n)) for n in uniq]))
-            self._freed_domains[key] = found
-        return found
 
     def _remember(
         self,

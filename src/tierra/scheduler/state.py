@@ -14,16 +14,16 @@ hand-written snapshot does not make every node full.
 Events are counted (``clock``) so a session can skip a gang that failed before when
 nothing it depends on has changed since (kube-scheduler's unschedulable queue, Kueue's
 requeue-on-event): ``freed_at`` is the last event that may change what fits anywhere
-(a node changed, HyperNodes or queues changed, the index rebuilt); ``freed_nodes``
-logs, per event, the node where a pod holding resources was removed or evicted (room
-freed there can only help domains holding that node); ``gang_changed_at`` is the last
+(a node changed, HyperNodes or queues changed, the index rebuilt); ``dom_freed_at``
+is, per domain (the root included), the last event that freed room under it (a pod
+holding resources removed or evicted: room freed on a node can only help the domains
+holding that node); ``gang_changed_at`` is the last
 event touching a gang (its PodGroup, a pod added, bound or removed). ``failures``
 keeps each gang's last skippable failure (see ``session.py`` for which ones are).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -134,8 +134,7 @@ class ClusterState:
         self.generation = 0  # bumped whenever the index is rebuilt
         self.clock = 0  # events so far (see the module docstring)
         self.freed_at = 0  # last event that may change what fits anywhere
-        self.freed_clock: list[int] = []  # events that freed room on one node ...
-        self.freed_nodes: list[int] = []  # ... and that node (both ascending by event)
+        self.dom_freed_at: IntArray = np.zeros(0, dtype=np.int64)  # per domain, see above
         self.gang_changed_at: dict[str, int] = {}  # gang key -> last event touching it
         self.failures: dict[str, Failure] = {}  # gang key -> its last skippable failure
         self.failures_config: object = None  # the config those failures were found under
@@ -171,8 +170,7 @@ class ClusterState:
         self.link_trouble: dict[int, str] = _link_trouble(ix)
         self.generation += 1
         self._freed()
-        self.freed_clock.clear()
-        self.freed_nodes.clear()
+        self.dom_freed_at = np.zeros(len(self.capacity.dom_alloc), dtype=np.int64)
         self.node_of.clear()
         self.vec_of.clear()
         self.gang_used.clear()
@@ -194,19 +192,7 @@ class ClusterState:
     def _freed_on(self, node: int) -> None:
         """A pod holding resources on ``node`` left it."""
         self.clock += 1
-        self.freed_clock.append(self.clock)
-        self.freed_nodes.append(node)
-
-    def freed_since(self, at: int) -> list[int]:
-        """Nodes where room was freed after event ``at``."""
-        return self.freed_nodes[bisect_right(self.freed_clock, at) :]
-
-    def trim_freed(self, before: int) -> None:
-        """Forget freed room logged at or before event ``before`` (nobody asks any more)."""
-        i = bisect_right(self.freed_clock, before)
-        if i:
-            del self.freed_clock[:i]
-            del self.freed_nodes[:i]
+        self.dom_freed_at[self.index.domains_of(node)] = self.clock
 
     def _touched(self, gang: str) -> None:
         """Something happened to gang ``gang`` (its PodGroup or its pods)."""
