@@ -22,7 +22,7 @@ from typing import Any
 
 from tierra.api.fields import Fields, Report
 from tierra.api.labels import LabelSelector, decode_label_selector
-from tierra.api.meta import ObjectMeta, decode_meta, dns_subdomain_problem
+from tierra.api.meta import ObjectMeta, decode_meta, dns_subdomain_problem, object_ref
 from tierra.api.node import Condition, decode_condition
 from tierra.api.regex import compile_pattern
 from tierra.errors import Origin, Problem
@@ -217,8 +217,7 @@ def decode_hypernode(
     raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]
 ) -> HyperNode:
     """Decode either group's HyperNode; schema problems go to ``sink``, never raised."""
-    name = str((raw.get("metadata") or {}).get("name", "?"))
-    report = Report(origin, f"HyperNode/{name}", sink)
+    report = Report(origin, object_ref(raw, "HyperNode"), sink)
     f = Fields(raw, "", report)
     group = str(raw.get("apiVersion", "")).split("/")[0] or TIERRA_GROUP
     meta = decode_meta(f, namespaced=False)

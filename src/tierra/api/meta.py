@@ -55,6 +55,18 @@ class ObjectMeta:
 _KNOWN_META = frozenset({"name", "namespace", "uid", "labels", "annotations"})
 
 
+def object_ref(raw: Mapping[str, Any], kind: str, *, namespaced: bool = False) -> str:
+    """``Kind/name`` (``Kind/namespace/name``) naming ``raw`` in problems, whatever its shape.
+
+    Runs before the metadata is validated, so ``metadata: []`` must not crash it.
+    """
+    md = raw.get("metadata")
+    md = md if isinstance(md, Mapping) else {}
+    if namespaced:
+        return f"{kind}/{md.get('namespace', 'default')}/{md.get('name', '?')}"
+    return f"{kind}/{md.get('name', '?')}"
+
+
 def decode_meta(f: Fields, *, namespaced: bool) -> ObjectMeta:
     meta = f.obj("metadata", required=True)
     name = meta.string("name", required=True)

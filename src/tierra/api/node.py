@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tierra.api.fields import Fields, Report
-from tierra.api.meta import ObjectMeta, decode_meta
+from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.quantity import milli_to_quantity
 from tierra.errors import Origin, Problem
 
@@ -102,8 +102,7 @@ def decode_taint(f: Fields) -> Taint | None:
 
 
 def decode_node(raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]) -> Node:
-    name = str((raw.get("metadata") or {}).get("name", "?"))
-    f = Fields(raw, "", Report(origin, f"Node/{name}", sink))
+    f = Fields(raw, "", Report(origin, object_ref(raw, "Node"), sink))
     meta = decode_meta(f, namespaced=False)
     spec = f.obj("spec")
     status = f.obj("status")

@@ -9,7 +9,7 @@ from typing import Any
 
 from tierra.api.fields import Fields, Report
 from tierra.api.labels import NODE_SELECTOR_OPERATORS, Requirement, decode_requirement
-from tierra.api.meta import ObjectMeta, decode_meta
+from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Taint, TaintEffect
 from tierra.errors import Origin, Problem
 
@@ -197,9 +197,7 @@ def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
 
 
 def decode_pod(raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]) -> Pod:
-    md = raw.get("metadata") or {}
-    ref = f"Pod/{md.get('namespace', 'default')}/{md.get('name', '?')}"
-    f = Fields(raw, "", Report(origin, ref, sink))
+    f = Fields(raw, "", Report(origin, object_ref(raw, "Pod", namespaced=True), sink))
     return decode_pod_parts(f, decode_meta(f, namespaced=True), origin)
 
 

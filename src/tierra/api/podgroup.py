@@ -9,7 +9,7 @@ from typing import Any
 
 from tierra.api.fields import Fields, Report
 from tierra.api.labels import LabelSelector, decode_label_selector
-from tierra.api.meta import ObjectMeta, decode_meta
+from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.quantity import milli_to_quantity
 from tierra.errors import Origin, Problem
 
@@ -122,9 +122,7 @@ def _decode_int_map(f: Fields, key: str) -> dict[str, int]:
 
 
 def decode_podgroup(raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]) -> PodGroup:
-    md = raw.get("metadata") or {}
-    ref = f"PodGroup/{md.get('namespace', 'default')}/{md.get('name', '?')}"
-    f = Fields(raw, "", Report(origin, ref, sink))
+    f = Fields(raw, "", Report(origin, object_ref(raw, "PodGroup", namespaced=True), sink))
     meta = decode_meta(f, namespaced=True)
     spec = f.obj("spec")
     return PodGroup(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tierra.api.fields import Fields, Report
-from tierra.api.meta import ObjectMeta, decode_meta
+from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.errors import Origin, Problem
 
 
@@ -30,8 +30,7 @@ class Queue:
 
 
 def decode_queue(raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]) -> Queue:
-    name = str((raw.get("metadata") or {}).get("name", "?"))
-    f = Fields(raw, "", Report(origin, f"Queue/{name}", sink))
+    f = Fields(raw, "", Report(origin, object_ref(raw, "Queue"), sink))
     spec = f.obj("spec")
     return Queue(
         meta=decode_meta(f, namespaced=False),
