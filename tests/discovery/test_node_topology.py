@@ -202,6 +202,9 @@ def test_dra_numa_pcie_and_cliques() -> None:
     problems.clear()
     slices_from_documents([(None, bad)], problems)  # type: ignore[list-item]
     assert "spec.devices[0].attributes.k" in str(problems[0])
+    problems.clear()  # metadata of the wrong shape is a problem, not an AttributeError
+    slices_from_documents([(None, {**bad, "metadata": [1]})], problems)  # type: ignore[list-item]
+    assert "ResourceSlice/?: metadata: expected an object, got a list" in str(problems[0])
 
 
 def test_typed_objects_feed_the_source() -> None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from tierra.api.fields import Fields, Report
 from tierra.api.hypernode import HyperNode, LinkSpec
+from tierra.api.meta import object_ref
 from tierra.discovery import naming
 from tierra.discovery.hostlist import natural_key
 from tierra.discovery.nodetopology import Device, Domain, NodeTopology
@@ -84,8 +85,8 @@ def decode_resource_slice(
     raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]
 ) -> ResourceSlice:
     """A ResourceSlice manifest as a typed object; problems (with field paths) go to ``sink``."""
-    name = str((raw.get("metadata") or {}).get("name", "?"))
-    f = Fields(raw, "", Report(origin, f"ResourceSlice/{name}", sink))
+    f = Fields(raw, "", Report(origin, object_ref(raw, "ResourceSlice"), sink))
+    name = f.obj("metadata").string("name") or "?"
     spec = f.obj("spec", required=True)
     driver = spec.string("driver", required=True)
     node_name = spec.opt_str("nodeName")

@@ -29,6 +29,7 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.hypernode import LinkSpec
 from tierra.api.labels import LabelSelector, Operator, Requirement
+from tierra.api.meta import object_ref
 from tierra.discovery.labels import LabelLevel, LabelTopology, make_topology
 from tierra.errors import ConfigError, Origin, Problem
 
@@ -141,6 +142,4 @@ def _in_group(doc: Mapping[str, Any], group: str) -> bool:
 
 def _fields(origin: Origin, doc: Mapping[str, Any], kind: str, sink: list[Problem]) -> Fields:
     """``doc`` read through ``Fields``; problems name ``kind/name`` and the field path."""
-    meta = doc.get("metadata")
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    return Fields(doc, "", Report(origin, f"{kind}/{name or '?'}", sink))
+    return Fields(doc, "", Report(origin, object_ref(doc, kind), sink))
