@@ -30,6 +30,7 @@ from tierra.errors import Origin, Problem
 TIERRA_GROUP = "topology.tierra.dev"
 VOLCANO_GROUP = "topology.volcano.sh"
 VERSION = "v1alpha1"
+INT32_MAX = 2**31 - 1
 GROUPS = (TIERRA_GROUP, VOLCANO_GROUP)
 
 LINK_ANNOTATION = "topology.tierra.dev/link"
@@ -225,6 +226,9 @@ def decode_hypernode(
         f.obj("metadata").problem("name", why)
     spec = f.obj("spec", required=True)
     tier = spec.integer("tier", -1, required=True, minimum=0)
+    if tier > INT32_MAX:  # the CRD field is an int32; numpy's int64 index would overflow
+        spec.problem("tier", f"must be <= {INT32_MAX}, got {tier}")
+        tier = -1
     tier_name = spec.opt_str("tierName")
     members_raw = spec.raw("members")
     if spec.data and (members_raw is None or members_raw == []):
