@@ -149,6 +149,14 @@ def test_conf_errors_name_the_line(text: str, line: int, message: str) -> None:
     assert "topology.conf" in str(err.value)
 
 
+@pytest.mark.parametrize("text", ["", "[]\n", "# nothing\n"])
+def test_empty_yaml_is_an_error_like_an_empty_conf(text: str) -> None:
+    """Read as 'no topology', an empty file would let a reconcile delete every HyperNode."""
+    with pytest.raises(ParseError, match="expected a list of topologies") as err:
+        parse_yaml(text, "topology.yaml")
+    assert err.value.line == 1
+
+
 def test_truncated_fixture(shared_fixtures: Path) -> None:
     """The 500-leaf file cut in the middle of a hostlist fails at that line."""
     lines = fx(shared_fixtures, "slurm-testsuite-tree-4level-500leaf.conf").read_text().splitlines()

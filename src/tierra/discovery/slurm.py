@@ -291,7 +291,7 @@ def _load_yaml_lines(text: str, file: str) -> Any:
 def parse_yaml(text: str, file: str = "topology.yaml") -> tuple[list[Topology], list[Problem]]:
     """Read ``topology.yaml``: the tree and block topologies, and notes for the rest."""
     data = _load_yaml_lines(text, file)
-    if not isinstance(data, list):
+    if not isinstance(data, list) or not data:  # empty, like a .conf without lines, is an error
         raise ParseError(file, 1, "expected a list of topologies (- topology: NAME ...)")
     out: list[Topology] = []
     notes: list[Problem] = []
