@@ -71,6 +71,8 @@ def test_truncated_and_garbled_responses(shared_fixtures: Path) -> None:
     assert err.value.line == 2 + 5 * 7 and "ports[5].system_name" in str(err.value)
     with pytest.raises(ParseError, match="expected a JSON array"):
         discover_ufm('{"ports": []}', origin="obj.json")
+    with pytest.raises(ParseError, match=r"empty\.json: line 1: the ports array is empty"):
+        discover_ufm("[]\n", origin="empty.json")  # an empty desired set deletes everything
 
 
 def test_switch_ports_give_real_tiers_and_down_links() -> None:

@@ -85,6 +85,8 @@ def _str(port: Mapping[str, Any], key: str) -> str:
 def parse_ports(text: str, origin: str = "<ufm>") -> Fabric:
     """Read the ports array into a ``Fabric``; ``ParseError`` names the line of a bad port."""
     elements = _elements(text, origin)
+    if not elements:  # no fabric at all: a reconcile would delete every ufm HyperNode
+        raise ParseError(origin, 1, "the ports array is empty")
     fabric = Fabric()
     host_systems: set[str] = set()
     rows: list[tuple[int, int, Mapping[str, Any]]] = []
