@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tierra.api.snapshot import load_snapshot
-from tierra.errors import ConfigError
+from tierra.errors import ConfigError, InputError
 from tierra.sim.clusters import PRESETS, build_cluster, load_cluster, write_cluster
 from tierra.sim.cost import default_cost_model
 
@@ -94,6 +94,13 @@ def test_write_and_read_back(tmp_path: Path) -> None:
     again = load_cluster([tmp_path / "out"])
     assert again.index.node_names == c.index.node_names
     assert {h.name: h.link for h in again.hypernodes} == {h.name: h.link for h in c.hypernodes}
+
+
+def test_snapshot_without_gpus_is_refused(shared_fixtures: Path) -> None:
+    """A GPU-less snapshot ran a silent empty simulation (0 jobs, a table of dashes)."""
+    gke = shared_fixtures / "k8s-nodes" / "k8s-node-gke-full-object.yaml"
+    with pytest.raises(InputError, match=r"no node has a whole nvidia\.com/gpu"):
+        load_cluster([gke])
 
 
 def test_links_come_from_the_cost_model() -> None:

@@ -130,6 +130,8 @@ def load_cluster(paths: Sequence[str | Path]) -> SimCluster:
         raise InputError(errors)
     if not snap.nodes:
         raise InputError(f"{', '.join(map(str, paths))}: no Node objects in the snapshot")
+    if not any(n.allocatable.get(GPU, 0) >= 1000 for n in snap.nodes):  # every job wants GPUs
+        raise InputError(f"{', '.join(map(str, paths))}: no node has a whole {GPU}")
     return SimCluster(
         name=", ".join(str(p) for p in paths),
         description=f"snapshot: {len(snap.nodes):,} nodes, {len(snap.hypernodes):,} HyperNodes",
