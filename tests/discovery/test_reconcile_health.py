@@ -142,6 +142,21 @@ def test_node_claimed_by_two_sources_in_one_tree_is_reported() -> None:
     assert any("node a is also a member" in c.reason for c in p.conflicts)
 
 
+def test_problems_between_hand_made_objects_are_not_ours() -> None:
+    """A broken pair of hand-made objects whose names start like ours ("lab-b1-x" begins
+    with "lab-b1") is not a conflict of this plan: names are matched whole."""
+    nodes = cluster({"a": ("b1", "r1")})
+    child = replace(hand_made("lab-b1-x", ["z"]), tier=2)
+    parent = HyperNode(
+        meta=ObjectMeta(name="hm"),
+        tier=1,  # below its child's tier: an error naming HyperNode/lab-b1-x
+        members=(Member(MemberType.HYPERNODE, MemberSelector(exact="lab-b1-x")),),
+    )
+    p = plan(desired(nodes), (child, parent), owner="labels", nodes=nodes)
+    assert actions(p)["create"] == ["lab-b1", "lab-b1-r1"]
+    assert p.conflicts == ()
+
+
 def test_health_rollup_from_nodes() -> None:
     nodes = [
         node("n1", {"block": "b1", "rack": "r1"}),

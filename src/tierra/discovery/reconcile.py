@@ -24,6 +24,7 @@ simulator use, and the Kubernetes adapter turns the plan into API calls.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -35,6 +36,7 @@ from tierra.errors import Severity
 from tierra.topology.index import TopologyIndex
 
 TIERRA_PREFIX = "topology.tierra.dev/"
+_REF = re.compile(r"HyperNode/([a-z0-9.-]+)")  # whole names: "HyperNode/a" is not in "a1"
 
 
 class Action(enum.StrEnum):
@@ -193,7 +195,7 @@ def plan(
         if p.severity is not Severity.ERROR:
             continue
         name = p.obj.removeprefix("HyperNode/")
-        involved = {name, *(w for w in written if f"HyperNode/{w}" in p.message)}
+        involved = {name, *(r.rstrip(".") for r in _REF.findall(p.message))}
         if involved & written:
             extra.append(Conflict(name, p.message))
     return replace(result, conflicts=(*conflicts, *extra))
