@@ -13,6 +13,7 @@ from tierra.discovery import ParseError
 from tierra.discovery.dra import DraDevice, ResourceSlice, discover_dra, slices_from_documents
 from tierra.discovery.nodetopology import NODE_TOPOLOGY_ANNOTATION, decode_node_topology, node_patch
 from tierra.discovery.nvidia_smi import discover_nvidia_smi, parse
+from tierra.errors import InputError
 
 
 def smi(shared_fixtures: Path, name: str) -> Path:
@@ -123,6 +124,12 @@ def test_bad_matrices_fail_with_the_line(shared_fixtures: Path) -> None:
         parse("\n".join(asym), "n", "asym.txt")
     with pytest.raises(ParseError, match="no header"):
         parse("hello\n", "n", "x.txt")
+
+
+def test_node_name_must_be_a_kubernetes_name(shared_fixtures: Path) -> None:
+    """``--node BAD_name`` printed a Node patch the API server would reject."""
+    with pytest.raises(InputError, match="--node: 'BAD_name' is not a DNS subdomain"):
+        discover_nvidia_smi([smi(shared_fixtures, "dgx1-v100-4nic")], node="BAD_name")
 
 
 def test_dra_real_h100_node() -> None:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tierra.api.files import read_text
+from tierra.api.meta import dns_subdomain_problem
 from tierra.discovery import naming
 from tierra.discovery.nodetopology import PCIE_DISTANCE, Device, NodeTopology, group_domains
 from tierra.discovery.result import Discovery, ParseError
@@ -183,6 +184,8 @@ def discover_nvidia_smi(paths: Iterable[str | Path], *, node: str | None = None)
     files = list(paths)
     if node is not None and len(files) != 1:
         raise InputError("--node names the node of a single file; give one file")
+    if node is not None and (why := dns_subdomain_problem(node)):
+        raise InputError(f"--node: {why}")  # the Node patch would be rejected by the API
     topologies = []
     for path in files:
         text = read_text(path, expected="nvidia-smi topo -m output")
