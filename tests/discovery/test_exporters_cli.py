@@ -160,6 +160,16 @@ def test_discover_cli_bad_health_nodes(shared_fixtures: Path, tmp_path: Path) ->
     assert "Node/hca1: spec.unschedulable: expected true or false" in out
 
 
+def test_discover_cli_owner_must_be_a_label_value(shared_fixtures: Path) -> None:
+    """The owner is the managed-by label's value; 'bad owner!' printed objects the API
+    server would reject."""
+    dump = shared_fixtures / "ibnetdiscover" / "ibsim-net-2sw-2hca-minimal.out"
+    code, stdout, out = run("discover", "ibnetdiscover", str(dump), "--owner", "bad owner!")
+    assert code == 2 and stdout == "" and "is not a label value" in out
+    code, stdout, _ = run("discover", "ibnetdiscover", str(dump), "--owner", "fabric_a.1")
+    assert code == 0 and "managed-by: fabric_a.1" in stdout
+
+
 def test_discover_cli_in_node_sources(shared_fixtures: Path) -> None:
     code, out, _ = run(
         "discover",

@@ -8,6 +8,7 @@ live objects to the typed entry points (``discover_labels``, ``discover_dra``) d
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,8 @@ class Request:
 
 
 Runner = Callable[[Request], Discovery]
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+"""The owner becomes the value of the managed-by label, so it must be a valid one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,4 +186,9 @@ def run(name: str, request: Request) -> Discovery:
     source = SOURCES.get(name)
     if source is None:
         raise ConfigError(f"unknown source {name!r}; choose one of: {', '.join(SOURCES)}")
+    if request.owner and not _LABEL_VALUE.fullmatch(request.owner):
+        raise ConfigError(
+            f"--owner {request.owner!r} is not a label value (at most 63 letters, digits, "
+            "'-', '_' and '.', starting and ending with a letter or digit)"
+        )
     return source.run(request)
