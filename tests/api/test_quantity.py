@@ -43,3 +43,22 @@ def test_milli_rounds_up_and_prints_back() -> None:
     assert to_milli("16Gi") == 16 * 2**30 * 1000
     assert milli_to_quantity(1500) == "1500m"
     assert milli_to_quantity(to_milli("8")) == "8"
+
+
+def test_amounts_too_large_to_sum_are_problems_not_overflows() -> None:
+    from tierra.api.fields import Fields, Report
+    from tierra.errors import Problem
+
+    sink: list[Problem] = []
+    f = Fields(
+        {"r": {"cpu": "1e25", "memory": "64Ti", "nvidia.com/gpu": "8"}},
+        "",
+        Report(None, "Node/n", sink),
+    )
+    got = f.resources("r")
+    assert got == {
+        "memory": to_milli("64Ti"),
+        "nvidia.com/gpu": 8000,
+    }  # 64 Ti = 2^46 bytes: the limit
+    assert [p.path for p in sink] == ["r.cpu"]
+    assert "larger than tierra can count" in sink[0].message

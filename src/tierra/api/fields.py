@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from tierra.api.quantity import QuantityError, to_milli
+from tierra.api.quantity import QuantityError, byte_counted, to_milli, too_large
 from tierra.errors import Origin, Problem, Severity
 
 T = TypeVar("T")
@@ -194,6 +194,13 @@ class Fields:
                 continue
             if milli < 0:
                 self.report.add(f"{self.at(key)}.{name}", f"must not be negative, got {qty!r}")
+                continue
+            if too_large(str(name), milli):
+                self.report.add(
+                    f"{self.at(key)}.{name}",
+                    f"{qty!r} is larger than tierra can count (at most 2^46 "
+                    f"{'bytes' if byte_counted(str(name)) else 'milli-units'} per object)",
+                )
                 continue
             out[str(name)] = milli
         return out

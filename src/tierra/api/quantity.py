@@ -91,3 +91,23 @@ def milli_to_quantity(milli: int) -> str:
     if milli % 1000 == 0:
         return str(milli // 1000)
     return f"{milli}m"
+
+
+def byte_counted(name: str) -> bool:
+    """Resources measured in bytes (memory, storage, huge pages)."""
+    return (
+        name in ("memory", "ephemeral-storage")
+        or name.startswith("hugepages-")
+        or name.endswith("storage")
+    )
+
+
+# The capacity ledger sums amounts over every node in int64. Bounding one amount at
+# 2**46 ledger units (whole bytes for byte-counted resources, milli-units otherwise)
+# keeps the sum over 100,000 nodes exact: 64 TiB of memory or 70 billion cpus per node.
+MAX_LEDGER_UNITS = 2**46
+
+
+def too_large(name: str, milli: int) -> bool:
+    scale = 1000 if byte_counted(name) else 1
+    return milli // scale > MAX_LEDGER_UNITS

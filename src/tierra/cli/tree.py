@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.tree import Tree as RichTree
 
 from tierra.api.quantity import format_milli
-from tierra.cli.common import Output, console, load_snapshot_or_exit
+from tierra.cli.common import Output, console, load_snapshot_or_exit, print_problems
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health
 from tierra.topology.index import TopologyIndex
@@ -97,6 +97,8 @@ def tree(
 ) -> None:
     """Show the HyperNode forest with capacity and health."""
     snapshot = load_snapshot_or_exit(files)
+    # The tree is still drawn from what could be read; say on stderr what could not.
+    print_problems(snapshot.errors)
     index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
     view = _View(
         index,

@@ -17,18 +17,10 @@ import numpy.typing as npt
 
 from tierra.api.node import Node
 from tierra.api.pod import Pod
+from tierra.api.quantity import byte_counted
 from tierra.topology.index import IntArray, TopologyIndex
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "nvidia.com/gpu")
-
-
-def byte_counted(name: str) -> bool:
-    """Resources measured in bytes (memory, storage, huge pages)."""
-    return (
-        name in ("memory", "ephemeral-storage")
-        or name.startswith("hugepages-")
-        or name.endswith("storage")
-    )
 
 
 class ResourceAxis:
