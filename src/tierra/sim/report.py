@@ -367,6 +367,7 @@ def heat_map(comp: Comparison, result: RunResult) -> str:
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
+.wide{overflow-x:auto}
 h1{font-size:1.6em;margin-bottom:.2em}
 h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
@@ -442,7 +443,7 @@ def summary_table(comp: Comparison) -> str:
             cls = ' class="best"' if is_best else ""
             cells.append(f"<td{cls}>{esc(cell(r.summary, key, kind))}</td>")
         rows.append(f"<tr><td>{esc(r.policy)}</td>{''.join(cells)}</tr>")
-    return f"<table><tr><th>policy</th>{head}</tr>{''.join(rows)}</table>"
+    return f"<div class=wide><table><tr><th>policy</th>{head}</tr>{''.join(rows)}</table></div>"
 
 
 def parameters(comp: Comparison, command: str) -> str:
