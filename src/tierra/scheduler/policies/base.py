@@ -14,6 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
+from tierra.api.fields import Fields
 from tierra.scheduler.layout import FloatArray, Layouts
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray, TopologyIndex
@@ -93,3 +94,22 @@ def reject_unknown(data: dict[str, object] | object, allowed: tuple[str, ...]) -
     if not isinstance(data, dict):
         return []
     return [str(k) for k in data if k not in allowed]
+
+
+def parse_resource_weights(
+    f: Fields, name: str, allowed: tuple[str, ...]
+) -> tuple[tuple[str, float], ...]:
+    """Check a policy's arguments for typos and read its ``resources`` weights (>= 0)."""
+    for key in reject_unknown(dict(f.data), allowed):
+        f.problem(key, f"unknown argument of policy {name}; known: {', '.join(allowed[1:])}")
+    res = f.obj("resources")
+    weights: list[tuple[str, float]] = []
+    for resource in res.data:
+        value = res.number(str(resource))
+        if value is None:
+            continue
+        if value < 0:
+            res.problem(str(resource), f"must be >= 0, got {value}")
+            continue
+        weights.append((str(resource), value))
+    return tuple(sorted(weights))

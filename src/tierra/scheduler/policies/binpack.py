@@ -21,7 +21,12 @@ import numpy as np
 
 from tierra.api.fields import Fields
 from tierra.scheduler.layout import FloatArray
-from tierra.scheduler.policies.base import View, fill_after, reject_unknown, resource_weights
+from tierra.scheduler.policies.base import (
+    View,
+    fill_after,
+    parse_resource_weights,
+    resource_weights,
+)
 from tierra.topology.index import IntArray
 
 NAME = "binpack"
@@ -91,18 +96,7 @@ class Binpack:
 
 
 def parse(f: Fields) -> Binpack:
-    for key in reject_unknown(dict(f.data), ARGUMENTS):
-        f.problem(key, f"unknown argument of policy {NAME}; known: {', '.join(ARGUMENTS[1:])}")
-    res = f.obj("resources")
-    weights: list[tuple[str, float]] = []
-    for name in res.data:
-        value = res.number(str(name))
-        if value is None:
-            continue
-        if value < 0:
-            res.problem(str(name), f"must be >= 0, got {value}")
-            continue
-        weights.append((str(name), value))
+    weights = parse_resource_weights(f, NAME, ARGUMENTS)
     fading = f.number("fading")
     if fading is not None and not 0 <= fading <= 1:
         f.problem("fading", f"must be between 0 and 1, got {fading}")
@@ -112,7 +106,7 @@ def parse(f: Fields) -> Binpack:
         f.problem("nodeWeight", f"must be >= 0, got {node_weight}")
         node_weight = None
     return Binpack(
-        resources=tuple(sorted(weights)),
+        resources=weights,
         fading=0.8 if fading is None else fading,
         normal_pod=f.boolean("normalPod", True),
         node_weight=1.0 if node_weight is None else node_weight,

@@ -15,7 +15,12 @@ import numpy as np
 
 from tierra.api.fields import Fields
 from tierra.scheduler.layout import FloatArray
-from tierra.scheduler.policies.base import View, fill_after, reject_unknown, resource_weights
+from tierra.scheduler.policies.base import (
+    View,
+    fill_after,
+    parse_resource_weights,
+    resource_weights,
+)
 from tierra.topology.index import IntArray
 
 NAME = "spread"
@@ -50,14 +55,4 @@ class Spread:
 
 
 def parse(f: Fields) -> Spread:
-    for key in reject_unknown(dict(f.data), ARGUMENTS):
-        f.problem(key, f"unknown argument of policy {NAME}; known: {', '.join(ARGUMENTS[1:])}")
-    res = f.obj("resources")
-    weights: list[tuple[str, float]] = []
-    for name in res.data:
-        value = res.number(str(name))
-        if value is not None and value >= 0:
-            weights.append((str(name), value))
-        elif value is not None:
-            res.problem(str(name), f"must be >= 0, got {value}")
-    return Spread(resources=tuple(sorted(weights)))
+    return Spread(resources=parse_resource_weights(f, NAME, ARGUMENTS))
