@@ -238,13 +238,23 @@ class ClusterState:
 
     def remove_pod(self, key: str) -> None:
         """A pod completed or was deleted: its resources are free again."""
+        self._forget(key, release=True)
+
+    def _forget(self, key: str, *, release: bool) -> None:
+        """Drop a pod and its bookkeeping; ``release`` also frees its place in the ledger
+        (False when a committed transaction already did)."""
         pod = self.pods.pop(key, None)
         if pod is None:
             return
         self.pending.pop(key, None)
-        if key in self.node_of:
-            self._freed_on(self.node_of[key])
-        self._release(key, pod)
+        node = self.node_of.pop(key, None)
+        vec = self.vec_of.pop(key, None)
+        if node is not None:
+            self._freed_on(node)
+        if vec is not None and (node is not None or not release):
+            if release and node is not None:
+                self.capacity.remove(node, vec)
+            self._usage(pod, vec, -1)
         g = gang_key(pod)
         self._touched(key if g is None else g)
         self.gang_of.pop(key, None)
@@ -293,14 +303,6 @@ class ClusterState:
         self.node_of[key] = n
         self.vec_of[key] = vec
         self._usage(pod, vec, +1)
-
-    def _release(self, key: str, pod: Pod) -> None:
-        n = self.node_of.pop(key, None)
-        vec = self.vec_of.pop(key, None)
-        if n is None or vec is None:
-            return
-        self.capacity.remove(n, vec)
-        self._usage(pod, vec, -1)
 
     def _usage(self, pod: Pod, vec: IntArray, sign: int) -> None:
         """Count a pod's hold (sign +1) or its release (-1) per gang or queue."""
@@ -353,23 +355,7 @@ class ClusterState:
 
     def drop_released(self, key: str) -> None:
         """Forget a pod whose resources a committed transaction already released."""
-        pod = self.pods.pop(key, None)
-        if pod is None:
-            return
-        self.pending.pop(key, None)
-        node = self.node_of.pop(key, None)
-        vec = self.vec_of.pop(key, None)
-        if vec is not None:
-            self._usage(pod, vec, -1)
-        if node is not None:
-            self._freed_on(node)
-        g = gang_key(pod)
-        self._touched(key if g is None else g)
-        self.gang_of.pop(key, None)
-        if g is not None and g in self.members:
-            self.members[g].pop(key, None)
-            if not self.members[g]:
-                del self.members[g]
+        self._forget(key, release=False)
 
     def running_priorities(self) -> list[int]:
         return list(self.priorities)
