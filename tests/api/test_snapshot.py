@@ -153,3 +153,24 @@ def test_fixtures_load(shared_fixtures: Path) -> None:
     gke = load_snapshot([shared_fixtures / "k8s-nodes" / "k8s-node-gke-full-object.yaml"])
     assert len(gke.nodes) == 1 and gke.nodes[0].allocatable["cpu"] > 0
     assert all(p.severity is Severity.ERROR for p in gke.errors)
+
+
+def test_pod_written_back_reads_the_same(tmp_path: Path) -> None:
+    from tierra.api.pod import encode_pod
+
+    pod = dict(POD)
+    pod["spec"] = dict(POD["spec"])
+    pod["spec"]["nodeSelector"] = {"rack": "r1"}
+    pod["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["3"]}]}
+                ]
+            }
+        }
+    }
+    first = load_snapshot([write(tmp_path, "a.yaml", yaml.safe_dump(pod))]).pods[0]
+    again = load_snapshot([write(tmp_path, "b.yaml", yaml.safe_dump(encode_pod(first)))]).pods[0]
+    assert again == first
