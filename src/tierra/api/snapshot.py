@@ -66,7 +66,10 @@ def read_documents(path: str | Path) -> Iterator[tuple[Origin, Mapping[str, Any]
             items = doc.get("items") or []
             if not isinstance(items, list):
                 raise InputError(f"{name}: document {doc_no}: items: expected a list")
-            for item_no, item in enumerate(items):
+            for item_no in range(len(items)):
+                # Hand each item on and drop the list's hold on it, so a million-pod
+                # List is never held twice (raw and decoded) at once.
+                item, items[item_no] = items[item_no], None
                 if not isinstance(item, Mapping):
                     raise InputError(
                         f"{name}: document {doc_no}: items[{item_no}]: expected an object"
@@ -76,7 +79,8 @@ def read_documents(path: str | Path) -> Iterator[tuple[Origin, Mapping[str, Any]
             yield Origin(name, doc_no), doc
 
 
-def _parse(name: str, text: str) -> list[Any]:
+def _parse(name: str, text: str) -> Iterator[Any]:
+    """Documents one at a time: YAML is parsed lazily, so only one raw document lives."""
     stripped = text.lstrip()
     if stripped[:1] in ("{", "["):
         try:
@@ -87,9 +91,10 @@ def _parse(name: str, text: str) -> list[Any]:
                     f"{name}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}"
                 ) from None
         else:
-            return doc if isinstance(doc, list) else [doc]
+            yield from (doc if isinstance(doc, list) else [doc])
+            return
     try:
-        return list(yaml.load_all(text, Loader=YamlLoader))
+        yield from yaml.load_all(text, Loader=YamlLoader)
     except yaml.YAMLError as exc:
         raise InputError(yaml_problem(name, exc)) from None
     except RecursionError:
