@@ -7,7 +7,7 @@ default, so one bad field never hides the next one. Nothing here raises for user
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from tierra.api.quantity import QuantityError, byte_counted, to_milli, too_large
@@ -211,6 +211,3 @@ class Fields:
             self.problem(key, f"must be one of {', '.join(allowed)}; got {value!r}")
             return default
         return value
-
-    def each(self, key: str, fn: Callable[[Fields], T]) -> list[T]:
-        return [fn(f) for f in self.objects(key)]

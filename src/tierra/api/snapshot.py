@@ -25,7 +25,7 @@ from tierra.api.pod import Pod, decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.queue import Queue, decode_queue
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
-from tierra.errors import InputError, Origin, Problem, Severity
+from tierra.errors import InputError, Origin, Problem, errors_only
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,7 +42,7 @@ class Snapshot:
 
     @property
     def errors(self) -> tuple[Problem, ...]:
-        return tuple(p for p in self.problems if p.severity is Severity.ERROR)
+        return tuple(errors_only(self.problems))
 
 
 def _api_group(api_version: str) -> str:

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from tierra.api.manifest import dump_yaml
 from tierra.api.snapshot import Snapshot, load_snapshot
-from tierra.errors import InputError, Problem, Severity
+from tierra.errors import InputError, Problem, Severity, errors_only
 
 # Piped output is read by scripts and CI logs: do not crop it to 80 columns.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
@@ -73,7 +73,7 @@ def print_document(doc: Mapping[str, Any], output: Output) -> None:
 
 def exit_on_errors(problems: Sequence[Problem]) -> None:
     """For commands that need valid input (schedule, export): any error -> exit 2."""
-    errors = [p for p in problems if p.severity is Severity.ERROR]
+    errors = errors_only(problems)
     if errors:
         print_problems(errors)
         raise typer.Exit(EXIT_BAD_INPUT)

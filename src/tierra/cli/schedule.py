@@ -28,7 +28,7 @@ from tierra.cli.common import (
     print_document,
     print_problems,
 )
-from tierra.errors import ConfigError, Severity
+from tierra.errors import ConfigError, errors_only
 from tierra.scheduler import (
     ClusterState,
     SchedulerConfig,
@@ -69,7 +69,7 @@ def checked_snapshot(files: list[Path]) -> Snapshot:
     rest = [p for p in snapshot.problems if not p.obj.startswith("HyperNode/")]
     exit_on_errors(rest)
     if topo:
-        print_problems([p for p in topo if p.severity is Severity.ERROR] or topo, to=err_console)
+        print_problems(errors_only(topo) or topo, to=err_console)
         err_console.print("[yellow]the trees of these HyperNodes are not used[/yellow]")
     return snapshot
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from tierra.cli.common import EXIT_PROBLEMS, Output, console, load_snapshot_or_exit, print_problems
-from tierra.errors import Severity
+from tierra.errors import errors_only
 from tierra.topology.index import TopologyIndex
 
 
@@ -32,7 +32,7 @@ def validate(
             p.path,
         )
     )
-    errors = [p for p in problems if p.severity is Severity.ERROR]
+    errors = errors_only(problems)
     if strict:
         errors = problems
     if output is Output.JSON:

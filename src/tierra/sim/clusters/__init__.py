@@ -18,7 +18,7 @@ from tierra.api.hypernode import HyperNode, encode_hypernode
 from tierra.api.manifest import dump_yaml
 from tierra.api.node import Node, encode_node
 from tierra.api.snapshot import Snapshot, load_snapshot
-from tierra.errors import ConfigError, InputError, Severity
+from tierra.errors import ConfigError, InputError, errors_only
 from tierra.sim.clusters import cloud, fattree, mixed, nvl72, superpod
 from tierra.sim.clusters._build import GPU, LinkFor
 from tierra.sim.cost import CostModel, default_cost_model
@@ -125,7 +125,7 @@ def load_cluster(paths: Sequence[str | Path]) -> SimCluster:
         else:
             files.append(p)
     snap = load_snapshot(files)
-    errors = [p for p in snap.problems if p.severity is Severity.ERROR]
+    errors = errors_only(snap.problems)
     if errors:
         raise InputError(errors)
     if not snap.nodes:
