@@ -26,10 +26,10 @@ def errors(hns: object) -> list[str]:
     return [str(p) for p in index.problems if p.severity is Severity.ERROR]
 
 
-def test_every_source_gives_a_valid_forest(shared_fixtures: Path, selene_dump: Path) -> None:
+def test_every_source_gives_a_valid_forest(fixtures: Path, selene_dump: Path) -> None:
     """No cycles, one parent each, parent tier above child, no node twice in a tree, one
     tier per tier name: what ``tierra validate`` checks, on every real input."""
-    f = shared_fixtures
+    f = fixtures
     outputs = [
         discover_ibnetdiscover([selene_dump]),
         discover_ibnetdiscover([f / "ibnetdiscover" / "topograph-dgx-ndr-40sw-582ca.out"]),

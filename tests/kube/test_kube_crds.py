@@ -19,8 +19,8 @@ from tierra.kube.testing import ControlPlane
 
 pytestmark = pytest.mark.kube
 
-# Same place as the top-level conftest's ``shared_fixtures``; read at import for parametrize.
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "k8s-topology-crds"
+# The top-level conftest's ``fixtures``; read at import for parametrize.
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s-topology-crds"
 OUR_KINDS = {
     ("topology.volcano.sh/v1alpha1", "HyperNode"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
@@ -53,8 +53,6 @@ def node_member(selector: dict[str, Any]) -> dict[str, Any]:
 
 
 def fixture_documents() -> list[tuple[str, dict[str, Any]]]:
-    if not FIXTURES.is_dir():
-        return []
     out = []
     for path in sorted(FIXTURES.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
@@ -66,8 +64,8 @@ def fixture_documents() -> list[tuple[str, dict[str, Any]]]:
 FIXTURE_DOCS = fixture_documents()
 
 
-def test_fixture_folder_has_volcano_objects(shared_fixtures: Path) -> None:
-    assert shared_fixtures / "k8s-topology-crds" == FIXTURES
+def test_fixture_folder_has_volcano_objects(fixtures: Path) -> None:
+    assert fixtures / "k8s-topology-crds" == FIXTURES
     assert len(FIXTURE_DOCS) >= 8
 
 
