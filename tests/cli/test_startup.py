@@ -66,7 +66,7 @@ def test_version_is_the_installed_one() -> None:
 @pytest.mark.parametrize(
     ("args", "uses", "never"),
     [
-        (("validate", str(EXAMPLE)), ("numpy", "yaml"), ("tierra.discovery", "tierra.scheduler")),
+        (("validate", str(EXAMPLE)), ("numpy", "yaml"), ("tierra.discovery",)),
         (("tree", str(EXAMPLE)), ("numpy", "rich"), ("tierra.discovery", "tierra.scheduler")),
         (("schedule", str(EXAMPLE)), ("tierra.scheduler",), ("tierra.discovery",)),
         (
