@@ -7,7 +7,6 @@ Unusable trees are shown with the reasons, so a broken topology is never silent.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +15,14 @@ from rich.markup import escape
 from rich.tree import Tree as RichTree
 
 from tierra.api.quantity import format_milli
-from tierra.cli.common import Output, console, load_snapshot_or_exit, print_problems
+from tierra.cli.common import (
+    AnyOutput,
+    Output,
+    console,
+    load_snapshot_or_exit,
+    print_document,
+    print_problems,
+)
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health
 from tierra.topology.index import TopologyIndex
@@ -91,8 +97,10 @@ class _View:
 
 
 def tree(
-    files: Annotated[list[Path], typer.Argument(help="Snapshot files (YAML or JSON).")],
-    output: Annotated[Output, typer.Option("-o", "--output", help="text or json")] = Output.TEXT,
+    files: Annotated[
+        list[Path], typer.Argument(help="Snapshot files (YAML or JSON), or folders of them.")
+    ],
+    output: AnyOutput = Output.TEXT,
     nodes: Annotated[bool, typer.Option("--nodes", help="List the nodes under each leaf.")] = False,
 ) -> None:
     """Show the HyperNode forest with capacity and health."""
@@ -105,12 +113,12 @@ def tree(
         Capacity.with_bound_pods(index, snapshot.nodes, snapshot.pods),
         Health(index, snapshot.nodes),
     )
-    if output is Output.JSON:
+    if output is not Output.TEXT:
         doc = view.as_json(index.root, nodes)
         doc["unusableTrees"] = [
             {"name": t.name, "reasons": list(t.reasons)} for t in index.trees if not t.usable
         ]
-        console.out(json.dumps(doc, indent=2), highlight=False)
+        print_document(doc, output)
         return
     top = RichTree(view.label(index.root))
     for k in index.children[index.root]:
