@@ -142,7 +142,9 @@ def test_volcano_podgroup_and_queue_are_accepted(crds: ControlPlane, namespace: 
     }
     assert create(crds, podgroup) == ""
     stored = json.loads(
-        crds.kubectl("get", "podgroup", "llm-train", "-n", namespace, "-o", "json").stdout
+        crds.kubectl(
+            "get", "podgroups.scheduling.volcano.sh", "llm-train", "-n", namespace, "-o", "json"
+        ).stdout
     )
     assert stored["spec"]["networkTopology"]["highestTierAllowed"] == 2
     # Defaults declared in the schema are applied by the API server.
@@ -153,7 +155,11 @@ def test_volcano_podgroup_and_queue_are_accepted(crds: ControlPlane, namespace: 
         "spec": {"minMember": 1, "networkTopology": {}},
     }
     assert create(crds, plain) == ""
-    stored = json.loads(crds.kubectl("get", "pg", "plain", "-n", namespace, "-o", "json").stdout)
+    stored = json.loads(
+        crds.kubectl(
+            "get", "podgroups.scheduling.volcano.sh", "plain", "-n", namespace, "-o", "json"
+        ).stdout
+    )
     assert stored["spec"]["queue"] == "default"
     assert stored["spec"]["networkTopology"]["mode"] == "hard"
 
@@ -288,6 +294,18 @@ REJECTED = {
         hypernode("bad-name", [node_member({"exactMatch": {"name": "Node_0"}})]),
         "spec.members[0].selector.exactMatch.name: Invalid value",
     ),
+    "empty exact name": (
+        hypernode("empty-name", [node_member({"exactMatch": {"name": ""}})]),
+        "spec.members[0].selector.exactMatch.name: Invalid value",
+    ),
+    "exact name not a qualified name": (
+        hypernode("long-name", [node_member({"exactMatch": {"name": "n" * 64}})]),
+        "spec.members[0].selector.exactMatch.name: Too long",
+    ),
+    "tierName over 253 characters": (
+        hypernode("long-tier", [node_member({"exactMatch": {"name": "n0"}})], tierName="t" * 254),
+        "spec.tierName: Too long",
+    ),
     "empty regex": (
         hypernode("empty-regex", [node_member({"regexMatch": {"pattern": ""}})]),
         "spec.members[0].selector.regexMatch.pattern: Invalid value",
@@ -340,6 +358,19 @@ REJECTED = {
     "Volcano: empty selector": (
         hypernode("v-empty", [node_member({})], api=VOLCANO_HN),
         "Either ExactMatch or RegexMatch or LabelMatch must be specified",
+    ),
+    "Volcano: exact name not a qualified name": (
+        hypernode("v-long", [node_member({"exactMatch": {"name": "n" * 64}})], api=VOLCANO_HN),
+        "spec.members[0].selector.exactMatch.name: Too long",
+    ),
+    "Volcano: tierName over 253 characters": (
+        hypernode(
+            "v-long-tier",
+            [node_member({"exactMatch": {"name": "n0"}})],
+            tierName="t" * 254,
+            api=VOLCANO_HN,
+        ),
+        "spec.tierName: Too long",
     ),
     "Volcano: negative tier": (
         hypernode("v-neg", [node_member({"exactMatch": {"name": "n0"}})], tier=-1, api=VOLCANO_HN),
