@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tierra.api.pod import Pod
+from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import DegradedMode, SchedulerConfig
 from tierra.scheduler.constraints import TierLimit
 from tierra.scheduler.explain import Miss, TierTrace, Verdict, describe_shortfall
 from tierra.scheduler.fit import Eligibility, fit_counts, short_of
 from tierra.scheduler.layout import BoolArray, FloatArray
-from tierra.scheduler.state import ClusterState
 from tierra.topology.index import IntArray
 
 
@@ -57,7 +57,7 @@ class Demand:
 
 
 def combined_domain_scores(
-    state: ClusterState,
+    state: Cache,
     config: SchedulerConfig,
     request: IntArray,
     domains: IntArray,
@@ -76,7 +76,7 @@ def combined_domain_scores(
 class Search:
     """Candidate domains for one demand inside one region; iterate ``tiers()``."""
 
-    state: ClusterState
+    state: Cache
     config: SchedulerConfig
     demand: Demand
     limit: TierLimit
@@ -157,7 +157,7 @@ class Search:
         for c, need in zip(counts, needs, strict=True):
             fits &= c >= need
             holds += np.minimum(c, need)
-        degraded = st.degraded(doms)
+        degraded = st.health.degraded_domains(doms)
         if t == lay.root_tier:
             degraded[:] = False
         mode = self.config.degraded if self.new_gang else DegradedMode.IGNORE
@@ -296,7 +296,7 @@ class Search:
                 )
                 continue
             if mode is DegradedMode.EXCLUDE and degraded[i]:
-                verdicts.append(Verdict(name, t, "rejected", f"degraded: {st.describe_health(h)}"))
+                verdicts.append(Verdict(name, t, "rejected", f"degraded: {st.health.describe(h)}"))
                 continue
             if not roll[i] or not fits[i]:
                 detail = describe_shortfall(st, self.demand, h, int(holds[i]))
@@ -304,7 +304,7 @@ class Search:
                 continue
             extra = []
             if degraded[i] and mode is DegradedMode.AVOID:
-                extra.append(f"degraded ({st.describe_health(h)}), tried after healthy ones")
+                extra.append(f"degraded ({st.health.describe(h)}), tried after healthy ones")
             if self.limit.preferred is not None and pref_of[h] > 1:
                 extra.append(f"needs {pref_of[h]} preferred-tier domains")
             verdicts.append(Verdict(name, t, "fits", "; ".join(extra) or "fits", score_of.get(h)))

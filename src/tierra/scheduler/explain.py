@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from tierra.api.quantity import format_milli
 
 if TYPE_CHECKING:
+    from tierra.scheduler.cache import Cache
     from tierra.scheduler.constraints import TierLimit
     from tierra.scheduler.domains import Demand, Shape
-    from tierra.scheduler.state import ClusterState
     from tierra.topology.capacity import ResourceAxis
     from tierra.topology.index import IntArray
 
@@ -145,11 +145,11 @@ def describe_demand(axis: ResourceAxis, demand: Demand) -> str:
     return f"{demand.count} pods ({inner})"
 
 
-def domain_name(state: ClusterState, h: int) -> str:
+def domain_name(state: Cache, h: int) -> str:
     return "the whole cluster" if h == state.index.root else state.index.names[h]
 
 
-def describe_shortfall(state: ClusterState, demand: Demand, h: int, holds: int) -> str:
+def describe_shortfall(state: Cache, demand: Demand, h: int, holds: int) -> str:
     """Why domain ``h`` cannot take ``demand``: roll-up short, or node-by-node short."""
     cap = state.capacity
     free = cap.dom_alloc[h] - cap.dom_used[h]
@@ -177,7 +177,7 @@ def _tiers_text(tiers: Sequence[int]) -> str:
     return f"tier {tiers[0]}-{tiers[-1]}"
 
 
-def _next_tier_note(state: ClusterState, limit: TierLimit) -> str:
+def _next_tier_note(state: Cache, limit: TierLimit) -> str:
     if limit.root or limit.flat:
         return ""
     top = limit.highest(state.index)
@@ -187,7 +187,7 @@ def _next_tier_note(state: ClusterState, limit: TierLimit) -> str:
 
 
 def no_fit_reason(
-    state: ClusterState,
+    state: Cache,
     demand: Demand,
     limit: TierLimit,
     misses: Sequence[Miss],

@@ -18,16 +18,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from tierra.api.pod import Pod
+from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.domains import Demand, Shape
 from tierra.scheduler.fit import fit_counts
 from tierra.scheduler.layout import FloatArray
-from tierra.scheduler.state import ClusterState
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
 
 
-def lowest_common(state: ClusterState, nodes: Sequence[int] | IntArray) -> int | None:
+def lowest_common(state: Cache, nodes: Sequence[int] | IntArray) -> int | None:
     """The lowest usable domain holding every node (the root if none), None if no nodes."""
     arr = np.unique(np.asarray(nodes, dtype=np.int64))
     if len(arr) == 0:
@@ -44,7 +44,7 @@ def lowest_common(state: ClusterState, nodes: Sequence[int] | IntArray) -> int |
 class NodeChoice:
     """Chooses nodes inside domains and places pods there through ``txn``."""
 
-    def __init__(self, state: ClusterState, config: SchedulerConfig, txn: Transaction) -> None:
+    def __init__(self, state: Cache, config: SchedulerConfig, txn: Transaction) -> None:
         self.state = state
         self.config = config
         self.txn = txn
@@ -73,7 +73,7 @@ class NodeChoice:
         healthy: list[tuple[int, int, int]] = []  # (count, order, id); id < 0: a node
         degraded: list[tuple[int, int, int]] = []
         kids = ix.children[h]
-        bad = st.degraded(np.array(kids, dtype=np.int64)).tolist() if kids else []
+        bad = st.health.degraded_domains(np.array(kids, dtype=np.int64)).tolist() if kids else []
         for c, is_bad in zip(kids, bad, strict=True):
             cnt = int(per_node[ix.real_nodes[c]].sum())
             if cnt > 0:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tierra.api.pod import Pod
+from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints import TierLimit, narrow, resolve
 from tierra.scheduler.domains import Demand, Search, Shape
@@ -31,7 +32,6 @@ from tierra.scheduler.explain import TierTrace, domain_name, no_fit_reason
 from tierra.scheduler.fit import constraint_key, request_vector
 from tierra.scheduler.gang import Gang, SubGroup, Tally, task_of
 from tierra.scheduler.placement import NodeChoice, lowest_common
-from tierra.scheduler.state import ClusterState
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
 
@@ -65,7 +65,7 @@ class Placer:
 
     def __init__(
         self,
-        state: ClusterState,
+        state: Cache,
         config: SchedulerConfig,
         txn: Transaction,
         trace: list[TierTrace] | None = None,

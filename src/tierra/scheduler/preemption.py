@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tierra.api.natural import natural_key
+from tierra.scheduler.cache import Cache, gang_key, solo_queue
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.gang import DEFAULT_QUEUE, Gang
+from tierra.scheduler.gang import Gang
 from tierra.scheduler.placer import Outcome, Placer
-from tierra.scheduler.state import QUEUE_ANNOTATION, ClusterState, gang_key
 from tierra.topology.index import IntArray
 
 MAX_TRIES_PER_DOMAIN = 4
@@ -67,7 +67,7 @@ class Plan:
     domain: int
     victims: tuple[Victim, ...]
 
-    def key(self, state: ClusterState) -> tuple[object, ...]:
+    def key(self, state: Cache) -> tuple[object, ...]:
         ix = state.index
         return (
             max((v.priority for v in self.victims), default=0),
@@ -78,18 +78,18 @@ class Plan:
         )
 
 
-def queue_of(state: ClusterState, key: str) -> str:
+def queue_of(state: Cache, key: str) -> str:
     pod = state.pods[key]
     g = gang_key(pod)
     if g is not None and g in state.podgroups:
         return state.podgroups[g].queue
-    return pod.meta.annotations.get(QUEUE_ANNOTATION, DEFAULT_QUEUE)
+    return solo_queue(pod)
 
 
 class Preemptor:
     def __init__(
         self,
-        state: ClusterState,
+        state: Cache,
         config: SchedulerConfig,
         placer: Placer,
         bound_now: Set[str],

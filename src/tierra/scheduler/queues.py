@@ -31,9 +31,9 @@ import numpy.typing as npt
 from tierra.api.meta import ObjectMeta
 from tierra.api.natural import natural_key
 from tierra.api.queue import Queue
+from tierra.scheduler.cache import DEFAULT_QUEUE, Cache
 from tierra.scheduler.explain import amount, amounts
-from tierra.scheduler.gang import DEFAULT_QUEUE, Gang
-from tierra.scheduler.state import ClusterState
+from tierra.scheduler.gang import Gang
 from tierra.topology.index import IntArray
 
 FloatArray = npt.NDArray[np.float64]
@@ -46,7 +46,7 @@ def gang_order(gang: Gang) -> tuple[object, ...]:
 class QueueBook:
     def __init__(
         self,
-        state: ClusterState,
+        state: Cache,
         demands: Mapping[str, IntArray],
         waiting: set[str],
     ) -> None:

@@ -16,7 +16,8 @@ The recipe, per session:
 4. return the decisions.
 
 A gang that failed in an earlier session is skipped, with its earlier reason, while
-nothing it depends on has changed (``ClusterState.unchanged_since``): no node,
+nothing it depends on has changed (``Cache.unchanged_since``; the failures are kept in a
+``Memory`` beside the cache): no node,
 HyperNode or queue changed, nothing of its own changed, and no room was freed where it
 could help. Only failures that must repeat are remembered -- input that cannot be
 honoured, and placement failures where counting alone ruled out every allowed domain.
@@ -37,17 +38,18 @@ from __future__ import annotations
 import numpy as np
 
 from tierra.api.snapshot import Snapshot
+from tierra.scheduler.cache import Cache, gang_key
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints import resolve
 from tierra.scheduler.domains import Demand
 from tierra.scheduler.explain import Explanation, TierTrace, domain_name
 from tierra.scheduler.gang import Gang, collect, rebuild
+from tierra.scheduler.memory import Failure, Memory
 from tierra.scheduler.placement import lowest_common
 from tierra.scheduler.placer import Frame, Placer
 from tierra.scheduler.preemption import Preemptor, queue_of
 from tierra.scheduler.queues import QueueBook, gang_order
 from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
-from tierra.scheduler.state import ClusterState, Failure, gang_key
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
 
@@ -67,9 +69,11 @@ def _demands(placer: Placer, gangs: list[Gang]) -> dict[str, IntArray]:
 class _Session:
     """The mutable bookkeeping of one session and its steps."""
 
-    def __init__(self, state: ClusterState, config: SchedulerConfig) -> None:
+    def __init__(self, state: Cache, config: SchedulerConfig, memory: Memory) -> None:
         self.state = state
         self.config = config
+        self.memory = memory
+        memory.attach(state, config)
         self.bindings: list[Binding] = []
         self.unschedulable: list[Unschedulable] = []
         self.evictions: list[Eviction] = []
@@ -81,7 +85,7 @@ class _Session:
 
     def run(self, explain: str | None) -> tuple[SessionResult, Explanation | None]:
         # 1. gangs
-        gangs, orphans = collect(self.state, self.config.scheduler_names)
+        gangs, orphans = collect(self.state, self.config.scheduler_names, self.memory)
         self.unschedulable.extend(orphans)
         self._forget_failures({g.key for g in gangs})
         # 2. queues
@@ -127,13 +131,10 @@ class _Session:
         return result, explained
 
     def _forget_failures(self, waiting: set[str]) -> None:
-        """Drop failures of gangs no longer waiting, or all under another config."""
-        st = self.state
-        if st.failures_config != self.config:
-            st.failures.clear()
-            st.failures_config = self.config
-        for key in [k for k in st.failures if k not in waiting]:
-            del st.failures[key]
+        """Drop failures of gangs no longer waiting."""
+        failures = self.memory.failures
+        for key in [k for k in failures if k not in waiting]:
+            del failures[key]
 
     def _may_preempt(self, gang: Gang) -> bool:
         lowest = min(self.state.running_priorities(), default=gang.priority)
@@ -142,8 +143,8 @@ class _Session:
     def _skip(self, gang: Gang) -> bool:
         """Report ``gang`` with its earlier reason if nothing it needs has changed."""
         st = self.state
-        failed = st.failures.get(gang.key)
-        if failed is None or not st.skip_unchanged:
+        failed = self.memory.failures.get(gang.key)
+        if failed is None or not self.memory.skip_unchanged:
             return False
         if not st.unchanged_since(gang.key, failed.at) or self._may_preempt(gang):
             return False
@@ -186,7 +187,7 @@ class _Session:
     def _remember(
         self,
         gang: Gang,
-        kind: str | None,
+        remember: bool,
         reason: str,
         searched: tuple[Frame, Demand] | None = None,
     ) -> None:
@@ -195,40 +196,38 @@ class _Session:
         A placement failure remembers what room could help (``searched``: where the
         gang looked, and for what): the gang's whole request (and ``minResources``) for
         the domain search, each shape's for a flat gang."""
-        st = self.state
-        if kind is None:
-            st.failures.pop(gang.key, None)
+        st, failures = self.state, self.memory.failures
+        if not remember:
+            failures.pop(gang.key, None)
             return
         if searched is None:
-            st.failures[gang.key] = Failure(kind, reason, st.clock)
+            failures[gang.key] = Failure(reason, st.clock)
             return
         frame, demand = searched
         if frame.limit.flat:
             rows = [s.vec * len(s.pods) for s in demand.shapes]
         else:
             rows = [demand.total] + ([demand.floor] if demand.floor is not None else [])
-        st.failures[gang.key] = Failure(
-            kind, reason, st.clock, np.stack(rows), frame.limit, frame.region
-        )
+        failures[gang.key] = Failure(reason, st.clock, np.stack(rows), frame.limit, frame.region)
 
     def place(self, gang: Gang, book: QueueBook) -> str | None:
         """Try one gang; None when placed, else the reason it waits (also recorded)."""
         placer, txn = self.placer, self.txn
         # a. inconsistent input or queue limits
         if gang.problem is not None:
-            self._remember(gang, "input", gang.problem)
+            self._remember(gang, True, gang.problem)
             self.unschedulable.append(Unschedulable(gang.key, gang.problem))
             return gang.problem
         reason = self._queue_limit(gang, book)
         if reason is not None:
-            self._remember(gang, None, reason)
+            self._remember(gang, False, reason)
             self.unschedulable.append(Unschedulable(gang.key, reason))
             return reason
         # b. place
         placer.attempt_failed = False
         out = placer.place_gang(gang)
         if out.ok:
-            self._remember(gang, None, "")
+            self._remember(gang, False, "")
             self.commit(gang, book, "")
             return None
         txn.rollback()
@@ -242,12 +241,12 @@ class _Session:
                     f"preempted by {gang.key} (priority {gang.priority}) to make room in "
                     f"{domain_name(self.state, plan.domain)}"
                 )
-                self._remember(gang, None, "")
+                self._remember(gang, False, "")
                 self.commit(gang, book, why)
                 return None
             txn.rollback()
         # d. wait
-        self._remember(gang, "capacity" if counted else None, out.reason, searched)
+        self._remember(gang, counted, out.reason, searched)
         self.unschedulable.append(Unschedulable(gang.key, out.reason))
         return out.reason
 
@@ -263,7 +262,7 @@ class _Session:
         return book.blocked(gang.queue, demand.total)
 
     def commit(self, gang: Gang, book: QueueBook, eviction_reason: str) -> None:
-        """Apply the transaction to the state and record it as decisions."""
+        """Record the transaction as decisions and keep it in the cache."""
         state, txn = self.state, self.txn
         for key, node, vec in txn.evicted:
             self.evictions.append(Eviction(key, state.index.node_names[node], eviction_reason))
@@ -271,7 +270,6 @@ class _Session:
             if victim is not None:
                 self.preempted.add(victim)
             book.charge(queue_of(state, key), -vec)
-            state.drop_released(key)
         nodes = [n for _, n, _ in txn.assigned]
         nodes += [state.node_of[p.key] for p in gang.running if p.key in state.node_of]
         common = lowest_common(state, nodes)
@@ -283,13 +281,12 @@ class _Session:
             self.bindings.append(Binding(key, names[node], hn))
             self.bound_now.add(key)
             total += vec
-        state.assume_all(txn.assigned)
         book.charge(gang.queue, total)
-        txn.commit()
+        state.commit(txn)
 
 
 def _explanation(
-    state: ClusterState,
+    state: Cache,
     *,
     bindings: list[Binding],
     evictions: list[Eviction],
@@ -315,24 +312,33 @@ def _explanation(
     return Explanation(gang.key, "scheduled", summary, constraint, tuple(trace))
 
 
-def run_session(state: ClusterState, config: SchedulerConfig | None = None) -> SessionResult:
-    """One session over ``state``; its bindings and evictions are applied to ``state``."""
-    result, _ = _Session(state, config or SchedulerConfig()).run(None)
+def run_session(
+    cache: Cache, config: SchedulerConfig | None = None, *, memory: Memory | None = None
+) -> SessionResult:
+    """One session over ``cache``; its bindings (assumed) and evictions are kept in it.
+
+    Pass the ``Memory`` kept beside the cache to skip gangs whose failure must repeat
+    (see the module docstring); without one, every waiting gang is tried again."""
+    result, _ = _Session(cache, config or SchedulerConfig(), memory or Memory()).run(None)
     return result
 
 
 def schedule(snapshot: Snapshot, config: SchedulerConfig | None = None) -> SessionResult:
-    """Convenience: build the state from ``snapshot`` and run one session."""
-    return run_session(ClusterState.from_snapshot(snapshot), config)
+    """Convenience: build a cache from ``snapshot`` and run one session."""
+    return run_session(Cache.from_snapshot(snapshot), config)
 
 
 def explain_gang(
-    state: ClusterState, key: str, config: SchedulerConfig | None = None
+    cache: Cache,
+    key: str,
+    config: SchedulerConfig | None = None,
+    *,
+    memory: Memory | None = None,
 ) -> tuple[SessionResult, Explanation]:
     """Run one session recording every candidate domain for gang ``key`` (``ns/name``)."""
-    result, found = _Session(state, config or SchedulerConfig()).run(key)
+    result, found = _Session(cache, config or SchedulerConfig(), memory or Memory()).run(key)
     if found is None:
-        known = key in state.podgroups or key in state.pods
+        known = key in cache.podgroups or key in cache.pods
         status = "not pending" if known else "unknown"
         summary = (
             f"{key} has no pending pods of this scheduler"
