@@ -1,4 +1,10 @@
-"""``tierra validate``: every problem in the input, each with file, object and field."""
+"""``tierra validate``: every problem in the input, each with file, object and field.
+
+Beyond the objects themselves: the topology (``TopologyIndex``: cycles, parents, tiers)
+and what ``tierra schedule`` would refuse whatever room is free (``scheduler.refusals``:
+missing PodGroups and queues, minMember above the pods, unknown tier names, gangs too
+big for their tier), in the scheduler's own words.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +23,9 @@ from tierra.cli.common import (
     print_problems,
 )
 from tierra.errors import errors_only
-from tierra.scheduler.topology_checks import all_podgroup_problems
-from tierra.topology.index import TopologyIndex
+from tierra.scheduler.cache import Cache
+from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.refusals import refusals
 
 
 def validate(
@@ -29,15 +36,20 @@ def validate(
     strict: Annotated[
         bool, typer.Option(help="Also report objects of kinds tierra does not use.")
     ] = False,
+    scheduler_name: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scheduler-name",
+            help="Check pending pods with this spec.schedulerName (repeatable; default tierra).",
+        ),
+    ] = None,
 ) -> None:
     """List every problem (not just the first); exit 1 if there are any, 2 if unreadable."""
     snapshot = load_snapshot_or_exit(files, strict=strict)
-    index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
-    problems = [
-        *snapshot.problems,
-        *index.problems,
-        *all_podgroup_problems(snapshot.podgroups, index),
-    ]
+    cache = Cache.from_snapshot(snapshot)
+    index = cache.index
+    config = SchedulerConfig().with_scheduler_names(tuple(scheduler_name or ()))
+    problems = [*snapshot.problems, *index.problems, *refusals(cache, config)]
     problems.sort(
         key=lambda p: (
             p.origin.file if p.origin else "",

@@ -15,12 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tierra.api.quantity import format_milli
 
 if TYPE_CHECKING:
     from tierra.scheduler.cache import Cache
     from tierra.scheduler.constraints import TierLimit
     from tierra.scheduler.domains import Demand, Shape
+    from tierra.scheduler.layout import BoolArray
     from tierra.topology.capacity import ResourceAxis
     from tierra.topology.index import IntArray
 
@@ -186,6 +189,105 @@ def _next_tier_note(state: Cache, limit: TierLimit) -> str:
     return f"; tier {nxt} not allowed ({limit.text})"
 
 
+def _empty_holds(state: Cache, demand: Demand, domains: IntArray) -> tuple[BoolArray, IntArray]:
+    """Per domain: whether ``demand`` could fit with nothing running (a necessary check:
+    the roll-up, and each shape counted node by node), and how many of its pods it holds."""
+    cap = state.capacity
+    ok: BoolArray = np.asarray((cap.dom_alloc[domains] >= demand.total).all(axis=1), dtype=bool)
+    holds = np.zeros(len(domains), dtype=np.int64)
+    for shape in demand.shapes:
+        n = len(shape.pods)
+        fit = cap.domain_fit(shape.vec, domains, shape.eligibility.mask, empty=True)
+        ok &= fit >= n
+        holds += np.minimum(fit, n)
+    return ok, holds
+
+
+def _short_when_empty(state: Cache, demand: Demand, h: int) -> list[str]:
+    """What ``h`` lacks for ``demand`` with nothing running: in all (the roll-up), or on
+    every single node (no node big enough for one pod)."""
+    cap, axis = state.capacity, state.capacity.axis
+    nodes = state.index.real_nodes[h]
+    alloc = cap.node_alloc[nodes]
+    lacking = {i for i in range(len(axis)) if cap.dom_alloc[h, i] < demand.total[i]}
+    for shape in demand.shapes:
+        eligible = alloc[shape.eligibility.mask[nodes]]
+        for i in np.flatnonzero(shape.vec > 0).tolist():
+            if not (eligible[:, i] >= shape.vec[i]).any():
+                lacking.add(i)
+    return [axis.names[i] for i in sorted(lacking) if axis.names[i] != "pods"]
+
+
+def never_fits(state: Cache, demand: Demand, limit: TierLimit, region: int) -> str | None:
+    """Why ``demand`` fits no domain ``limit`` allows even with every node empty, and what
+    would make it fit; None when some allowed domain could hold it once room frees.
+
+    Without this a gang too big for its tier read like a wait for capacity ("best s0
+    holds 2"), and would wait forever.
+    """
+    ix, lay = state.index, state.layouts
+    req = describe_demand(state.capacity.axis, demand)
+    if limit.flat:
+        allowed = np.array([region], dtype=np.int64)
+    else:
+        allowed = np.array(
+            [h for h in range(ix.root + 1) if limit.allows(ix, h) and lay.inside(h, region)],
+            dtype=np.int64,
+        )
+    if not len(allowed):
+        return None
+    ok, holds = _empty_holds(state, demand, allowed)
+    if ok.any():
+        return None
+    best = int(np.argmax(holds))
+    most = int(holds[best])
+    lacking = ", ".join(_short_when_empty(state, demand, int(allowed[best])))
+    shrink = (
+        f"shrink the gang to {most} pod{'' if most == 1 else 's'}"
+        if most
+        else "shrink its pods' requests"
+    )
+    if limit.flat or limit.root:
+        where = "the whole cluster" if region == ix.root else domain_name(state, region)
+        return (
+            f"can never fit: even with every node empty, {where} holds only {most} of "
+            f"{req}{f' (short of {lacking})' if lacking else ''}{_excluded(demand)};"
+            f" add nodes or {shrink}"
+        )
+    name = domain_name(state, int(allowed[best]))
+    top = limit.highest(ix)
+    fix = f"or {shrink}"
+    for t in sorted({int(x) for x in ix.tier[: ix.root]} | {lay.root_tier}):
+        if t <= top:
+            continue
+        above = np.array(
+            [
+                h
+                for h in range(ix.root + 1)
+                if int(ix.tier[h]) == t and (h == ix.root or ix.usable[h]) and lay.inside(h, region)
+            ],
+            dtype=np.int64,
+        )
+        fits, _ = _empty_holds(state, demand, above) if len(above) else (above > 0, above)
+        if fits.any():
+            h = int(above[int(np.argmax(fits))])
+            tier_name = ix.hypernodes[h].tier_name if h != ix.root else None
+            if t == lay.root_tier:
+                allow = "mode: soft"
+            elif tier_name and limit.text.startswith("highestTierName"):
+                allow = f"highestTierName: {tier_name}"
+            else:
+                allow = f"highestTierAllowed: {t}"
+            fix = f"allow tier {t} ({allow}; {domain_name(state, h)} could hold it) {fix}"
+            break
+    return (
+        f"can never fit within {limit.text}: even with every node empty, no allowed"
+        f" HyperNode holds {req} (the most, {name}, holds {most}"
+        f"{f', short of {lacking}' if lacking else ''}){_excluded(demand)};"
+        f" to fit, {fix}"
+    )
+
+
 def no_fit_reason(
     state: Cache,
     demand: Demand,
@@ -205,6 +307,8 @@ def no_fit_reason(
     prefix = what
     if sticky is not None:
         prefix += f"its running pods occupy {domain_name(state, sticky)}; "
+    elif (never := never_fits(state, demand, limit, region)) is not None:
+        return prefix + never
     inside = "" if region == ix.root else f" inside {ix.names[region]}"
     real = [m for m in misses if m.tier != root_tier]
     with_cands = [m for m in real if m.candidates]

@@ -152,10 +152,15 @@ class Capacity:
         return self.node_alloc - self.node_used
 
     def fit_counts(
-        self, request: IntArray, node_mask: npt.NDArray[np.bool_] | None = None
+        self,
+        request: IntArray,
+        node_mask: npt.NDArray[np.bool_] | None = None,
+        *,
+        empty: bool = False,
     ) -> IntArray:
-        """How many pods of ``request`` each node can still take (0 where masked out)."""
-        free = self.node_alloc - self.node_used
+        """How many pods of ``request`` each node can still take (0 where masked out);
+        ``empty``: could take with nothing running (to tell "never" from "not now")."""
+        free = self.node_alloc if empty else self.node_alloc - self.node_used
         asked = request > 0
         if not asked.any():
             counts = np.full(len(free), self.unlimited, dtype=np.int64)
@@ -172,6 +177,8 @@ class Capacity:
         request: IntArray,
         domains: Sequence[int] | IntArray,
         node_mask: npt.NDArray[np.bool_] | None = None,
+        *,
+        empty: bool = False,
     ) -> IntArray:
         """Pods of ``request`` each domain in ``domains`` can take, counted node by node.
 
@@ -180,7 +187,7 @@ class Capacity:
         fits "without limit" on every node).
         """
         ptr, idx = self.index.real_ptr, self.index.real_idx
-        per_node = np.minimum(self.fit_counts(request, node_mask), self.unlimited)
+        per_node = np.minimum(self.fit_counts(request, node_mask, empty=empty), self.unlimited)
         d = np.asarray(domains, dtype=np.int64)
         starts, ends = ptr[d], ptr[d + 1]
         sizes = ends - starts
