@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from tierra.api.snapshot import Snapshot
 from tierra.cli.common import (
     EXIT_PROBLEMS,
     AnyOutput,
@@ -22,10 +23,8 @@ from tierra.cli.common import (
     print_document,
     print_problems,
 )
-from tierra.errors import errors_only
-from tierra.scheduler.cache import Cache
-from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.refusals import refusals
+from tierra.errors import Problem, errors_only
+from tierra.topology.index import TopologyIndex
 
 
 def validate(
@@ -46,10 +45,12 @@ def validate(
 ) -> None:
     """List every problem (not just the first); exit 1 if there are any, 2 if unreadable."""
     snapshot = load_snapshot_or_exit(files, strict=strict)
-    cache = Cache.from_snapshot(snapshot)
-    index = cache.index
-    config = SchedulerConfig().with_scheduler_names(tuple(scheduler_name or ()))
-    problems = [*snapshot.problems, *index.problems, *refusals(cache, config)]
+    if snapshot.podgroups or any(not p.bound and not p.terminated for p in snapshot.pods):
+        index, refused = _refusals(snapshot, tuple(scheduler_name or ()))
+    else:  # a topology file: nothing the scheduler would judge, so it is not even imported
+        index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
+        refused = []
+    problems = [*snapshot.problems, *index.problems, *refused]
     problems.sort(
         key=lambda p: (
             p.origin.file if p.origin else "",
@@ -93,3 +94,17 @@ def validate(
             console.print(f"[green]valid[/green]: {summary}")
     if errors:
         raise typer.Exit(EXIT_PROBLEMS)
+
+
+def _refusals(
+    snapshot: Snapshot, scheduler_names: tuple[str, ...]
+) -> tuple[TopologyIndex, list[Problem]]:
+    """The index and what a session would refuse (``scheduler.refusals``), over the cache
+    the scheduler builds (its index included)."""
+    from tierra.scheduler.cache import Cache  # noqa: PLC0415 - only for gangs to judge
+    from tierra.scheduler.config import SchedulerConfig  # noqa: PLC0415
+    from tierra.scheduler.refusals import refusals  # noqa: PLC0415
+
+    cache = Cache.from_snapshot(snapshot)
+    config = SchedulerConfig().with_scheduler_names(scheduler_names)
+    return cache.index, refusals(cache, config)
