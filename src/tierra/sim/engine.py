@@ -32,8 +32,9 @@ from tierra.sim.clusters._build import GPU
 from tierra.sim.cost import BoundCost, CostModel
 from tierra.sim.metrics import Fragmentation, JobRecord, Recorder, RunResult
 from tierra.sim.optimum import DomainWeights, optimal_cost, placement_cost
-from tierra.sim.policies.base import Gang, Placement, Policy, background, fit_counts
+from tierra.sim.policies.base import Gang, Placement, Policy, background
 from tierra.sim.workloads import SimJob, Workload
+from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray
 
@@ -415,7 +416,7 @@ class Simulation:
         fits = fit_counts(free, gang.widest)
         if int(fits.max(initial=0)) >= gang.job.pods:
             return 0
-        dom = self.topo.domain_sums(fits)
+        dom = self.topo.index.sum_under(fits)
         ok = np.flatnonzero(dom >= gang.job.pods)
         return int(self.topo.tier_of[ok].min()) if len(ok) else self.index.root_tier
 
@@ -429,7 +430,7 @@ class Simulation:
             single = fits >= gang.job.pods
             if single.any():
                 best = float(self.cost.node_gbps[single].max())
-            dom = self.topo.domain_sums(fits)
+            dom = self.topo.index.sum_under(fits)
             ok = np.flatnonzero(dom >= gang.job.pods)
             if len(ok):
                 best = max(best, float(self.cost.domain_gbps[ok].max()))

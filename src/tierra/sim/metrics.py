@@ -30,8 +30,9 @@ import numpy as np
 
 from tierra.sim._topo import TopoArrays
 from tierra.sim.clusters._build import GPU
-from tierra.sim.policies.base import Gang, fit_counts
+from tierra.sim.policies.base import Gang
 from tierra.sim.workloads import Workload
+from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray
 
@@ -166,7 +167,7 @@ class Fragmentation:
     def _best_tier(topo: TopoArrays, fits: IntArray, pods: int) -> int | None:
         if int(fits.max(initial=0)) >= pods:
             return 0
-        dom = topo.domain_sums(fits)
+        dom = topo.index.sum_under(fits)
         ok = np.flatnonzero(dom >= pods)
         return int(topo.tier_of[ok].min()) if len(ok) else None
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tierra.sim.policies.base import Gang, LedgerPolicy, fit_counts
+from tierra.sim.policies.base import Gang, LedgerPolicy
+from tierra.topology.arrays import fit_counts
 
 NAME = "spread"
 DESCRIPTION = "topology-oblivious: each pod to the least-allocated node (kube-scheduler default)"
