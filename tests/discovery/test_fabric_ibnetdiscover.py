@@ -119,13 +119,25 @@ def test_two_tier_university_fabric(fixtures: Path) -> None:
     assert sum(len(nodes_of(h)) for h in d.hypernodes if h.tier == 1) == 144
 
 
-def test_degraded_links_are_reported(fixtures: Path) -> None:
+def test_degraded_links_are_reported(fixtures: Path, tmp_path: Path) -> None:
     """2007 Voltaire dump: port 10 of the ISR9024 reaches port 1 of the SW-6IB4 at 1xSDR
     (the SW-6IB4 block says so at line 26; every other link is 4x), and one HCA port runs
     1xSDR too (line 52). The two ends of the ISL disagree (4x from one side): the lower
     reading wins. The lab dump's loop cable on r-ufm-sw226 ports 25-26 runs FDR10 while
-    the other switch links of that switch model run FDR."""
-    d = discover_ibnetdiscover([ib(fixtures, "ibtopotool-2007-chassis-voltaire.out")])
+    the other switch links of that switch model run FDR.
+
+    The dump's four HCAs all carry the vendor's default description, so as captured it
+    names no host (an error); here each CA block is given a host, lines kept in place."""
+    original = ib(fixtures, "ibtopotool-2007-chassis-voltaire.out")
+    with pytest.raises(InputError, match="vendor default or SHARP descriptions"):
+        discover_ibnetdiscover([original])
+    lines = original.read_text().splitlines(keepends=True)
+    for no, line in enumerate(lines):
+        if line.startswith("Ca"):
+            lines[no] = line.replace("MT23108 InfiniHost Mellanox Technologies", f"host{no} HCA")
+    named = tmp_path / "voltaire-named.out"
+    named.write_text("".join(lines))
+    d = discover_ibnetdiscover([named])
     issues = sorted(d.link_issues, key=lambda i: i.where)
     assert [(i.state, i.where) for i in issues] == [
         (LinkState.DEGRADED, "line 26"),

@@ -142,7 +142,9 @@ def test_volcano_podgroup_and_queue_are_accepted(crds: ControlPlane, namespace: 
     }
     assert create(crds, podgroup) == ""
     stored = json.loads(
-        crds.kubectl("get", "podgroup", "llm-train", "-n", namespace, "-o", "json").stdout
+        crds.kubectl(
+            "get", "podgroups.scheduling.volcano.sh", "llm-train", "-n", namespace, "-o", "json"
+        ).stdout
     )
     assert stored["spec"]["networkTopology"]["highestTierAllowed"] == 2
     # Defaults declared in the schema are applied by the API server.
@@ -153,7 +155,11 @@ def test_volcano_podgroup_and_queue_are_accepted(crds: ControlPlane, namespace: 
         "spec": {"minMember": 1, "networkTopology": {}},
     }
     assert create(crds, plain) == ""
-    stored = json.loads(crds.kubectl("get", "pg", "plain", "-n", namespace, "-o", "json").stdout)
+    stored = json.loads(
+        crds.kubectl(
+            "get", "podgroups.scheduling.volcano.sh", "plain", "-n", namespace, "-o", "json"
+        ).stdout
+    )
     assert stored["spec"]["queue"] == "default"
     assert stored["spec"]["networkTopology"]["mode"] == "hard"
 
