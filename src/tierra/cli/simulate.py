@@ -155,6 +155,10 @@ def simulate(  # typer options, keyword-only
         fail("--hours and --load must be finite and > 0, --session-interval finite and >= 0")
     if seed < 0:
         fail(f"--seed must be >= 0, not {seed}")
+    if not no_report and write_cluster_dir is None and write_workload is None:
+        _check_writable(report, "--report")  # before the run, not after minutes of it
+    if write_workload is not None:
+        _check_writable(write_workload, "--write-workload")
     try:
         cost = load_cost_model(cost_model) if cost_model is not None else default_cost_model()
         the_cluster = _cluster(cluster, nodes, cost)
@@ -213,6 +217,18 @@ def simulate(  # typer options, keyword-only
             console.print(f"report: [bold]{report}[/bold]")
 
 
+def _check_writable(path: Path, option: str) -> None:
+    """Exit 2 unless a file can be created at ``path`` (tried for real, then removed)."""
+    if path.is_dir():
+        fail(f"{option} {path}: is a folder; give a file name")
+    probe = path.with_name(path.name + ".tmp")
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        fail(f"{option} {path}: cannot write there: {exc.strerror or exc}")
+
+
 def _write(
     cluster: SimCluster,
     cluster_dir: Path | None,
@@ -227,7 +243,7 @@ def _write(
             f"wrote {len(cluster.nodes):,} Nodes and {len(cluster.hypernodes):,} HyperNodes: "
             + ", ".join(str(p) for p in paths)
         )
-        console.print(f"try: tierra tree {paths[1]} {paths[0]}")
+        console.print(f"try: tierra tree {shlex.quote(str(cluster_dir))}")
     if workload_file is not None:
         jobs = _workload(workload, cluster, spec)
         workload_file.write_text(dump_yaml([workload_manifest(jobs)]), "utf-8")

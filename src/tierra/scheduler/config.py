@@ -83,6 +83,7 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         if key not in ("enabled", "maxDomains"):
             pre.problem(str(key), "unknown setting; known: enabled, maxDomains")
     max_domains = pre.integer("maxDomains", 16, minimum=1)
+    preemption = pre.boolean("enabled", True)  # read before the check below, like every field
     attempts = f.integer("maxAttemptsPerTier", 32, minimum=1)
     policies: tuple[WeightedPolicy, ...] = default_policies()
     if f.has("policies"):
@@ -109,7 +110,7 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         scheduler_names=names,
         policies=policies,
         degraded=degraded,
-        preemption=pre.boolean("enabled", True),
+        preemption=preemption,
         preemption_max_domains=max_domains,
         max_attempts_per_tier=attempts,
     )
