@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import typer
 
-from tierra.cli import discover, explain, export, schedule, simulate, tree, validate
+from tierra.cli import (
+    discover,
+    explain,
+    export,
+    schedule,
+    scheduler,
+    simulate,
+    snapshot,
+    tree,
+    validate,
+)
 
 app = typer.Typer(
     name="tierra",
@@ -25,6 +35,8 @@ app.command("schedule")(schedule.schedule)
 app.command("explain")(explain.explain)
 app.command("discover")(discover.discover)
 app.command("simulate")(simulate.simulate)
+app.command("scheduler")(scheduler.scheduler)
+app.command("snapshot")(snapshot.snapshot)
 
 
 def main() -> None:
