@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import typer
 
-from tierra.cli import discover, explain, export, schedule, simulate, tree, validate
+from tierra.cli import (
+    controller,
+    discover,
+    explain,
+    export,
+    schedule,
+    simulate,
+    tree,
+    validate,
+    webhook,
+)
 
 app = typer.Typer(
     name="tierra",
@@ -25,6 +35,8 @@ app.command("schedule")(schedule.schedule)
 app.command("explain")(explain.explain)
 app.command("discover")(discover.discover)
 app.command("simulate")(simulate.simulate)
+app.command("controller")(controller.controller)
+app.command("webhook")(webhook.webhook)
 
 
 def main() -> None:

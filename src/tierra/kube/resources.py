@@ -74,3 +74,17 @@ WORKLOAD_PODGROUPS = Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "Pod
 CRDS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
+
+# The topology controller and the webhook (issue 12).
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
+SECRETS = Resource("", "v1", "secrets", "Secret", True)
+RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+VALIDATING_WEBHOOKS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    False,
+)
+KUEUE_TOPOLOGIES = Resource("kueue.x-k8s.io", "v1beta2", "topologies", "Topology", False)
+KAI_TOPOLOGIES = Resource("kai.scheduler", "v1alpha1", "topologies", "Topology", False)
