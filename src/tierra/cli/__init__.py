@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from tierra.cli import discover, explain, export, schedule, simulate, tree, validate
+from tierra.cli import discover, explain, export, schedule, serve, simulate, tree, validate
 
 app = typer.Typer(
     name="tierra",
@@ -25,6 +25,7 @@ app.command("schedule")(schedule.schedule)
 app.command("explain")(explain.explain)
 app.command("discover")(discover.discover)
 app.command("simulate")(simulate.simulate)
+app.command("serve")(serve.serve)
 
 
 def main() -> None:
