@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the public-cluster data files live."""
+"""Test fixtures for the whole suite: where the real data files live."""
 
 from __future__ import annotations
 
@@ -6,13 +6,19 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    """``<repo>/../shared/fixtures``: CI lays shared/ beside its clone, as for a session."""
-    if not SHARED_FIXTURES.is_dir():
-        pytest.fail(f"shared fixtures not found at {SHARED_FIXTURES}")
-    return SHARED_FIXTURES
+def fixtures() -> Path:
+    """``tests/fixtures``: real public data files, origins and licences in its SOURCES.md.
+
+    They live in the repository so that a fresh clone, with nothing beside it, passes.
+    """
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def shared_fixtures(fixtures: Path) -> Path:
+    """The old name of ``fixtures``, kept so tests written before the move still run."""
+    return fixtures

@@ -105,6 +105,45 @@ def test_schema_problems_name_the_field(spec: dict[str, Any], path: str, fragmen
     ), found
 
 
+def exact(name: str) -> dict[str, Any]:
+    return {"tier": 1, "members": [node_member({"exactMatch": {"name": name}})]}
+
+
+# Volcano's admission: the CRD's maxLength on tierName and pattern on exact names, and the
+# ValidatingAdmissionPolicy (installer/helm/chart/volcano/policy/hypernodes-validating.yaml):
+# "member exactMatch name is required" and format.qualifiedName() on every exact name.
+@pytest.mark.parametrize(
+    ("spec", "path", "fragment"),
+    [
+        (exact(""), "spec.members[0].selector.exactMatch.name", "must not be empty"),
+        (exact("n" * 64), "spec.members[0].selector.exactMatch.name", "at most 63"),
+        (exact("a." + "b" * 70), "spec.members[0].selector.exactMatch.name", "qualified name"),
+        ({**exact("n0"), "tierName": "t" * 254}, "spec.tierName", "at most 253 characters"),
+    ],
+    ids=["empty exact name", "64 characters", "long dotted name", "tierName of 254"],
+)
+def test_volcano_admission_rules(spec: dict[str, Any], path: str, fragment: str) -> None:
+    for group in (TIERRA_GROUP, VOLCANO_GROUP):
+        found = problems_of(hn(spec, group=group))
+        assert [p.path for p in found] == [path], found
+        assert fragment in found[0].message
+
+
+@pytest.mark.parametrize("name", ["n" * 63, "gpu-node.rack-1", "a"])
+def test_names_volcano_admits_pass(name: str) -> None:
+    assert problems_of(hn({**exact(name), "tierName": "t" * 253})) == []
+
+
+def test_discovered_names_fit_an_exact_match() -> None:
+    from tierra.discovery import naming
+
+    long = naming.join("labels", "topology.kubernetes.io/zone", "x" * 300)
+    assert len(long) <= 63
+    assert problems_of(hn(exact(long))) == []
+    clashing = naming.unique_names({1: "y" * 63, 2: "y" * 63})
+    assert all(problems_of(hn(exact(n))) == [] for n in clashing.values())
+
+
 def test_bad_name() -> None:
     found = problems_of(
         hn({"tier": 1, "members": [node_member({"exactMatch": {"name": "a"}})]}, name="S_4")

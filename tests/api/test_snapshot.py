@@ -134,8 +134,8 @@ def test_duplicate_objects_reported(tmp_path: Path) -> None:
     assert any("defined twice" in str(e) for e in snap.errors)
 
 
-def test_fixtures_load(shared_fixtures: Path) -> None:
-    crds = shared_fixtures / "k8s-topology-crds"
+def test_fixtures_load(fixtures: Path) -> None:
+    crds = fixtures / "k8s-topology-crds"
     snap = load_snapshot(
         [crds / "volcano-hypernodes-tier1-leaf.yaml", crds / "volcano-hypernodes-tier2-tier3.yaml"]
     )
@@ -150,7 +150,7 @@ def test_fixtures_load(shared_fixtures: Path) -> None:
     ):
         s = load_snapshot([crds / name])
         assert not s.errors, (name, s.errors)
-    gke = load_snapshot([shared_fixtures / "k8s-nodes" / "k8s-node-gke-full-object.yaml"])
+    gke = load_snapshot([fixtures / "k8s-nodes" / "k8s-node-gke-full-object.yaml"])
     assert len(gke.nodes) == 1 and gke.nodes[0].allocatable["cpu"] > 0
     assert all(p.severity is Severity.ERROR for p in gke.errors)
 

@@ -9,7 +9,7 @@ from tierra.api.hypernode import HyperNode, MemberType
 from tierra.api.meta import ObjectMeta
 from tierra.api.node import Condition, Node, Taint, TaintEffect
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "fixtures" / "dra"
 
 
 def nodes_of(hn: HyperNode) -> list[str]:

@@ -71,8 +71,8 @@ def test_skipped_tiers_and_aliases_on_selene(selene_dump: Path) -> None:
     }
 
 
-def test_several_topologies_get_prefixed_keys(shared_fixtures: Path) -> None:
-    d = discover_slurm([shared_fixtures / "slurm" / "slurm-man-topology.yaml"])
+def test_several_topologies_get_prefixed_keys(fixtures: Path) -> None:
+    d = discover_slurm([fixtures / "slurm" / "slurm-man-topology.yaml"])
     tops = labelled_topologies(d.hypernodes)
     assert [t.name for t in tops] == ["topo1", "topo2"]
     assert tops[0].keys == ("topology.tierra.dev/topo1-tier-2", "topology.tierra.dev/topo1-tier-1")
@@ -83,9 +83,9 @@ def write(path: Path, objects: list[dict]) -> Path:  # type: ignore[type-arg]
     return path
 
 
-def test_discover_cli_labels_preset_and_reconcile(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_discover_cli_labels_preset_and_reconcile(fixtures: Path, tmp_path: Path) -> None:
     kind = yaml.safe_load(
-        (shared_fixtures / "k8s-nodes" / "kueue-tas-kind-cluster-node-labels.yaml").read_text()
+        (fixtures / "k8s-nodes" / "kueue-tas-kind-cluster-node-labels.yaml").read_text()
     )
     workers = [n for n in kind["nodes"] if n["role"] == "worker"]
     names = ["kind-worker"] + [f"kind-worker{i}" for i in range(2, 9)]
@@ -93,7 +93,7 @@ def test_discover_cli_labels_preset_and_reconcile(shared_fixtures: Path, tmp_pat
         tmp_path / "nodes.yaml",
         [encode_node(node(n, w["labels"])) for n, w in zip(names, workers, strict=True)],
     )
-    topo = shared_fixtures / "k8s-topology-crds" / "kueue-tas-sample-gpu-queues.yaml"
+    topo = fixtures / "k8s-topology-crds" / "kueue-tas-sample-gpu-queues.yaml"
     code, out, _ = run(
         "discover", "labels", str(nodes_file), str(topo), "--preset", "kueue", "-o", "json"
     )
@@ -128,7 +128,7 @@ def test_discover_cli_labels_preset_and_reconcile(shared_fixtures: Path, tmp_pat
     assert (plan["kind"], plan["writes"], plan["unchanged"]) == ("DiscoveryPlan", 0, 6)
 
 
-def test_discover_cli_errors(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_discover_cli_errors(fixtures: Path, tmp_path: Path) -> None:
     code, _, out = run("discover", "nope", "x")
     assert code == 2 and "unknown source" in out
     code, _, out = run("discover", "slurm", str(tmp_path / "missing.conf"))
@@ -142,39 +142,39 @@ def test_discover_cli_errors(shared_fixtures: Path, tmp_path: Path) -> None:
     code, _, out = run(
         "discover",
         "ibnetdiscover",
-        str(shared_fixtures / "ibnetdiscover" / "superbench-azure-hdr-director-full.out"),
+        str(fixtures / "ibnetdiscover" / "superbench-azure-hdr-director-full.out"),
     )
     assert code == 2 and "line 10" in out
 
 
-def test_discover_cli_bad_health_nodes(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_discover_cli_bad_health_nodes(fixtures: Path, tmp_path: Path) -> None:
     """A --nodes Node with a bad field is exit 2: it was dropped to a default before, so a
     node written ``unschedulable: maybe`` counted as schedulable in the health roll-up."""
     bad = tmp_path / "nodes.yaml"
     bad.write_text(
         "apiVersion: v1\nkind: Node\nmetadata: {name: hca1}\nspec: {unschedulable: maybe}\n"
     )
-    dump = shared_fixtures / "ibnetdiscover" / "ibsim-net-2sw-2hca-minimal.out"
+    dump = fixtures / "ibnetdiscover" / "ibsim-net-2sw-2hca-minimal.out"
     code, stdout, out = run("discover", "ibnetdiscover", str(dump), "--nodes", str(bad))
     assert code == 2 and stdout == ""
     assert "Node/hca1: spec.unschedulable: expected true or false" in out
 
 
-def test_discover_cli_owner_must_be_a_label_value(shared_fixtures: Path) -> None:
+def test_discover_cli_owner_must_be_a_label_value(fixtures: Path) -> None:
     """The owner is the managed-by label's value; 'bad owner!' printed objects the API
     server would reject."""
-    dump = shared_fixtures / "ibnetdiscover" / "ibsim-net-2sw-2hca-minimal.out"
+    dump = fixtures / "ibnetdiscover" / "ibsim-net-2sw-2hca-minimal.out"
     code, stdout, out = run("discover", "ibnetdiscover", str(dump), "--owner", "bad owner!")
     assert code == 2 and stdout == "" and "is not a label value" in out
     code, stdout, _ = run("discover", "ibnetdiscover", str(dump), "--owner", "fabric_a.1")
     assert code == 0 and "managed-by: fabric_a.1" in stdout
 
 
-def test_discover_cli_in_node_sources(shared_fixtures: Path) -> None:
+def test_discover_cli_in_node_sources(fixtures: Path) -> None:
     code, out, _ = run(
         "discover",
         "nvidia-smi",
-        str(shared_fixtures / "gpu-topo" / "nvidia-smi-topo-a100-8gpu-nv12.txt"),
+        str(fixtures / "gpu-topo" / "nvidia-smi-topo-a100-8gpu-nv12.txt"),
         "--node",
         "gpu-a",
     )
@@ -185,13 +185,13 @@ def test_discover_cli_in_node_sources(shared_fixtures: Path) -> None:
     code, out, _ = run(
         "discover",
         "dra",
-        str(Path(__file__).parent / "data" / "aicr-h100-resourceslices-gpu-node-1.yaml"),
+        str(fixtures / "dra" / "aicr-h100-resourceslices-gpu-node-1.yaml"),
     )
     assert code == 0 and "gpu-node-1" in out
 
 
-def test_export_cli_formats(shared_fixtures: Path, tmp_path: Path) -> None:
-    d = discover_slurm([shared_fixtures / "slurm" / "topograph-expected-tree-3tier.conf"])
+def test_export_cli_formats(fixtures: Path, tmp_path: Path) -> None:
+    d = discover_slurm([fixtures / "slurm" / "topograph-expected-tree-3tier.conf"])
     hn_file = write(tmp_path / "hns.yaml", [encode_hypernode(h) for h in d.hypernodes])
     code, out, _ = run("export", "slurm-conf", str(hn_file))
     assert code == 0 and "SwitchName=switch.3.1 Switches=switch.2.[1-6]" in out
@@ -207,8 +207,8 @@ def test_export_cli_formats(shared_fixtures: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["volcano", "tierra"])
-def test_existing_formats_untouched(fmt: str, shared_fixtures: Path, tmp_path: Path) -> None:
-    d = discover_slurm([shared_fixtures / "slurm" / "slurm-testsuite-block-8x4.conf"])
+def test_existing_formats_untouched(fmt: str, fixtures: Path, tmp_path: Path) -> None:
+    d = discover_slurm([fixtures / "slurm" / "slurm-testsuite-block-8x4.conf"])
     hn_file = write(tmp_path / "hns.yaml", [encode_hypernode(h) for h in d.hypernodes])
     code, out, _ = run("export", fmt, str(hn_file))
     assert code == 0 and out.count("kind: HyperNode") == 15

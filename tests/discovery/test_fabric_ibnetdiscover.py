@@ -19,8 +19,8 @@ from tierra.discovery.result import MANAGED_BY
 from tierra.errors import InputError
 
 
-def ib(shared_fixtures: Path, name: str) -> Path:
-    return shared_fixtures / "ibnetdiscover" / name
+def ib(fixtures: Path, name: str) -> Path:
+    return fixtures / "ibnetdiscover" / name
 
 
 def test_selene_compute_fabric_three_tiers(selene_dump: Path) -> None:
@@ -79,7 +79,7 @@ def test_selene_compute_fabric_three_tiers(selene_dump: Path) -> None:
     assert len(members) == len(set(members)) == 469
 
 
-def test_topograph_ndr_dgx_dump(shared_fixtures: Path) -> None:
+def test_topograph_ndr_dgx_dump(fixtures: Path) -> None:
     """Topograph's DGX H100 (NDR) dump.
 
     ``grep -c '^Switch'`` = 40: 31 ``IBLEAF`` (A09: 4+4+3+4, B09: 4x4) and 9 ``IBSPINE``
@@ -89,7 +89,7 @@ def test_topograph_ndr_dgx_dump(shared_fixtures: Path) -> None:
     the leaves group by SU: A09 SUs 01-04 and B09 SUs 05-08 = 8 tier-1 domains, the
     spines join all 8 in one tier-2 domain. NDR: 4 x 100 Gb/s = 50 GB/s per port.
     """
-    d = discover_ibnetdiscover([ib(shared_fixtures, "topograph-dgx-ndr-40sw-582ca.out")])
+    d = discover_ibnetdiscover([ib(fixtures, "topograph-dgx-ndr-40sw-582ca.out")])
     assert (d.summary["switches"], d.summary["leaves"], d.summary["cas"]) == (40, 31, 582)
     assert d.summary["hosts"] == 122
     assert Counter(h.tier for h in d.hypernodes) == {1: 8, 2: 1}
@@ -109,39 +109,51 @@ def test_topograph_ndr_dgx_dump(shared_fixtures: Path) -> None:
     assert leaf.link is not None and leaf.link.bandwidth_gbps == 50.0
 
 
-def test_two_tier_university_fabric(shared_fixtures: Path) -> None:
+def test_two_tier_university_fabric(fixtures: Path) -> None:
     """loginoff 2014: 8 SX6036 switches; ``ib1``..``ib7`` carry the 144 single-port hosts,
     ``ib8`` only switch links (hand count of Switch blocks with "H-" ports: 7). Hosts on
     one leaf share nothing with other leaves: 7 tier-1 domains, one tier-2 above."""
-    d = discover_ibnetdiscover([ib(shared_fixtures, "loginoff-2014-qdr-fdr10-2tier.out")])
+    d = discover_ibnetdiscover([ib(fixtures, "loginoff-2014-qdr-fdr10-2tier.out")])
     assert (d.summary["switches"], d.summary["leaves"], d.summary["hosts"]) == (8, 7, 144)
     assert Counter(h.tier for h in d.hypernodes) == {1: 7, 2: 1}
     assert sum(len(nodes_of(h)) for h in d.hypernodes if h.tier == 1) == 144
 
 
-def test_degraded_links_are_reported(shared_fixtures: Path) -> None:
+def test_degraded_links_are_reported(fixtures: Path, tmp_path: Path) -> None:
     """2007 Voltaire dump: port 10 of the ISR9024 reaches port 1 of the SW-6IB4 at 1xSDR
     (the SW-6IB4 block says so at line 26; every other link is 4x), and one HCA port runs
     1xSDR too (line 52). The two ends of the ISL disagree (4x from one side): the lower
     reading wins. The lab dump's loop cable on r-ufm-sw226 ports 25-26 runs FDR10 while
-    the other switch links of that switch model run FDR."""
-    d = discover_ibnetdiscover([ib(shared_fixtures, "ibtopotool-2007-chassis-voltaire.out")])
+    the other switch links of that switch model run FDR.
+
+    The dump's four HCAs all carry the vendor's default description, so as captured it
+    names no host (an error); here each CA block is given a host, lines kept in place."""
+    original = ib(fixtures, "ibtopotool-2007-chassis-voltaire.out")
+    with pytest.raises(InputError, match="vendor default or SHARP descriptions"):
+        discover_ibnetdiscover([original])
+    lines = original.read_text().splitlines(keepends=True)
+    for no, line in enumerate(lines):
+        if line.startswith("Ca"):
+            lines[no] = line.replace("MT23108 InfiniHost Mellanox Technologies", f"host{no} HCA")
+    named = tmp_path / "voltaire-named.out"
+    named.write_text("".join(lines))
+    d = discover_ibnetdiscover([named])
     issues = sorted(d.link_issues, key=lambda i: i.where)
     assert [(i.state, i.where) for i in issues] == [
         (LinkState.DEGRADED, "line 26"),
         (LinkState.DEGRADED, "line 52"),
     ]
     assert "1xSDR" in issues[0].detail and "4xSDR" in issues[0].detail
-    lab = discover_ibnetdiscover([ib(shared_fixtures, "ufm-lab-mixed-fdr-edr-hdr-small.out")])
+    lab = discover_ibnetdiscover([ib(fixtures, "ufm-lab-mixed-fdr-edr-hdr-small.out")])
     assert [i.detail for i in lab.link_issues] == ["4xFDR10 where links like it run at 4xFDR"]
 
 
-def test_storage_fabric_flags_edr_links_of_hdr_adapters(shared_fixtures: Path) -> None:
+def test_storage_fabric_flags_edr_links_of_hdr_adapters(fixtures: Path) -> None:
     """Selene storage: all 1247 CAs are ConnectX-6 (``devid=0x101b``), but the 320 ports of
     the ``ai400x-*`` storage appliances run at 4xEDR (``grep '^Ca.*ai400x' -A1 | grep -c
     EDR`` = 320) where every other CX-6 link runs HDR: 320 degraded links, all on
     ``SLG*`` leaves."""
-    d = discover_ibnetdiscover([ib(shared_fixtures, "selene-storage-edr-hdr.out")])
+    d = discover_ibnetdiscover([ib(fixtures, "selene-storage-edr-hdr.out")])
     assert d.summary["degradedLinks"] == 320
     assert all(
         "ai400x" in i.b and i.hosts and i.hosts[0].startswith("ai400x") for i in d.link_issues
@@ -149,39 +161,39 @@ def test_storage_fabric_flags_edr_links_of_hdr_adapters(shared_fixtures: Path) -
     assert all(i.hypernode and i.hypernode.startswith("ib-t1-slg") for i in d.link_issues)
 
 
-def test_small_dialects(shared_fixtures: Path) -> None:
+def test_small_dialects(fixtures: Path) -> None:
     """ibsim's minimal dialect (no GUIDs, ``Hca``, no descriptions: the node id names the
     host): Switch1 holds Hca1 and Hca2, Switch2 only ISLs. The ``-p`` ports form: two
     switches with hosts, in two separate fabrics (no ISL between them)."""
-    d = discover_ibnetdiscover([ib(shared_fixtures, "ibsim-net-2sw-2hca-minimal.out")])
+    d = discover_ibnetdiscover([ib(fixtures, "ibsim-net-2sw-2hca-minimal.out")])
     assert [(h.name, nodes_of(h)) for h in d.hypernodes] == [("ib-t1-switch1", ["hca1", "hca2"])]
-    p = discover_ibnetdiscover([ib(shared_fixtures, "ports-p-edr-treydock.out")])
+    p = discover_ibnetdiscover([ib(fixtures, "ports-p-edr-treydock.out")])
     assert sorted((h.name, tuple(nodes_of(h))) for h in p.hypernodes) == [
         ("ib-t1-ib-i1l1s01", ("o0001", "o0002")),
         ("ib-t1-ib-i4l1s01", ("p0001",)),
     ]
     assert p.summary["unconnectedPorts"] == 2
-    odd = discover_ibnetdiscover([ib(shared_fixtures, "ports-p-hdr-sharp-odd-names.out")])
+    odd = discover_ibnetdiscover([ib(fixtures, "ports-p-hdr-sharp-odd-names.out")])
     assert [(h.name, nodes_of(h)) for h in odd.hypernodes] == [
         ("ib-t1-5fb0405-leaf-ib01", ["worker20"])
     ]
 
 
-def test_log_noise_around_the_dump_is_skipped(shared_fixtures: Path) -> None:
+def test_log_noise_around_the_dump_is_skipped(fixtures: Path) -> None:
     """A PuTTY log: a header line before the dump, a shell prompt after it (line 33823),
     tabs stripped (``Switch41 "S-..."#``). Both are noted; the dump itself is read."""
-    d = discover_ibnetdiscover([ib(shared_fixtures, "ufm-ndt-putty-log-tabs-stripped.out.gz")])
+    d = discover_ibnetdiscover([ib(fixtures, "ufm-ndt-putty-log-tabs-stripped.out.gz")])
     notes = " ".join(str(n) for n in d.notes)
     assert "before the dump (line 1)" in notes and "after the dump (line 33823)" in notes
     assert d.summary["switches"] == 400 and d.hypernodes
-    umad = discover_ibnetdiscover([ib(shared_fixtures, "ibtopotool-2016-edr-with-umad-error.out")])
+    umad = discover_ibnetdiscover([ib(fixtures, "ibtopotool-2016-edr-with-umad-error.out")])
     assert len(umad.hypernodes) == 2
 
 
-def test_undescribed_devices_mean_a_cut_dump(shared_fixtures: Path) -> None:
+def test_undescribed_devices_mean_a_cut_dump(fixtures: Path) -> None:
     """superbench's "Faked topology file" links port 41 of its first switch (line 10) to an
     aggregation node it never describes: read as a cut-short dump unless allowed."""
-    path = ib(shared_fixtures, "superbench-azure-hdr-director-full.out")
+    path = ib(fixtures, "superbench-azure-hdr-director-full.out")
     with pytest.raises(ParseError) as err:
         discover_ibnetdiscover([path])
     assert err.value.line == 10 and "never describes" in str(err.value)
@@ -225,7 +237,7 @@ def test_not_a_dump(tmp_path: Path) -> None:
         read_text(binary)
 
 
-def test_host_pattern(shared_fixtures: Path) -> None:
+def test_host_pattern(fixtures: Path) -> None:
     """A pattern with a ``host`` group maps descriptions to node names."""
     namer = HostNamer(r"^(?P<host>luna-\d+)")
     assert namer("luna-0001 mlx5_0") == "luna-0001"
@@ -234,7 +246,7 @@ def test_host_pattern(shared_fixtures: Path) -> None:
     assert HostNamer()("MT4129 ConnectX7   Mellanox Technologies") is None
     assert HostNamer()("SAT111092710053 ibp11s0f0") == "sat111092710053"
     d = discover_ibnetdiscover(
-        [ib(shared_fixtures, "ibtopotool-2016-edr-with-umad-error.out")],
+        [ib(fixtures, "ibtopotool-2016-edr-with-umad-error.out")],
         host_pattern=r"^(r-ufm1\d\d)",
     )
     assert sorted(n for h in d.hypernodes for n in nodes_of(h)) == [
@@ -244,8 +256,8 @@ def test_host_pattern(shared_fixtures: Path) -> None:
     ]
 
 
-def test_same_input_same_output(shared_fixtures: Path) -> None:
-    path = ib(shared_fixtures, "topograph-dgx-ndr-40sw-582ca.out")
+def test_same_input_same_output(fixtures: Path) -> None:
+    path = ib(fixtures, "topograph-dgx-ndr-40sw-582ca.out")
     text = read_text(path)
     a, _ = parse(text, "x")
     b, _ = parse(text, "x")

@@ -19,24 +19,24 @@ BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"
 
 
-def kind_cluster_nodes(shared_fixtures: Path) -> list[Any]:
+def kind_cluster_nodes(fixtures: Path) -> list[Any]:
     """The Kueue TAS kind cluster: its 8 workers with the labels the config gives them.
 
     kind names workers ``<cluster>-worker``, ``-worker2`` ... ``-worker8`` in order.
     """
     config = yaml.safe_load(
-        (shared_fixtures / "k8s-nodes" / "kueue-tas-kind-cluster-node-labels.yaml").read_text()
+        (fixtures / "k8s-nodes" / "kueue-tas-kind-cluster-node-labels.yaml").read_text()
     )
     workers = [n for n in config["nodes"] if n["role"] == "worker"]
     names = ["kind-worker"] + [f"kind-worker{i}" for i in range(2, len(workers) + 1)]
     return [node(name, w["labels"]) for name, w in zip(names, workers, strict=True)]
 
 
-def test_kueue_kind_cluster_by_levels(shared_fixtures: Path) -> None:
+def test_kueue_kind_cluster_by_levels(fixtures: Path) -> None:
     """The kind config gives workers 1-2 b1/r1, 3-4 b1/r2, 5-6 b2/r1, 7-8 b2/r2. Rack r1
     exists in both blocks: by path these are four racks of two nodes under two blocks
     (Volcano's label discoverer would give "r1" two parents)."""
-    nodes = kind_cluster_nodes(shared_fixtures)
+    nodes = kind_cluster_nodes(fixtures)
     topo = make_topology("tas", [BLOCK, RACK, "kubernetes.io/hostname"])
     d = discover_labels(nodes, [topo])
     hns = by_name(d.hypernodes)
@@ -52,11 +52,11 @@ def test_kueue_kind_cluster_by_levels(shared_fixtures: Path) -> None:
     )
 
 
-def test_kueue_and_kai_topology_objects_as_presets(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_kueue_and_kai_topology_objects_as_presets(fixtures: Path, tmp_path: Path) -> None:
     """The Kueue sample (Topology "default" + a ResourceFlavor selecting node-group
     tas-group) and the KAI Topology ("cluster-topology") both list block, rack, hostname."""
-    nodes = kind_cluster_nodes(shared_fixtures)
-    crds = shared_fixtures / "k8s-topology-crds"
+    nodes = kind_cluster_nodes(fixtures)
+    crds = fixtures / "k8s-topology-crds"
     kueue = preset("kueue", read_documents(crds / "kueue-tas-sample-gpu-queues.yaml"))
     assert [lv.key for lv in kueue[0].levels] == [BLOCK, RACK]
     assert kueue[0].name == "default" and kueue[0].selectors  # the flavor's nodeLabels
@@ -186,9 +186,9 @@ def test_topograph_labels_two_dimensions() -> None:
     assert nodes_of(hns["topograph-nvl-nvl0"]) == ["n0", "n2"]
 
 
-def test_real_gke_node_object(shared_fixtures: Path) -> None:
+def test_real_gke_node_object(fixtures: Path) -> None:
     """The vendored GKE Node carries region us-central1 and zone us-central1-b."""
-    snap = load_snapshot([shared_fixtures / "k8s-nodes" / "k8s-node-gke-full-object.yaml"])
+    snap = load_snapshot([fixtures / "k8s-nodes" / "k8s-node-gke-full-object.yaml"])
     topo = make_topology("geo", ["topology.kubernetes.io/region", "topology.kubernetes.io/zone"])
     d = discover_labels(snap.nodes, [topo])
     assert [(h.name, h.tier) for h in d.hypernodes] == [

@@ -16,22 +16,20 @@ from tierra.discovery.nvidia_smi import discover_nvidia_smi, parse
 from tierra.errors import InputError
 
 
-def smi(shared_fixtures: Path, name: str) -> Path:
-    return shared_fixtures / "gpu-topo" / f"nvidia-smi-topo-{name}.txt"
+def smi(fixtures: Path, name: str) -> Path:
+    return fixtures / "gpu-topo" / f"nvidia-smi-topo-{name}.txt"
 
 
 def domains(topo: object) -> list[tuple[str, tuple[str, ...], str | None, bool]]:
     return [(d.kind, d.devices, d.link, d.complete) for d in topo.domains]  # type: ignore[attr-defined]
 
 
-def test_dgx1_hybrid_cube_mesh(shared_fixtures: Path) -> None:
+def test_dgx1_hybrid_cube_mesh(fixtures: Path) -> None:
     """DGX-1 V100: GPU pairs are NV1/NV2 or SYS (the hybrid cube mesh: each GPU links 4
     others), so the NVLink domain spans all 8 but is not complete. PIX puts GPU0, GPU1
     and mlx5_0 behind one PCIe switch (and likewise 2-3/mlx5_1, 4-5/mlx5_2, 6-7/mlx5_3);
     PHB joins two switches per CPU socket; SYS crosses sockets."""
-    t = discover_nvidia_smi([smi(shared_fixtures, "dgx1-v100-4nic")], node="dgx1").node_topologies[
-        0
-    ]
+    t = discover_nvidia_smi([smi(fixtures, "dgx1-v100-4nic")], node="dgx1").node_topologies[0]
     gpus = tuple(f"GPU{i}" for i in range(8))
     assert domains(t) == [
         ("nvlink", gpus, "NV1", False),
@@ -46,10 +44,10 @@ def test_dgx1_hybrid_cube_mesh(shared_fixtures: Path) -> None:
     assert t.gpus[0].cpus == "0-19,40-59" and t.devices[8].alias == "mlx5_0"
 
 
-def test_nvswitch_boards_and_numa(shared_fixtures: Path) -> None:
+def test_nvswitch_boards_and_numa(fixtures: Path) -> None:
     """H100 / A100 boards: NV18 / NV12 between every pair (NVSwitch); NUMA Affinity 0 for
     GPU0-3 and 1 for GPU4-7."""
-    h100 = discover_nvidia_smi([smi(shared_fixtures, "h100-8gpu-ht-affinity")]).node_topologies[0]
+    h100 = discover_nvidia_smi([smi(fixtures, "h100-8gpu-ht-affinity")]).node_topologies[0]
     assert h100.node == "nvidia-smi-topo-h100-8gpu-ht-affinity"
     assert domains(h100)[0] == ("nvlink", tuple(f"GPU{i}" for i in range(8)), "NV18", True)
     numa = {d.name: d.devices for d in h100.domains if d.kind == "numa"}
@@ -58,16 +56,14 @@ def test_nvswitch_boards_and_numa(shared_fixtures: Path) -> None:
         "numa1": ("GPU4", "GPU5", "GPU6", "GPU7"),
     }
     assert h100.gpus[4].cpus == "52-103,156-207" and h100.gpus[4].numa == 1
-    a100 = discover_nvidia_smi([smi(shared_fixtures, "a100-8gpu-nv12")]).node_topologies[0]
+    a100 = discover_nvidia_smi([smi(fixtures, "a100-8gpu-nv12")]).node_topologies[0]
     assert domains(a100)[0][2] == "NV12"
 
 
-def test_pcie_box_with_nic_legend(shared_fixtures: Path) -> None:
+def test_pcie_box_with_nic_legend(fixtures: Path) -> None:
     """4x RTX 6000 Ada on two sockets: GPU0/1 and NIC0/1 on NUMA 0 (NODE), GPU2/3 and
     NIC2/3 on NUMA 1; NIC pairs share a PCIe switch (PIX); the legend names mlx5_0..3."""
-    t = discover_nvidia_smi(
-        [smi(shared_fixtures, "4x-rtx6000ada-pcie-4nic-legend")]
-    ).node_topologies[0]
+    t = discover_nvidia_smi([smi(fixtures, "4x-rtx6000ada-pcie-4nic-legend")]).node_topologies[0]
     assert [(d.kind, d.name, d.devices) for d in t.domains] == [
         ("pcie-switch", "pcie-switch0", ("NIC0", "NIC1")),
         ("pcie-switch", "pcie-switch1", ("NIC2", "NIC3")),
@@ -80,16 +76,14 @@ def test_pcie_box_with_nic_legend(shared_fixtures: Path) -> None:
         "mlx5_2",
         "mlx5_3",
     ]
-    two = discover_nvidia_smi([smi(shared_fixtures, "2gpu-pcie-phb")]).node_topologies[0]
+    two = discover_nvidia_smi([smi(fixtures, "2gpu-pcie-phb")]).node_topologies[0]
     assert domains(two) == [("host-bridge", ("GPU0", "GPU1"), "PHB", True)]
-    nv2 = discover_nvidia_smi([smi(shared_fixtures, "2gpu-nvlink-nv2")]).node_topologies[0]
+    nv2 = discover_nvidia_smi([smi(fixtures, "2gpu-nvlink-nv2")]).node_topologies[0]
     assert domains(nv2) == [("nvlink", ("GPU0", "GPU1"), "NV2", True)]
 
 
-def test_annotation_round_trip(shared_fixtures: Path) -> None:
-    t = discover_nvidia_smi([smi(shared_fixtures, "dgx1-v100-4nic")], node="dgx1").node_topologies[
-        0
-    ]
+def test_annotation_round_trip(fixtures: Path) -> None:
+    t = discover_nvidia_smi([smi(fixtures, "dgx1-v100-4nic")], node="dgx1").node_topologies[0]
     patch = node_patch(t)
     assert patch["kind"] == "Node" and patch["metadata"]["name"] == "dgx1"
     text = patch["metadata"]["annotations"][NODE_TOPOLOGY_ANNOTATION]
@@ -99,8 +93,8 @@ def test_annotation_round_trip(shared_fixtures: Path) -> None:
         decode_node_topology("dgx1", "{oops")
 
 
-def test_bad_matrices_fail_with_the_line(shared_fixtures: Path) -> None:
-    text = smi(shared_fixtures, "dgx1-v100-4nic").read_text()
+def test_bad_matrices_fail_with_the_line(fixtures: Path) -> None:
+    text = smi(fixtures, "dgx1-v100-4nic").read_text()
     lines = text.splitlines()
     # truncated after GPU3's row: GPU4.. rows missing
     with pytest.raises(ParseError, match="no row for GPU4"):
@@ -126,10 +120,10 @@ def test_bad_matrices_fail_with_the_line(shared_fixtures: Path) -> None:
         parse("hello\n", "n", "x.txt")
 
 
-def test_node_name_must_be_a_kubernetes_name(shared_fixtures: Path) -> None:
+def test_node_name_must_be_a_kubernetes_name(fixtures: Path) -> None:
     """``--node BAD_name`` printed a Node patch the API server would reject."""
     with pytest.raises(InputError, match="--node: 'BAD_name' is not a DNS subdomain"):
-        discover_nvidia_smi([smi(shared_fixtures, "dgx1-v100-4nic")], node="BAD_name")
+        discover_nvidia_smi([smi(fixtures, "dgx1-v100-4nic")], node="BAD_name")
 
 
 def test_dra_real_h100_node() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from disc_helpers import DATA, node, nodes_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,7 @@ from tierra.discovery.ibnetdiscover import discover_ibnetdiscover
 from tierra.discovery.labels import discover_labels, make_topology
 from tierra.discovery.slurm import discover_slurm
 from tierra.discovery.ufm import discover_ufm
-from tierra.errors import Severity
+from tierra.errors import InputError, Severity
 from tierra.topology.index import TopologyIndex
 
 
@@ -26,10 +27,10 @@ def errors(hns: object) -> list[str]:
     return [str(p) for p in index.problems if p.severity is Severity.ERROR]
 
 
-def test_every_source_gives_a_valid_forest(shared_fixtures: Path, selene_dump: Path) -> None:
+def test_every_source_gives_a_valid_forest(fixtures: Path, selene_dump: Path) -> None:
     """No cycles, one parent each, parent tier above child, no node twice in a tree, one
     tier per tier name: what ``tierra validate`` checks, on every real input."""
-    f = shared_fixtures
+    f = fixtures
     outputs = [
         discover_ibnetdiscover([selene_dump]),
         discover_ibnetdiscover([f / "ibnetdiscover" / "topograph-dgx-ndr-40sw-582ca.out"]),
@@ -65,6 +66,11 @@ label_values = st.sampled_from(["a", "b", "B_1", "x.y", "rack 7", "-z-", ""])
 def test_label_discovery_properties(label_sets: list[dict[str, str]]) -> None:
     nodes = [node(f"n{i}", labels) for i, labels in enumerate(label_sets)]
     topo = make_topology("t", ["zone", "block", "rack"])
+    if not any("rack" in n.labels for n in nodes):
+        # no leaf at all: an error naming the label, never an empty result
+        with pytest.raises(InputError, match="narrowest label rack"):
+            discover_labels(nodes, [topo])
+        return
     d = discover_labels(nodes, [topo])
     assert errors(d.hypernodes) == []
     # deterministic, whatever the node order

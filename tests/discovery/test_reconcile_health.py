@@ -182,10 +182,10 @@ def test_health_rollup_from_nodes() -> None:
     assert cond(b1, "Ready").message == "2 of 5 nodes healthy"
 
 
-def test_health_from_fabric_links(shared_fixtures: Path) -> None:
+def test_health_from_fabric_links(fixtures: Path) -> None:
     """Selene storage: the EDR links of the ai400x appliances degrade their SLG leaf
     groups and everything above; with no Node objects, Ready is Unknown."""
-    d = discover_ibnetdiscover([shared_fixtures / "ibnetdiscover" / "selene-storage-edr-hdr.out"])
+    d = discover_ibnetdiscover([fixtures / "ibnetdiscover" / "selene-storage-edr-hdr.out"])
     hns = by_name(rollup(d.hypernodes, (), d.link_issues))
     leaf = hns[d.link_issues[0].hypernode or ""]
     deg = next(c for c in leaf.status.conditions if c.type == "Degraded")

@@ -18,8 +18,8 @@ from tierra.discovery.slurm import Topology, discover_slurm, parse_conf, parse_y
 SLURM = "slurm"
 
 
-def fx(shared_fixtures: Path, name: str) -> Path:
-    return shared_fixtures / SLURM / name
+def fx(fixtures: Path, name: str) -> Path:
+    return fixtures / SLURM / name
 
 
 def shape(hns: tuple) -> set[tuple[str, int, tuple[str, ...], tuple[str, ...]]]:  # type: ignore[type-arg]
@@ -46,9 +46,9 @@ def shape(hns: tuple) -> set[tuple[str, int, tuple[str, ...], tuple[str, ...]]]:
     ],
 )
 def test_fixture_shapes_and_round_trip(
-    shared_fixtures: Path, tmp_path: Path, name: str, tiers: dict[int, int]
+    fixtures: Path, tmp_path: Path, name: str, tiers: dict[int, int]
 ) -> None:
-    path = fx(shared_fixtures, name)
+    path = fx(fixtures, name)
     d = discover_slurm([path])
     assert Counter(h.tier for h in d.hypernodes) == tiers
     # Round trip: HyperNodes -> topology.conf -> HyperNodes gives the same HyperNodes,
@@ -76,30 +76,30 @@ def test_fixture_shapes_and_round_trip(
         assert before.block_sizes == after.block_sizes
 
 
-def test_tree_details(shared_fixtures: Path) -> None:
+def test_tree_details(fixtures: Path) -> None:
     big = by_name(
-        discover_slurm([fx(shared_fixtures, "slurm-testsuite-tree-4level-500leaf.conf")]).hypernodes
+        discover_slurm([fx(fixtures, "slurm-testsuite-tree-4level-500leaf.conf")]).hypernodes
     )
     # leaf100 holds peta[10000-10019]; the 500 leaves hold 10,000 nodes in all
     assert nodes_of(big["slurm-leaf100"]) == [f"peta{n}" for n in range(10000, 10020)]
     assert sum(len(nodes_of(h)) for h in big.values() if h.tier == 1) == 10_000
     assert children_of(big["slurm-root"]) == ["slurm-im0", "slurm-im1"]
     unbalanced = by_name(
-        discover_slurm([fx(shared_fixtures, "slurm-testsuite-tree-unbalanced.conf")]).hypernodes
+        discover_slurm([fx(fixtures, "slurm-testsuite-tree-unbalanced.conf")]).hypernodes
     )
     assert len(children_of(unbalanced["slurm-root"])) == 14  # im0 and grp23..grp35
-    doc = discover_slurm([fx(shared_fixtures, "slurm-doc-tree-linkspeed.conf")])
+    doc = discover_slurm([fx(fixtures, "slurm-doc-tree-linkspeed.conf")])
     spine = by_name(doc.hypernodes)["slurm-s4"]
     assert spine.meta.annotations["topology.tierra.dev/source-name"] == "s4,s5,s6,s7"
     assert children_of(spine) == ["slurm-s0", "slurm-s1", "slurm-s2", "slurm-s3"]
     assert "merged" in str(doc.notes[0])
 
 
-def test_topology_yaml(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_topology_yaml(fixtures: Path, tmp_path: Path) -> None:
     """topology.yaml(5)'s example: topo1 tree (sw_root over s1, s2), topo2 blocks b1..b4
     of 4 with block_sizes [4, 16] (one aggregate of all four), topo3/topo3a flat, topo4
     ring and topo5 torus3d skipped with notes."""
-    d = discover_slurm([fx(shared_fixtures, "slurm-man-topology.yaml")])
+    d = discover_slurm([fx(fixtures, "slurm-man-topology.yaml")])
     hns = by_name(d.hypernodes)
     assert sorted(hns) == [
         "slurm-topo1-s1",
@@ -157,9 +157,9 @@ def test_empty_yaml_is_an_error_like_an_empty_conf(text: str) -> None:
     assert err.value.line == 1
 
 
-def test_truncated_fixture(shared_fixtures: Path) -> None:
+def test_truncated_fixture(fixtures: Path) -> None:
     """The 500-leaf file cut in the middle of a hostlist fails at that line."""
-    lines = fx(shared_fixtures, "slurm-testsuite-tree-4level-500leaf.conf").read_text().splitlines()
+    lines = fx(fixtures, "slurm-testsuite-tree-4level-500leaf.conf").read_text().splitlines()
     cut = "\n".join(lines[:100]) + "\n" + lines[100][: lines[100].index("[") + 4]
     with pytest.raises(ParseError) as err:
         parse_conf(cut, "cut.conf")

@@ -40,14 +40,14 @@ from tierra.errors import InputError
 USER, PASSWORD = "admin", "s3cret"
 
 
-def mock_ports(shared_fixtures: Path) -> str:
-    return (shared_fixtures / "ufm" / "volcano-mock-ufmRest-resources-ports.json").read_text()
+def mock_ports(fixtures: Path) -> str:
+    return (fixtures / "ufm" / "volcano-mock-ufmRest-resources-ports.json").read_text()
 
 
-def test_volcano_mock_groups_like_volcano(shared_fixtures: Path) -> None:
+def test_volcano_mock_groups_like_volcano(fixtures: Path) -> None:
     """Volcano's expectation for this data (ufm_test.go): nodes 0-3 each reach leaves 0-3,
     nodes 4-7 reach leaves 4-7: two leaf groups under one spine."""
-    d = discover_ufm(mock_ports(shared_fixtures), origin="mock")
+    d = discover_ufm(mock_ports(fixtures), origin="mock")
     hns = by_name(d.hypernodes)
     assert sorted(hns) == ["ufm-t1-leaf0", "ufm-t1-leaf4", "ufm-t2-fabric"]
     assert nodes_of(hns["ufm-t1-leaf0"]) == ["node0", "node1", "node2", "node3"]
@@ -56,8 +56,8 @@ def test_volcano_mock_groups_like_volcano(shared_fixtures: Path) -> None:
     assert d.summary["links"] == 30  # 30 "Computer IB Port" entries
 
 
-def test_truncated_and_garbled_responses(shared_fixtures: Path) -> None:
-    text = mock_ports(shared_fixtures)
+def test_truncated_and_garbled_responses(fixtures: Path) -> None:
+    text = mock_ports(fixtures)
     pretty = json.dumps(json.loads(text), indent=1)  # one field per line
     with pytest.raises(ParseError) as err:
         discover_ufm(pretty[: len(pretty) // 2], origin="cut.json")
@@ -176,7 +176,7 @@ def _self_signed(tmp: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-def server(shared_fixtures: Path) -> Iterator[Callable[..., str]]:
+def server(fixtures: Path) -> Iterator[Callable[..., str]]:
     """Start servers on demand: ``server(tls_dir=None)`` -> base URL."""
     started: list[http.server.HTTPServer] = []
 
@@ -184,7 +184,7 @@ def server(shared_fixtures: Path) -> Iterator[Callable[..., str]]:
         handler = type(
             "H",
             (_Handler,),
-            {"body": mock_ports(shared_fixtures).encode(), "script": [], "seen": []},
+            {"body": mock_ports(fixtures).encode(), "script": [], "seen": []},
         )
         httpd = http.server.HTTPServer(("127.0.0.1", 0), handler)
         scheme = "http"

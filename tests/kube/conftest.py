@@ -20,6 +20,7 @@ import pytest
 
 from tierra.kube.manifests import crd_files, crd_folder
 from tierra.kube.testing import Binaries, ControlPlane, ControlPlaneUnavailable
+from tierra.kube.testing.controlplane import WORKLOAD_API_ARGS
 
 T = TypeVar("T")
 
@@ -38,7 +39,7 @@ def control_plane() -> Iterator[ControlPlane]:
         binaries = Binaries.find()
     except ControlPlaneUnavailable as exc:
         pytest.skip(f"no control plane: {exc}")
-    with ControlPlane(binaries) as plane:
+    with ControlPlane(binaries, apiserver_args=WORKLOAD_API_ARGS) as plane:
         yield plane
 
 

@@ -19,8 +19,8 @@ from tierra.kube.testing import ControlPlane
 
 pytestmark = pytest.mark.kube
 
-# Same place as the top-level conftest's ``shared_fixtures``; read at import for parametrize.
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "k8s-topology-crds"
+# The top-level conftest's ``fixtures``; read at import for parametrize.
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s-topology-crds"
 OUR_KINDS = {
     ("topology.volcano.sh/v1alpha1", "HyperNode"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
@@ -53,8 +53,6 @@ def node_member(selector: dict[str, Any]) -> dict[str, Any]:
 
 
 def fixture_documents() -> list[tuple[str, dict[str, Any]]]:
-    if not FIXTURES.is_dir():
-        return []
     out = []
     for path in sorted(FIXTURES.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
@@ -66,8 +64,8 @@ def fixture_documents() -> list[tuple[str, dict[str, Any]]]:
 FIXTURE_DOCS = fixture_documents()
 
 
-def test_fixture_folder_has_volcano_objects(shared_fixtures: Path) -> None:
-    assert shared_fixtures / "k8s-topology-crds" == FIXTURES
+def test_fixture_folder_has_volcano_objects(fixtures: Path) -> None:
+    assert fixtures / "k8s-topology-crds" == FIXTURES
     assert len(FIXTURE_DOCS) >= 8
 
 
@@ -144,7 +142,9 @@ def test_volcano_podgroup_and_queue_are_accepted(crds: ControlPlane, namespace: 
     }
     assert create(crds, podgroup) == ""
     stored = json.loads(
-        crds.kubectl("get", "podgroup", "llm-train", "-n", namespace, "-o", "json").stdout
+        crds.kubectl(
+            "get", "podgroups.scheduling.volcano.sh", "llm-train", "-n", namespace, "-o", "json"
+        ).stdout
     )
     assert stored["spec"]["networkTopology"]["highestTierAllowed"] == 2
     # Defaults declared in the schema are applied by the API server.
@@ -155,7 +155,11 @@ def test_volcano_podgroup_and_queue_are_accepted(crds: ControlPlane, namespace: 
         "spec": {"minMember": 1, "networkTopology": {}},
     }
     assert create(crds, plain) == ""
-    stored = json.loads(crds.kubectl("get", "pg", "plain", "-n", namespace, "-o", "json").stdout)
+    stored = json.loads(
+        crds.kubectl(
+            "get", "podgroups.scheduling.volcano.sh", "plain", "-n", namespace, "-o", "json"
+        ).stdout
+    )
     assert stored["spec"]["queue"] == "default"
     assert stored["spec"]["networkTopology"]["mode"] == "hard"
 
@@ -290,6 +294,18 @@ REJECTED = {
         hypernode("bad-name", [node_member({"exactMatch": {"name": "Node_0"}})]),
         "spec.members[0].selector.exactMatch.name: Invalid value",
     ),
+    "empty exact name": (
+        hypernode("empty-name", [node_member({"exactMatch": {"name": ""}})]),
+        "spec.members[0].selector.exactMatch.name: Invalid value",
+    ),
+    "exact name not a qualified name": (
+        hypernode("long-name", [node_member({"exactMatch": {"name": "n" * 64}})]),
+        "spec.members[0].selector.exactMatch.name: Too long",
+    ),
+    "tierName over 253 characters": (
+        hypernode("long-tier", [node_member({"exactMatch": {"name": "n0"}})], tierName="t" * 254),
+        "spec.tierName: Too long",
+    ),
     "empty regex": (
         hypernode("empty-regex", [node_member({"regexMatch": {"pattern": ""}})]),
         "spec.members[0].selector.regexMatch.pattern: Invalid value",
@@ -342,6 +358,19 @@ REJECTED = {
     "Volcano: empty selector": (
         hypernode("v-empty", [node_member({})], api=VOLCANO_HN),
         "Either ExactMatch or RegexMatch or LabelMatch must be specified",
+    ),
+    "Volcano: exact name not a qualified name": (
+        hypernode("v-long", [node_member({"exactMatch": {"name": "n" * 64}})], api=VOLCANO_HN),
+        "spec.members[0].selector.exactMatch.name: Too long",
+    ),
+    "Volcano: tierName over 253 characters": (
+        hypernode(
+            "v-long-tier",
+            [node_member({"exactMatch": {"name": "n0"}})],
+            tierName="t" * 254,
+            api=VOLCANO_HN,
+        ),
+        "spec.tierName: Too long",
     ),
     "Volcano: negative tier": (
         hypernode("v-neg", [node_member({"exactMatch": {"name": "n0"}})], tier=-1, api=VOLCANO_HN),

@@ -73,9 +73,9 @@ def test_hard_without_a_tier_is_unconstrained_as_in_volcano() -> None:
     assert len(result.bindings) == 3
 
 
-def test_fixture_files_of_the_canonical_tree(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_fixture_files_of_the_canonical_tree(fixtures: Path, tmp_path: Path) -> None:
     """The shared Volcano fixtures are exactly the canonical tree."""
-    crds = shared_fixtures / "k8s-topology-crds"
+    crds = fixtures / "k8s-topology-crds"
     nodes, _ = canonical()
     from tierra.api.manifest import dump_yaml
     from tierra.api.node import encode_node

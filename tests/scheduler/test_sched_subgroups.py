@@ -164,3 +164,15 @@ def test_more_members_of_a_whole_sub_group_stay_in_its_domain() -> None:
     late_fits = pod("job-2", group="job", gpu=4, labels={PART: "0"})
     got = placed(run(nodes, hns, [*running, blocker, late_fits], [pg]))
     assert got == {"default/job-2": "node-2"}
+
+
+def test_a_label_value_with_a_superscript_digit_does_not_crash_the_session() -> None:
+    # "1²2".isdigit() is true but int("²") fails: sub-group ids sort by api.natural_key
+    nodes = [node("a"), node("b"), node("c")]
+    pg = podgroup("job", 3, policies=[policy("p", size=1)])
+    pods = [
+        pod(f"job-{i}", group="job", gpu=8, labels={PART: v})
+        for i, v in enumerate(["1²2", "10", "2"])
+    ]
+    got = placed(run(nodes, pods=pods, podgroups=[pg]))
+    assert sorted(got) == ["default/job-0", "default/job-1", "default/job-2"]

@@ -96,9 +96,9 @@ def test_write_and_read_back(tmp_path: Path) -> None:
     assert {h.name: h.link for h in again.hypernodes} == {h.name: h.link for h in c.hypernodes}
 
 
-def test_snapshot_without_gpus_is_refused(shared_fixtures: Path) -> None:
+def test_snapshot_without_gpus_is_refused(fixtures: Path) -> None:
     """A GPU-less snapshot ran a silent empty simulation (0 jobs, a table of dashes)."""
-    gke = shared_fixtures / "k8s-nodes" / "k8s-node-gke-full-object.yaml"
+    gke = fixtures / "k8s-nodes" / "k8s-node-gke-full-object.yaml"
     with pytest.raises(InputError, match=r"no node has a whole nvidia\.com/gpu"):
         load_cluster([gke])
 

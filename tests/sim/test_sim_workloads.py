@@ -29,10 +29,10 @@ from tierra.sim.workloads import (
 )
 
 
-def test_trace_constants_match_the_fixture(shared_fixtures: Path) -> None:
+def test_trace_constants_match_the_fixture(fixtures: Path) -> None:
     rows = {
         r["id"].lower(): r
-        for r in csv.DictReader((shared_fixtures / "traces" / "acme-cluster-summary.csv").open())
+        for r in csv.DictReader((fixtures / "traces" / "acme-cluster-summary.csv").open())
     }
     for name, t in TRACES.items():
         r = rows[name]

@@ -39,8 +39,8 @@ def _nodes(count: int = 8) -> list[Node]:
 
 
 @pytest.fixture(scope="module")
-def canonical(shared_fixtures: Path) -> tuple[TopologyIndex, list[Node]]:
-    crds = shared_fixtures / "k8s-topology-crds"
+def canonical(fixtures: Path) -> tuple[TopologyIndex, list[Node]]:
+    crds = fixtures / "k8s-topology-crds"
     snap = load_snapshot(
         [crds / "volcano-hypernodes-tier1-leaf.yaml", crds / "volcano-hypernodes-tier2-tier3.yaml"]
     )

@@ -7,8 +7,10 @@ do, for the cost model) and a health status (conditions, unhealthy nodes, a real
 recursive node count). Converting tierra -> Volcano keeps the extras in annotations, so
 Volcano -> tierra restores them: a round trip through either group loses nothing.
 
-Schema rules are checked while decoding (one selector per member, DNS names, RE2
-patterns, tier >= 0, at least one member); graph rules (cycles, parents, tier order)
+Schema rules are checked while decoding, as Volcano's CRD and admission policy check
+them (one selector per member, exact names that are DNS subdomains and qualified names,
+``tierName`` of at most 253 characters, RE2 patterns, tier >= 0, at least one member);
+graph rules (cycles, parents, tier order)
 need every HyperNode at once and live in ``tierra.topology.validation``.
 """
 
@@ -22,7 +24,14 @@ from typing import Any
 
 from tierra.api.fields import Fields, Report
 from tierra.api.labels import LabelSelector, decode_label_selector
-from tierra.api.meta import ObjectMeta, decode_meta, dns_subdomain_problem, object_ref
+from tierra.api.meta import (
+    DNS_SUBDOMAIN_MAX,
+    ObjectMeta,
+    decode_meta,
+    dns_subdomain_problem,
+    object_ref,
+    qualified_name_problem,
+)
 from tierra.api.node import Condition, decode_condition
 from tierra.api.regex import compile_pattern
 from tierra.errors import Origin, Problem
@@ -147,6 +156,18 @@ class HyperNode:
         return f"HyperNode/{self.meta.name}"
 
 
+def exact_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an ``exactMatch.name``, or None.
+
+    Volcano refuses it at admission unless it passes both its CRD's pattern (a DNS
+    subdomain, 1-253 characters) and its ValidatingAdmissionPolicy (not empty, and a
+    qualified name: so at most 63 characters, since a DNS subdomain has no '/').
+    """
+    if not name:
+        return "must not be empty (Volcano's admission: member exactMatch name is required)"
+    return dns_subdomain_problem(name) or qualified_name_problem(name)
+
+
 def _decode_member(f: Fields) -> Member | None:
     type_text = f.string("type", required=True)
     try:
@@ -161,7 +182,7 @@ def _decode_member(f: Fields) -> Member | None:
     if sel.has("exactMatch"):
         em = sel.obj("exactMatch")
         exact = em.string("name", required=True)
-        if exact and (why := dns_subdomain_problem(exact)):
+        if isinstance(em.data.get("name"), str) and (why := exact_name_problem(exact)):
             em.problem("name", why)
     if sel.has("regexMatch"):
         rm = sel.obj("regexMatch")
@@ -230,6 +251,10 @@ def decode_hypernode(
         spec.problem("tier", f"must be <= {INT32_MAX}, got {tier}")
         tier = -1
     tier_name = spec.opt_str("tierName")
+    if tier_name is not None and len(tier_name) > DNS_SUBDOMAIN_MAX:  # Volcano's CRD maxLength
+        spec.problem(
+            "tierName", f"must be at most {DNS_SUBDOMAIN_MAX} characters, got {len(tier_name)}"
+        )
     members_raw = spec.raw("members")
     if spec.data and (members_raw is None or members_raw == []):
         spec.problem("members", "needs at least one member")

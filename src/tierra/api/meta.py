@@ -11,6 +11,8 @@ from tierra.api.fields import Fields
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS_SUBDOMAIN_MAX = 253
+QUALIFIED_NAME_MAX = 63
+_QUALIFIED_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
 def dns_subdomain_problem(name: str) -> str | None:
@@ -23,6 +25,34 @@ def dns_subdomain_problem(name: str) -> str | None:
         return (
             f"{name!r} is not a DNS subdomain: lower-case letters, digits, '-' and '.', "
             "starting and ending with a letter or digit"
+        )
+    return None
+
+
+def qualified_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a Kubernetes qualified name (``[prefix/]name``, the name part
+    at most 63 characters), or None. It is the rule of CEL's ``format.qualifiedName()``,
+    which Volcano's admission policy applies to every ``exactMatch.name``."""
+    parts = name.split("/")
+    if len(parts) > 2:
+        return f"{name!r} is not a qualified name: at most one '/'"
+    part = parts[-1]
+    if len(parts) == 2:
+        if not parts[0]:
+            return f"{name!r} is not a qualified name: the prefix before '/' is empty"
+        if why := dns_subdomain_problem(parts[0]):
+            return f"{name!r} is not a qualified name: its prefix {why}"
+    if not part:
+        return "must not be empty"
+    if len(part) > QUALIFIED_NAME_MAX:
+        return (
+            f"must be a qualified name, whose name part is at most {QUALIFIED_NAME_MAX} "
+            f"characters; got {len(part)}"
+        )
+    if not _QUALIFIED_PART.match(part):
+        return (
+            f"{name!r} is not a qualified name: alphanumeric characters, '-', '_' or '.', "
+            "starting and ending with an alphanumeric character"
         )
     return None
 

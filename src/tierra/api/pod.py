@@ -81,6 +81,7 @@ class Pod:
     affinity_terms: tuple[NodeSelectorTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     phase: Phase = Phase.PENDING
+    scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (the Workload API)
     origin: Origin | None = field(default=None, compare=False)
 
     @property
@@ -97,7 +98,8 @@ class Pod:
 
     @property
     def group_name(self) -> str:
-        return self.meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+        """The PodGroup it joins: Volcano's annotation, else the upstream schedulingGroup."""
+        return self.meta.annotations.get(GROUP_NAME_ANNOTATION, "") or self.scheduling_group
 
     @property
     def bound(self) -> bool:
@@ -194,6 +196,7 @@ def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
         affinity_terms=_decode_terms(spec),
         tolerations=tuple(_decode_toleration(t) for t in spec.objects("tolerations")),
         phase=phase,
+        scheduling_group=spec.obj("schedulingGroup").string("podGroupName"),
         origin=origin,
     )
 
@@ -218,6 +221,8 @@ def encode_pod(pod: Pod) -> dict[str, Any]:
         spec["priorityClassName"] = pod.priority_class_name
     if pod.node_selector:
         spec["nodeSelector"] = dict(pod.node_selector)
+    if pod.scheduling_group:
+        spec["schedulingGroup"] = {"podGroupName": pod.scheduling_group}
     if pod.tolerations:
         spec["tolerations"] = [_toleration_dict(t) for t in pod.tolerations]
     if pod.affinity_terms:

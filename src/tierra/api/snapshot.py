@@ -25,6 +25,7 @@ from tierra.api.pod import Pod, decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.queue import Queue, decode_queue
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
+from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.errors import InputError, Origin, Problem, errors_only
 
 
@@ -114,6 +115,8 @@ def _decoder_for(api_version: str, kind: str) -> tuple[str, Decoder] | None:
         return "hypernodes", decode_hypernode
     if kind == "PodGroup" and group == "scheduling.volcano.sh":
         return "podgroups", decode_podgroup
+    if kind == "PodGroup" and group == WORKLOAD_GROUP:
+        return "podgroups", decode_workload_podgroup
     if kind == "Queue" and group == "scheduling.volcano.sh":
         return "queues", decode_queue
     if kind == "Job" and group == "batch.volcano.sh":
@@ -158,11 +161,15 @@ def load_snapshot(paths: Sequence[str | Path], *, strict: bool = False) -> Snaps
             seen[ident] = origin
             buckets[bucket].append(obj)
     _expand_jobs(buckets, problems)
+    # Upstream PodGroups constrained by a node-label key: the key becomes a tier.
+    podgroups, label_domains = resolve_topology_keys(
+        buckets["podgroups"], buckets["nodes"], buckets["hypernodes"]
+    )
     return Snapshot(
         nodes=tuple(buckets["nodes"]),
-        hypernodes=tuple(buckets["hypernodes"]),
+        hypernodes=(*buckets["hypernodes"], *label_domains),
         pods=tuple(buckets["pods"]),
-        podgroups=tuple(buckets["podgroups"]),
+        podgroups=tuple(podgroups),
         queues=tuple(buckets["queues"]),
         jobs=tuple(buckets["jobs"]),
         problems=tuple(problems),

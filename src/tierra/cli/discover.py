@@ -88,12 +88,27 @@ def discover(
         list[Path] | None,
         typer.Option("--reconcile", help="Existing HyperNodes: print the plan against them."),
     ] = None,
+    max_delete_share: Annotated[
+        float | None,
+        typer.Option(
+            help="--reconcile: refuse a plan deleting more than this share of the owned"
+            f" HyperNodes (0-1; default {reconcile.DEFAULT_MAX_DELETE_SHARE})."
+        ),
+    ] = None,
+    allow_mass_delete: Annotated[
+        bool, typer.Option(help="--reconcile: plan the deletes however many there are.")
+    ] = False,
 ) -> None:
     """Discover HyperNodes from SOURCE and print them (or the plan with --reconcile)."""
     if output is Output.TEXT:
         fail("-o takes yaml or json")
     if group not in GROUPS:
         fail(f"--group takes tierra or volcano, not {group!r}")
+    if not reconcile_with and (max_delete_share is not None or allow_mass_delete):
+        fail("--max-delete-share and --allow-mass-delete only apply with --reconcile")
+    share = reconcile.DEFAULT_MAX_DELETE_SHARE if max_delete_share is None else max_delete_share
+    if not 0.0 <= share <= 1.0:
+        fail(f"--max-delete-share takes a share between 0 and 1, not {share}")
     request = registry.Request(
         files=tuple(files or ()),
         owner=owner,
@@ -141,6 +156,12 @@ def discover(
             nodes=node_objects or existing.nodes,
             group=GROUPS[group],
         )
+        refusal = None if allow_mass_delete else reconcile.guard_deletes(plan, max_share=share)
+        if refusal is not None:
+            fail(
+                f"{refusal}. If the deletes are meant, pass --allow-mass-delete"
+                " (or a larger --max-delete-share)"
+            )
         for c in plan.conflicts:
             err_console.print(f"[yellow]conflict:[/yellow] HyperNode/{c.name}: {c.reason}")
         objects = [{"kind": "DiscoveryPlan", "source": found.source, **plan.to_dict()}]

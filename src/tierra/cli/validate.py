@@ -10,6 +10,7 @@ import typer
 
 from tierra.cli.common import EXIT_PROBLEMS, Output, console, load_snapshot_or_exit, print_problems
 from tierra.errors import errors_only
+from tierra.scheduler.topology_checks import all_podgroup_problems
 from tierra.topology.index import TopologyIndex
 
 
@@ -23,7 +24,11 @@ def validate(
     """List every problem (not just the first); exit 1 if there are any, 2 if unreadable."""
     snapshot = load_snapshot_or_exit(files, strict=strict)
     index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
-    problems = [*snapshot.problems, *index.problems]
+    problems = [
+        *snapshot.problems,
+        *index.problems,
+        *all_podgroup_problems(snapshot.podgroups, index),
+    ]
     problems.sort(
         key=lambda p: (
             p.origin.file if p.origin else "",

@@ -31,8 +31,8 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.hypernode import HyperNode, LinkSpec
 from tierra.api.meta import object_ref
+from tierra.api.natural import natural_key
 from tierra.discovery import naming
-from tierra.discovery.hostlist import natural_key
 from tierra.discovery.nodetopology import Device, Domain, NodeTopology
 from tierra.discovery.result import SOURCE_NAME, Discovery, hypernode, note, sorted_hypernodes
 from tierra.errors import Origin, Problem

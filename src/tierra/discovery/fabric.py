@@ -53,7 +53,7 @@ from tierra.discovery.result import (
     note,
     sorted_hypernodes,
 )
-from tierra.errors import ConfigError, Problem
+from tierra.errors import ConfigError, InputError, Problem
 
 LANE_GBPS: dict[str, float] = {
     "SDR": 2.0,
@@ -209,11 +209,15 @@ class HostNamer:
         self.exclude = re.compile(exclude) if exclude else None
         self._cache: dict[str, str | None] = {}
 
+    def excludes(self, description: str) -> bool:
+        """True for descriptions that name no host whatever the pattern (SHARP, defaults)."""
+        return bool(self.exclude and self.exclude.search(description))
+
     def __call__(self, description: str) -> str | None:
         if description in self._cache:
             return self._cache[description]
         name: str | None = None
-        if not (self.exclude and self.exclude.search(description)):
+        if not self.excludes(description):
             if self.pattern_text == DEFAULT_HOST_PATTERN:
                 words = description.split(None, 1)  # the default pattern, without RE2's overhead
                 text: str | None = words[0] if words else None
@@ -309,8 +313,13 @@ def build(
     hosts: HostNamer,
     assume_single_fabric: bool = False,
     notes: Sequence[Problem] = (),
+    origin: str = "",
 ) -> Discovery:
-    """Tiered HyperNodes, link issues and a summary for ``fabric`` (see the module docstring)."""
+    """Tiered HyperNodes, link issues and a summary for ``fabric`` (see the module docstring).
+
+    A fabric in which no host is found is an ``InputError`` saying why (``origin`` names
+    the input): an empty result would make a reconcile delete every HyperNode it made.
+    """
     devs = fabric.devices
     n = len(devs)
     is_switch = [d.kind is DeviceKind.SWITCH for d in devs]
@@ -335,6 +344,9 @@ def build(
             h = host_of[ca]
             if h is not None:
                 host_leaves[h].add(sw)
+    if not host_leaves:
+        why = _why_no_hosts(fabric, is_switch, host_of, hosts)
+        raise InputError(f"{origin + ': ' if origin else ''}found no hosts: {why}")
     leaves = sorted({s for ls in host_leaves.values() for s in ls})
     level = [0] * n
     frontier = leaves
@@ -585,25 +597,8 @@ def build(
             )
         )
 
-    unnamed = sum(
-        1 for i in range(n) if not is_switch[i] and devs[i].kind is not None and host_of[i] is None
-    )
     isolated = sum(1 for i in range(n) if is_switch[i] and level[i] == 0)
-    extra = list(notes)
-    if unnamed:
-        examples = sorted(
-            {
-                devs[i].description.strip()
-                for i in range(n)
-                if not is_switch[i] and host_of[i] is None
-            }
-        )[:3]
-        extra.append(
-            note(
-                f"{unnamed} CA(s) name no host (SHARP aggregation nodes, default descriptions"
-                f" such as {', '.join(repr(e) for e in examples)}); not used"
-            )
-        )
+    extra = [*notes, *_host_notes(fabric, is_switch, host_of, hosts)]
     if isolated:
         extra.append(note(f"{isolated} switch(es) reach no leaf switch; not used"))
     summary = {
@@ -626,6 +621,115 @@ def build(
         notes=tuple(extra),
         summary=summary,
     )
+
+
+PLACEHOLDER_HOSTS = frozenset({"localhost", "localhost.localdomain", "none", "x"})
+"""Host names that say a node description was never set (``(none)`` cleans to ``none``)."""
+
+
+def _cas(fabric: Fabric, is_switch: list[bool]) -> list[int]:
+    return [i for i, d in enumerate(fabric.devices) if not is_switch[i] and d.kind is not None]
+
+
+def _quoted(text: str) -> str:
+    """``'text'`` as written (``repr`` would double a pattern's backslashes)."""
+    return f"'{text}'"
+
+
+def _sample(descriptions: Sequence[str], limit: int = 3) -> str:
+    """A few distinct descriptions, sorted, quoted: what a user greps the dump for."""
+    distinct = sorted({d.strip() for d in descriptions})
+    more = f" and {len(distinct) - limit} more" if len(distinct) > limit else ""
+    return ", ".join(_quoted(d) for d in distinct[:limit]) + more
+
+
+def _why_no_hosts(
+    fabric: Fabric, is_switch: list[bool], host_of: list[str | None], hosts: HostNamer
+) -> str:
+    devs = fabric.devices
+    cas = _cas(fabric, is_switch)
+    switches = sum(is_switch)
+    if not switches:
+        return (
+            f"{len(cas)} CA(s) and no switch, so there is no domain to build"
+            " (a dump from a host whose port is down, or of a subnet without switches?)"
+        )
+    cabled = sorted(
+        {
+            ca
+            for link in fabric.links
+            if link.up and is_switch[link.a] != is_switch[link.b]
+            for ca in (link.b if is_switch[link.a] else link.a,)
+        }
+    )
+    if not cabled:
+        return f"{switches} switch(es) but no CA cabled to one with its link up"
+    descriptions = [devs[i].description for i in cabled]
+    unmatched = [d for d in descriptions if not hosts.excludes(d)]
+    if unmatched:
+        return (
+            f"the host pattern {_quoted(hosts.pattern_text)} matched none of the {len(cabled)}"
+            f" description(s) of CAs cabled to a switch, such as {_sample(unmatched)}"
+        )
+    return (
+        f"the {len(cabled)} CA(s) cabled to a switch all carry vendor default or SHARP"
+        f" descriptions ({_sample(descriptions)}), which name no host; set the hosts'"
+        " node descriptions, or give --host-pattern"
+    )
+
+
+def _host_notes(
+    fabric: Fabric, is_switch: list[bool], host_of: list[str | None], hosts: HostNamer
+) -> list[Problem]:
+    """CAs that name no host, and host names that look like several machines in one."""
+    devs = fabric.devices
+    cas = _cas(fabric, is_switch)
+    out: list[Problem] = []
+    unnamed = [devs[i].description for i in cas if host_of[i] is None]
+    excluded = [d for d in unnamed if hosts.excludes(d)]
+    unmatched = [d for d in unnamed if not hosts.excludes(d)]
+    if excluded:
+        out.append(
+            note(
+                f"{len(excluded)} CA(s) name no host (SHARP aggregation nodes, default"
+                f" descriptions such as {_sample(excluded)}); not used"
+            )
+        )
+    if unmatched:
+        out.append(
+            note(
+                f"host pattern {_quoted(hosts.pattern_text)} found no host in {len(unmatched)} of"
+                f" {len(cas)} CA description(s), such as {_sample(unmatched)}; those CAs are"
+                " not used"
+            )
+        )
+    by_host: dict[str, list[str]] = defaultdict(list)
+    for i in cas:
+        h = host_of[i]
+        if h is not None:
+            by_host[h].append(devs[i].description.strip())
+    merged: list[str] = []
+    for h, descriptions in sorted(by_host.items()):
+        if len(descriptions) < 2:
+            continue
+        if h in PLACEHOLDER_HOSTS:
+            why = "a placeholder, not a machine's name"
+        elif len({d.split(None, 1)[0].lower() for d in descriptions if d}) > 1:
+            why = "descriptions that differ before the host pattern's match"
+        else:
+            continue
+        merged.append(f"{_quoted(h)} ({len(descriptions)} CAs: {_sample(descriptions)}; {why})")
+    if merged:
+        more = f" and {len(merged) - 5} more" if len(merged) > 5 else ""
+        out.append(
+            note(
+                f"{len(merged)} host name(s) may each stand for several machines, whose CAs"
+                f" were merged into one node: {'; '.join(merged[:5])}{more}. Set each"
+                " machine's node description (rdma-ndd, /sys/class/infiniband/<device>/"
+                "node_desc), or give a --host-pattern that keeps them apart"
+            )
+        )
+    return out
 
 
 def _weighted_median(values: list[tuple[float, int]]) -> float | None:

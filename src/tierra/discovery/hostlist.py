@@ -13,6 +13,8 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
+from tierra.api.natural import natural_key
+
 MAX_EXPANSION = 1_000_000
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)(\D*)$")
@@ -82,12 +84,6 @@ def expand(expr: str) -> list[str]:
             if len(names) > MAX_EXPANSION:
                 raise HostlistError(f"{expr!r} expands to too many names")
     return list(names)
-
-
-def natural_key(text: str) -> tuple[str | int, ...]:
-    """Sort key putting ``n2`` before ``n10`` (text and numbers alternate, so keys compare)."""
-    # odd positions are the captured digit runs: "²".isdigit() is true but int("²") fails
-    return tuple(int(p) if i % 2 else p for i, p in enumerate(re.split(r"(\d+)", text)))
 
 
 def compress(names: Iterable[str]) -> str:

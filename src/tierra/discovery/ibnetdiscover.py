@@ -308,6 +308,7 @@ def discover_ibnetdiscover(
         prefix=prefix,
         hosts=HostNamer(host_pattern),
         notes=notes,
+        origin=", ".join(name for name, _ in texts),
     )
 
 

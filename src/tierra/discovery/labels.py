@@ -30,7 +30,7 @@ from tierra.api.labels import LabelSelector
 from tierra.api.node import Node
 from tierra.discovery import naming
 from tierra.discovery.result import SOURCE_DETAIL, Discovery, hypernode, note, sorted_hypernodes
-from tierra.errors import ConfigError
+from tierra.errors import ConfigError, InputError, Problem
 
 HOSTNAME = "kubernetes.io/hostname"
 SOURCE = "labels"
@@ -105,18 +105,28 @@ def discover_labels(
     owner: str = SOURCE,
     prefix: str | None = None,
 ) -> Discovery:
-    """HyperNodes for every topology over ``nodes`` (typed objects from a file or the API)."""
+    """HyperNodes for every topology over ``nodes`` (typed objects from a file or the API).
+
+    Every level key that no selected node carries is noted (a typo in any level, not only
+    the narrowest, would otherwise be silent). Finding no HyperNode at all is an
+    ``InputError`` saying why: an empty result would make a reconcile delete them all.
+    """
+    if not nodes:
+        raise InputError("no Node objects: nothing to discover labels from")
     domains: dict[tuple[str, int, tuple[str, ...]], _Domain] = {}
     skipped: dict[str, int] = {}
+    selected: dict[str, int] = {}
+    carried: dict[str, set[str]] = {}
     ordered = sorted(nodes, key=lambda n: n.name)
     for topo in topologies:
         keys = [lv.key for lv in topo.levels]
         depth = len(keys)
         missing = 0
-        for node in ordered:
+        chosen = [node for node in ordered if topo.selects(node.labels)]
+        selected[topo.name] = len(chosen)
+        carried[topo.name] = {k for k in keys if any(k in node.labels for node in chosen)}
+        for node in chosen:
             labels = node.labels
-            if not topo.selects(labels):
-                continue
             # Walk up from the narrowest level; stop at the first missing label.
             values: list[str] = []
             for key in reversed(keys):
@@ -168,18 +178,50 @@ def discover_labels(
                 annotations={SOURCE_DETAIL: detail},
             )
         )
-    notes = tuple(
-        note(
-            f"topology {name}: {count} node(s) lack the narrowest label "
-            f"{by_topo[name].levels[-1].key} and join nothing"
-        )
-        for name, count in sorted(skipped.items())
-        if count
-    )
+    notes: list[Problem] = []
+    for topo in sorted(topologies, key=lambda t: t.name):
+        keys = [lv.key for lv in topo.levels]
+        absent = [k for k in keys if k not in carried[topo.name]]
+        if absent and selected[topo.name]:
+            notes.append(
+                note(
+                    f"topology {topo.name}: no node carries the label(s) {', '.join(absent)}"
+                    f" (levels, widest first: {', '.join(keys)}); is a key misspelt?"
+                )
+            )
+        count = skipped[topo.name]
+        if count and keys[-1] not in absent:
+            notes.append(
+                note(
+                    f"topology {topo.name}: {count} node(s) lack the narrowest label "
+                    f"{keys[-1]} and join nothing"
+                )
+            )
+    if not out:
+        raise InputError(_why_nothing(topologies, len(nodes), selected, carried))
     return Discovery(
         source=SOURCE,
         owner=owner,
         hypernodes=sorted_hypernodes(out),
-        notes=notes,
+        notes=tuple(notes),
         summary={"nodes": len(nodes), "hypernodes": len(out)},
     )
+
+
+def _why_nothing(
+    topologies: Sequence[LabelTopology],
+    nodes: int,
+    selected: Mapping[str, int],
+    carried: Mapping[str, set[str]],
+) -> str:
+    reasons = []
+    for topo in topologies:
+        narrowest = topo.levels[-1].key
+        if not selected[topo.name]:
+            reasons.append(f"topology {topo.name}: its node selector matches none of them")
+        elif narrowest not in carried[topo.name]:
+            reasons.append(
+                f"topology {topo.name}: none of the {selected[topo.name]} node(s) it selects"
+                f" carries its narrowest label {narrowest}"
+            )
+    return f"found no HyperNodes in {nodes} node(s): {'; '.join(reasons)}"

@@ -17,7 +17,9 @@ from collections import defaultdict
 from collections.abc import Hashable, Mapping
 from typing import TypeVar
 
-MAX_NAME = 253
+# A HyperNode is named by its parent's exactMatch, which Volcano's admission policy
+# requires to be a qualified name: a DNS subdomain of at most 63 characters.
+MAX_NAME = 63
 _INVALID = re.compile(r"[^a-z0-9.-]+")
 _DASHES = re.compile(r"-{2,}")
 _DOTS = re.compile(r"[-.]*\.[-.]*")

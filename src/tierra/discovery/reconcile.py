@@ -16,6 +16,13 @@ Rules, in the order they are applied:
    conflict (the writes still happen: the source's view is right; a person must fix the
    other object).
 
+5. **Mass deletes.** ``guard_deletes`` refuses a plan that would delete more than a
+   share of the owner's objects (default half): a source that suddenly sees little (a
+   dump taken on the wrong port, a label renamed, an API server answering with an empty
+   list) must not take the topology down with it. The caller decides what overrides it
+   (the CLI's ``--allow-mass-delete``, the controller's own setting) and reports the
+   refusal, which is a value saying how many, of how many, and which.
+
 Names are deterministic (``naming``), so a rerun over the same input plans nothing.
 The plan is a value; ``apply`` computes the resulting set, which is what tests and the
 simulator use, and the Kubernetes adapter turns the plan into API calls.
@@ -32,10 +39,12 @@ from typing import Any
 from tierra.api.hypernode import HyperNode
 from tierra.api.node import Node
 from tierra.discovery.result import MANAGED_BY
-from tierra.errors import Severity
+from tierra.errors import ConfigError, Severity
 from tierra.topology.index import TopologyIndex
 
 TIERRA_PREFIX = "topology.tierra.dev/"
+DEFAULT_MAX_DELETE_SHARE = 0.5
+"""A plan may delete at most this share of the objects its owner holds unless allowed."""
 _REF = re.compile(r"HyperNode/([a-z0-9.-]+)")  # whole names: "HyperNode/a" is not in "a1"
 
 
@@ -93,6 +102,17 @@ class Plan:
                 by_name[c.name] = c.desired
         return tuple(by_name[n] for n in sorted(by_name))
 
+    @property
+    def owned(self) -> int:
+        """How many existing objects the owner holds (each is updated, unchanged or deleted)."""
+        return sum(1 for c in self.changes if c.existing is not None)
+
+    @property
+    def deleted(self) -> tuple[str, ...]:
+        """Names this plan removes for good (a group move deletes and re-creates: not counted)."""
+        created = {c.name for c in self.of(Action.CREATE)}
+        return tuple(c.name for c in self.of(Action.DELETE) if c.name not in created)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "owner": self.owner,
@@ -103,6 +123,52 @@ class Plan:
             "conflicts": [c.to_dict() for c in self.conflicts],
             "writes": self.writes,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRefusal:
+    """Why ``guard_deletes`` refused a plan: it deletes ``len(names)`` of ``owned`` objects."""
+
+    owner: str
+    names: tuple[str, ...]
+    owned: int
+    max_share: float
+
+    def __str__(self) -> str:
+        sample = ", ".join(self.names[:5]) + (
+            f" and {len(self.names) - 5} more" if len(self.names) > 5 else ""
+        )
+        return (
+            f"the plan would delete {len(self.names)} of the {self.owned} HyperNode(s)"
+            f" managed by {self.owner!r} ({len(self.names) / self.owned:.0%}, more than the"
+            f" {self.max_share:.0%} allowed): {sample}; refused, since a source that"
+            " suddenly finds less usually means the input is wrong, not the fabric"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "owner": self.owner,
+            "delete": list(self.names),
+            "owned": self.owned,
+            "maxDeleteShare": self.max_share,
+        }
+
+
+def guard_deletes(
+    plan: Plan, *, max_share: float = DEFAULT_MAX_DELETE_SHARE
+) -> DeleteRefusal | None:
+    """A refusal when ``plan`` deletes more than ``max_share`` of what its owner holds.
+
+    ``max_share`` is in [0, 1] (1 never refuses); ``ConfigError`` otherwise. None means
+    the plan may go ahead. Every caller that applies plans (CLI, controller) calls this.
+    """
+    if not 0.0 <= max_share <= 1.0:
+        raise ConfigError(f"the largest share of deletes must be between 0 and 1, not {max_share}")
+    deleted = plan.deleted
+    owned = plan.owned
+    if owned and len(deleted) > max_share * owned:
+        return DeleteRefusal(plan.owner, deleted, owned, max_share)
+    return None
 
 
 def _ours(meta: Mapping[str, str]) -> dict[str, str]:

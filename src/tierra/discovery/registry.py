@@ -67,21 +67,34 @@ def _labels(req: Request) -> Discovery:
         raise ConfigError("give --levels KEY,KEY,... (repeatable) and/or --preset NAME")
     docs = [doc for f in req.files for doc in read_documents(f)]
     topologies = list(presets.preset(req.preset, docs)) if req.preset else []
-    default = req.extra.get("name", "labels")
-    for i, spec in enumerate(req.levels):
-        name, sep, keys = spec.partition("=")
-        if not sep:
-            name, keys = (default if len(req.levels) == 1 else f"{default}{i + 1}"), spec
-        topologies.append(labels.make_topology(name.strip(), keys.split(",")))
-    names = [t.name for t in topologies]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"two label topologies share a name: {', '.join(names)}")
+    topologies += level_topologies(req.levels, req.extra.get("name", "labels"))
+    check_unique_names(topologies)
     nodes = load_nodes(req.files)
     if not nodes:
         raise InputError("no Node objects in the input")
     return labels.discover_labels(
         nodes, topologies, owner=req.owner or labels.SOURCE, prefix=req.prefix
     )
+
+
+def level_topologies(levels: Sequence[str], default: str = "labels") -> list[labels.LabelTopology]:
+    """``[NAME=]KEY,KEY,...`` specs (widest first) as label topologies.
+
+    Unnamed specs take ``default`` (numbered when there are several), as ``--levels`` does.
+    """
+    out = []
+    for i, spec in enumerate(levels):
+        name, sep, keys = spec.partition("=")
+        if not sep:
+            name, keys = (default if len(levels) == 1 else f"{default}{i + 1}"), spec
+        out.append(labels.make_topology(name.strip(), keys.split(",")))
+    return out
+
+
+def check_unique_names(topologies: Sequence[labels.LabelTopology]) -> None:
+    names = [t.name for t in topologies]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two label topologies share a name: {', '.join(names)}")
 
 
 def load_nodes(paths: Sequence[Path]) -> tuple[Node, ...]:
@@ -186,9 +199,16 @@ def run(name: str, request: Request) -> Discovery:
     source = SOURCES.get(name)
     if source is None:
         raise ConfigError(f"unknown source {name!r}; choose one of: {', '.join(SOURCES)}")
-    if request.owner and not _LABEL_VALUE.fullmatch(request.owner):
-        raise ConfigError(
-            f"--owner {request.owner!r} is not a label value (at most 63 letters, digits, "
-            "'-', '_' and '.', starting and ending with a letter or digit)"
-        )
+    if request.owner and (why := owner_problem(request.owner)):
+        raise ConfigError(f"--owner {why}")
     return source.run(request)
+
+
+def owner_problem(owner: str) -> str | None:
+    """Why ``owner`` cannot be the managed-by label's value, or None if it can."""
+    if _LABEL_VALUE.fullmatch(owner):
+        return None
+    return (
+        f"{owner!r} is not a label value (at most 63 letters, digits, "
+        "'-', '_' and '.', starting and ending with a letter or digit)"
+    )

@@ -38,8 +38,9 @@ import yaml
 from tierra.api.files import read_text
 from tierra.api.hypernode import HyperNode, MemberType
 from tierra.api.meta import dns_subdomain_problem
+from tierra.api.natural import natural_key
 from tierra.discovery import naming
-from tierra.discovery.hostlist import HostlistError, compress, expand, natural_key
+from tierra.discovery.hostlist import HostlistError, compress, expand
 from tierra.discovery.result import (
     SOURCE_NAME,
     TOPOLOGY_LABEL,

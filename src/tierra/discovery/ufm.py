@@ -159,4 +159,5 @@ def discover_ufm(
         prefix=prefix,
         hosts=HostNamer(host_pattern),
         assume_single_fabric=not switch_links,
+        origin=origin,
     )

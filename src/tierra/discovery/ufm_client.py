@@ -69,6 +69,12 @@ def load_credentials(path: str | Path) -> Credentials:
     )
 
 
+def credentials_from_mapping(data: Mapping[str, Any], name: str) -> Credentials:
+    """Credentials from a Secret object (as the API returns it) or a plain mapping;
+    ``name`` says where they came from in the error when one is missing."""
+    return _from_mapping(data, name)
+
+
 def _from_mapping(data: Mapping[str, Any], name: str) -> Credentials:
     if data.get("kind") == "Secret":
         string_data = data.get("stringData") or {}

@@ -8,20 +8,22 @@ all non-empty, puts the pod in sub-group ``<policy>-<v1>-<v2>...``; other pods g
 default sub-group. A sub-group is placed whole (``subGroupSize`` pods) or not at all;
 the default sub-group needs ``minMember`` pods when there are no policies, else 1.
 
-Ready (Volcano's gang plugin): at least ``minMember`` pods running or placed, every
-task with pods at its ``minTaskMember``, and for each policy at least ``minSubGroups``
-sub-groups whole. Input Volcano accepts silently but cannot mean what it says (a
-policy without ``matchLabelKeys``, ``minMember`` above the pod count, a missing queue)
-makes the gang wait with a reason instead.
+Ready (Volcano's gang plugin, ``JobInfo.IsReady`` and ``checkSubJobCondition``): at
+least ``minMember`` pods running or placed -- every pod counts, those of a sub-group
+beyond its ``subGroupSize`` too --, every task with pods at its ``minTaskMember``, and
+for each policy at least ``minSubGroups`` sub-groups whole, counting sub-groups that
+are whole by their running pods alone. Input Volcano accepts silently but cannot mean
+what it says (a policy without ``matchLabelKeys``, ``minMember`` above the pod count, a
+missing queue) makes the gang wait with a reason instead.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
 from tierra.scheduler.constraints import from_annotations
@@ -30,16 +32,10 @@ from tierra.scheduler.state import QUEUE_ANNOTATION, ClusterState, gang_key
 
 TASK_SPEC = "volcano.sh/task-spec"
 DEFAULT_QUEUE = "default"
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural(name: str) -> tuple[object, ...]:
-    """``job-2`` before ``job-10``."""
-    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
 
 
 def pod_order(pod: Pod) -> tuple[object, ...]:
-    return (-pod.priority, natural(pod.name))
+    return (-pod.priority, natural_key(pod.name))
 
 
 def task_of(pod: Pod) -> str:
@@ -78,10 +74,13 @@ class Gang:
     min_task_member: Mapping[str, int]
     min_sub_groups: Mapping[str, int]
     topology: NetworkTopology | None
-    sub_groups: tuple[SubGroup, ...]  # required first, then by index; default last
+    sub_groups: tuple[SubGroup, ...]  # with pending pods: required first, by index; default last
     running: tuple[Pod, ...]
     pending: tuple[Pod, ...]
     problem: str | None = None
+    # per policy, sub-groups with no pending pod that are whole by their running pods
+    # (they are ready sub-groups for minSubGroups, though there is nothing to place)
+    running_whole: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def has_policies(self) -> bool:
@@ -119,7 +118,7 @@ class Tally:
             if task in self.present_tasks and self.tasks[task] < m:
                 return f"task {task}: {self.tasks[task]} of minTaskMember {m} pods"
         for policy, m in sorted(g.min_sub_groups.items()):
-            whole = sum(
+            whole = g.running_whole.get(policy, 0) + sum(
                 1 for sg in g.sub_groups if sg.policy == policy and self.groups[sg.id] >= sg.size
             )
             if whole < m:
@@ -221,15 +220,18 @@ def _build(
     topo = {p.name: p.network_topology for p in policies}
     min_groups = {p.name: p.min_sub_groups for p in policies if p.min_sub_groups > 0}
     groups: list[SubGroup] = []
+    running_whole: Counter[str] = Counter()
     for pname in (p.name for p in policies):
         mine = sorted(
             ((sid, e) for sid, e in by_id.items() if e[0] == pname),
-            key=lambda kv: (kv[1][1], natural(kv[0])),
+            key=lambda kv: (kv[1][1], natural_key(kv[0])),
         )
         ready = sum(1 for _, e in mine if len(e[3]) >= sizes[pname])
         wanted = max(0, min_groups.get(pname, 0) - ready)
         for sid, (_, index, pend, run) in mine:
             if not pend:
+                if len(run) >= sizes[pname]:
+                    running_whole[pname] += 1
                 continue
             required = wanted > 0 and len(run) < sizes[pname]
             if required:
@@ -247,7 +249,7 @@ def _build(
                     f"subGroupPolicy {pname} needs minSubGroups {m} but its pods form only "
                     f"{formed} sub-groups"
                 )
-    groups.sort(key=lambda sg: (not sg.required, sg.index, natural(sg.id)))
+    groups.sort(key=lambda sg: (not sg.required, sg.index, natural_key(sg.id)))
     if default_pending:
         size = pg.min_member if not policies else 1
         groups.append(
@@ -275,6 +277,7 @@ def _build(
         running=tuple(running),
         pending=tuple(pending),
         problem=problem,
+        running_whole=dict(running_whole),
     )
 
 

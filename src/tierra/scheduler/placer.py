@@ -305,34 +305,49 @@ class Placer:
     def split(
         self, gang: Gang
     ) -> tuple[list[tuple[SubGroup, list[Pod]]] | None, list[tuple[SubGroup, list[Pod]]]]:
-        """The pods to place together (until ready) and the rest, per sub-group."""
+        """The pods to place together (until the gang is ready) and the rest, per sub-group.
+
+        As Volcano's allocate (``allocateForJob``): sub-groups whole, required ones first,
+        until the gang is ready. A pod beyond its sub-group's ``subGroupSize`` is still a
+        member of the gang (``JobInfo.IsReady`` counts every task): while the gang is short
+        of ``minMember``, such pods of sub-groups that are (or become) whole join too.
+        """
         tally = Tally(gang)
-        core: list[tuple[SubGroup, list[Pod]]] = []
-        extras: list[tuple[SubGroup, list[Pod]]] = []
+        take: dict[str, list[Pod]] = {}
         for sg in gang.sub_groups:
             # a gang with nothing running places at least one unit, even at minMember 0,
             # so that its domain (and so its tier limit) is settled before any extras
-            if tally.ready and not sg.required and (tally.total > 0 or core):
-                extras.append((sg, list(sg.pending)))
+            if tally.ready and not sg.required and (tally.total > 0 or take):
                 continue
             if sg.policy is not None:
-                take = list(sg.pending[: sg.need]) if sg.need else []
-                if not take and len(sg.running) >= sg.size:
-                    extras.append((sg, list(sg.pending)))
-                    continue
-                if len(take) < sg.need:
-                    extras.append((sg, list(sg.pending)))
-                    continue
+                if len(sg.running) >= sg.size or len(sg.pending) < sg.need:
+                    continue  # already whole (what it adds is optional), or never whole
+                pods = list(sg.pending[: sg.need])
             else:
-                take = self._default_pods(gang, sg, tally)
-            tally.add(sg, take)
-            core.append((sg, take))
-            taken = {p.key for p in take}
+                pods = self._default_pods(gang, sg, tally)
+            tally.add(sg, pods)
+            take[sg.id] = pods
+        for sg in gang.sub_groups:
+            if tally.ready:
+                break
+            mine = take.get(sg.id, [])
+            if sg.policy is None or len(sg.running) + len(mine) < sg.size:
+                continue
+            for p in sg.pending[len(mine) :]:  # a policy's take is a prefix of its pods
+                mine.append(p)
+                tally.add(sg, [p])
+                if tally.ready:
+                    break
+            take[sg.id] = mine
+        if not tally.ready:
+            return None, []
+        core = [(sg, take[sg.id]) for sg in gang.sub_groups if sg.id in take]
+        extras = []
+        for sg in gang.sub_groups:
+            taken = {p.key for p in take.get(sg.id, ())}
             rest = [p for p in sg.pending if p.key not in taken]
             if rest:
                 extras.append((sg, rest))
-        if not tally.ready:
-            return None, extras
         return core, extras
 
     @staticmethod
@@ -376,14 +391,17 @@ class Placer:
             demand = self.demand(pods)
             if isinstance(demand, str):
                 return False, demand
-            sub_sticky = lowest_common(
-                self.state,
-                [self.state.node_of[p.key] for p in sg.running if p.key in self.state.node_of],
-            )
+            sub_sticky = lowest_common(self.state, self._nodes_of(sg.running))
+            frame = self.sub_frame(sg, limits[sg.id], sub_sticky, h)
+            if isinstance(frame, str):
+                first_failure = first_failure or frame
+                if sg.required:
+                    return False, first_failure
+                continue
             out = self.place_unit(
                 demand,
                 limits[sg.id],
-                h,
+                frame,
                 sticky=sticky if sub_sticky is None else sub_sticky,
                 new_gang=not gang.running,
                 scope=f"{sg.label} inside {domain_name(self.state, h)}",
@@ -399,6 +417,45 @@ class Placer:
             return True, ""
         return False, first_failure or f"only {missing}"
 
+    def _nodes_of(self, pods: Sequence[Pod]) -> list[int]:
+        node_of = self.state.node_of
+        return [node_of[p.key] for p in pods if p.key in node_of]
+
+    def _sub_nodes(self, sg: SubGroup) -> list[int]:
+        """Nodes of a sub-group's running pods and of those placed in this transaction."""
+        ours = {q.key for q in sg.pending}
+        now = [n for p, n, _ in self.txn.assigned if p.key in ours]
+        return self._nodes_of(sg.running) + now
+
+    def sub_frame(
+        self, sg: SubGroup, limit: TierLimit, sticky: int | None, outer: int
+    ) -> int | str:
+        """Where a sub-group's new pods may go inside ``outer`` (the gang's domain).
+
+        With pods already running (or placed), a sub-group with a tier limit keeps its new
+        ones inside the highest domain its limit allows above the running ones, intersected
+        with the gang's domain -- Volcano's ``getSearchRoot`` for a subJob with an
+        ``AllocatedHyperNode``; no intersection is a reason to wait, as there.
+        """
+        st, ix = self.state, self.state.index
+        if sticky is None or limit.flat:
+            return outer
+        allowed = [x for x in ix.ancestors(sticky) if limit.allows(ix, x)]
+        if not allowed:
+            return (
+                f"{sg.label}: its pods already span {domain_name(st, sticky)} "
+                f"(tier {int(ix.tier[sticky])}), beyond {limit.text}"
+            )
+        top = allowed[-1]
+        if st.layouts.inside(outer, top):
+            return outer
+        if st.layouts.inside(top, outer):
+            return top
+        return (
+            f"{sg.label}: its pods run in {domain_name(st, top)} ({limit.text}), "
+            f"which does not overlap {domain_name(st, outer)}"
+        )
+
     def _extras(
         self,
         gang: Gang,
@@ -409,12 +466,14 @@ class Placer:
         domain: int,
         region: int,
     ) -> int:
-        """Members beyond what the gang needs: placed when they fit, near the gang."""
+        """Members beyond what the gang needs: placed when they fit, near the gang.
+
+        A sub-group not whole yet places ``need`` pods together first; every pod of a
+        sub-group stays inside its ``sub_frame``."""
         if not extras:
             return 0
-        st, ix = self.state, self.state.index
-        nodes = [n for _, n, _ in self.txn.assigned]
-        nodes += [st.node_of[p.key] for p in gang.running if p.key in st.node_of]
+        st, ix, lay = self.state, self.state.index, self.state.layouts
+        nodes = [n for _, n, _ in self.txn.assigned] + self._nodes_of(gang.running)
         common = lowest_common(st, nodes)
         near = domain if common is None else common
         wide = region
@@ -422,41 +481,50 @@ class Placer:
             allowed = [x for x in ix.ancestors(near) if limit.allows(ix, x)]
             wide = allowed[-1] if allowed else near
         placed = 0
-        for sg, pods in extras:
+        for sg, rest in extras:
+            pods = rest
             if not pods:
                 continue
-            if sg.policy is not None and len(sg.running) < sg.size:
-                demand = self.demand(pods[: sg.need])
-                if isinstance(demand, str) or len(pods) < sg.need:
+            sub = limits[sg.id]
+            here, within = near, wide
+            if sg.policy is not None:
+                need = sg.size - len(self._sub_nodes(sg))
+                if need > 0:  # not whole yet: its first pods go together
+                    if len(pods) < need:
+                        continue
+                    unit = self.demand(pods[:need])
+                    frame = self.sub_frame(sg, sub, lowest_common(st, self._sub_nodes(sg)), wide)
+                    if isinstance(unit, str) or isinstance(frame, str):
+                        continue
+                    out = self.place_unit(
+                        unit,
+                        sub,
+                        frame,
+                        sticky=near,
+                        new_gang=False,
+                        scope=f"{sg.label} (beyond the minimum)",
+                    )
+                    if not out.ok:
+                        continue
+                    placed += need
+                    pods = pods[need:]
+                    if not pods:
+                        continue
+                sticky = lowest_common(st, self._sub_nodes(sg))
+                frame = self.sub_frame(sg, sub, sticky, wide)
+                if isinstance(frame, str):
                     continue
-                out = self.place_unit(
-                    demand,
-                    limits[sg.id],
-                    wide,
-                    sticky=near,
-                    new_gang=False,
-                    scope=f"{sg.label} (beyond the minimum)",
-                )
-                if out.ok:
-                    placed += sg.need
-                continue
+                within = frame
+                if sticky is not None and lay.inside(sticky, within):
+                    here = sticky
+                elif not lay.inside(here, within):
+                    here = within
             demand = self.demand(pods)
             if isinstance(demand, str):
                 continue
-            here, within = near, wide
-            if sg.policy is not None and not limit.flat:  # stay with the sub-group's pods
-                ours = {q.key for q in sg.pending}
-                mine = [st.node_of[p.key] for p in sg.running if p.key in st.node_of]
-                mine += [n for p, n, _ in self.txn.assigned if p.key in ours]
-                common = lowest_common(st, mine)
-                if common is not None:
-                    ok = [x for x in ix.ancestors(common) if limits[sg.id].allows(ix, x)]
-                    if not ok:
-                        continue
-                    here, within = common, ok[-1]
             for shape in demand.shapes:
-                if limit.flat:
-                    placed += self.nodes.pack_flat(shape, shape.pods, wide, partial=True)
+                if sub.flat:
+                    placed += self.nodes.pack_flat(shape, shape.pods, within, partial=True)
                 else:
                     placed += self.nodes.place_near(shape, shape.pods, here, within)
         return placed

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tierra.api.natural import natural_key
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.gang import DEFAULT_QUEUE, Gang, natural
+from tierra.scheduler.gang import DEFAULT_QUEUE, Gang
 from tierra.scheduler.placer import Outcome, Placer
 from tierra.scheduler.state import QUEUE_ANNOTATION, ClusterState, gang_key
 from tierra.topology.index import IntArray
@@ -58,7 +59,7 @@ class Bundle:
         return max(v.priority for v in self.victims)
 
     def order(self) -> tuple[object, ...]:
-        return (self.priority, self.whole, len(self.victims), natural(self.name))
+        return (self.priority, self.whole, len(self.victims), natural_key(self.name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +133,7 @@ class Preemptor:
         for g, here in sorted(by_gang.items()):
             running = [k for k in st.members.get(g, {}) if k in st.node_of]
             surplus = max(0, len(running) - st.podgroups[g].min_member)
-            here.sort(key=lambda v: (v.priority, natural(v.key)), reverse=False)
+            here.sort(key=lambda v: (v.priority, natural_key(v.key)), reverse=False)
             singles = here[:surplus]
             bundles.extend(Bundle((v,), False, v.key) for v in singles)
             if len(here) > surplus and all(k in eligible for k in running):

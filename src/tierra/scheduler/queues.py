@@ -29,9 +29,10 @@ import numpy as np
 import numpy.typing as npt
 
 from tierra.api.meta import ObjectMeta
+from tierra.api.natural import natural_key
 from tierra.api.queue import Queue
 from tierra.scheduler.explain import amount, amounts
-from tierra.scheduler.gang import DEFAULT_QUEUE, Gang, natural
+from tierra.scheduler.gang import DEFAULT_QUEUE, Gang
 from tierra.scheduler.state import ClusterState
 from tierra.topology.index import IntArray
 
@@ -39,7 +40,7 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def gang_order(gang: Gang) -> tuple[object, ...]:
-    return (-gang.priority, natural(gang.key))
+    return (-gang.priority, natural_key(gang.key))
 
 
 class QueueBook:

@@ -55,29 +55,6 @@ def gang_key(pod: Pod) -> str | None:
     return f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
 
 
-LINK_CONDITIONS = ("NetworkUnavailable", "SystemFailure")
-
-
-def _link_trouble(index: TopologyIndex) -> dict[int, str]:
-    """HyperNodes whose status reports a link or switch problem, and every one above them.
-
-    Node health is read live from the nodes; a HyperNode's status adds what nodes cannot
-    show: ``Degraded=True`` for a link reason (tierra's health roll-up), or Volcano's
-    proposed ``NetworkUnavailable`` / ``SystemFailure`` conditions.
-    """
-    out: dict[int, str] = {}
-    for h, hn in enumerate(index.hypernodes):
-        for c in hn.status.conditions:
-            link = c.type == "Degraded" and c.status == "True" and "Link" in c.reason
-            if link or (c.type in LINK_CONDITIONS and c.status == "True"):
-                why = f"{hn.name}: {c.type} {c.reason}".strip()
-                for a in index.ancestors(h):
-                    if a != index.root:
-                        out.setdefault(a, why)
-                break
-    return out
-
-
 def _rebound(pod: Pod, node_name: str) -> Pod:
     """``replace(pod, node_name=...)`` without re-running ``__init__`` (hot path)."""
     clone = object.__new__(Pod)
@@ -167,7 +144,6 @@ class ClusterState:
         self.layouts = Layouts(ix)
         self.filter = NodeFilter(self.nodes, self.health)
         self.view = View(ix, self.capacity, self.layouts)
-        self.link_trouble: dict[int, str] = _link_trouble(ix)
         self.generation += 1
         self._freed()
         self.dom_freed_at = np.zeros(len(self.capacity.dom_alloc), dtype=np.int64)
@@ -363,17 +339,11 @@ class ClusterState:
     # -- queries ----------------------------------------------------------------------
 
     def degraded(self, domains: IntArray) -> npt.NDArray[np.bool_]:
-        """Which domains hold an unhealthy node (live) or report a link problem (status)."""
-        out = np.asarray(self.health.unhealthy_nodes[domains] > 0, dtype=bool)
-        if self.link_trouble:
-            out |= np.isin(domains, np.fromiter(self.link_trouble, dtype=np.int64))
-        return out
+        """Which domains hold an unhealthy node or report a link problem (``Health``)."""
+        return self.health.degraded_domains(domains)
 
     def describe_health(self, h: int) -> str:
-        parts = [self.health.describe(h)] if self.health.unhealthy_nodes[h] > 0 else []
-        if h in self.link_trouble:
-            parts.append(self.link_trouble[h])
-        return "; ".join(p for p in parts if p)
+        return self.health.describe(h)
 
     def gang_pods(self, key: str) -> list[Pod]:
         return [self.pods[k] for k in self.members.get(key, {})]

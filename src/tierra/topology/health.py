@@ -1,7 +1,11 @@
-"""Health roll-ups: how many nodes under each HyperNode are NotReady, cordoned or NoExecute.
+"""Health roll-ups: which HyperNodes are degraded, and why, in one rule for every reader.
 
-The scheduler avoids degraded domains for new gangs and ``tierra tree`` marks them; both
-read these counts instead of walking nodes. Counts update when one node changes.
+A domain is degraded when a node under it is NotReady, cordoned or tainted NoExecute
+(counted per domain from the nodes, updated when one node changes), or when a link
+inside it has a problem (read from HyperNode status, see ``link_problem``). A link
+problem counts for the HyperNode reporting it and every HyperNode above it (not the
+virtual root). The scheduler avoids degraded domains for new gangs, ``tierra tree``
+marks them, and explain prints ``describe``: all three read this class.
 """
 
 from __future__ import annotations
@@ -10,10 +14,13 @@ import enum
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from tierra.api.hypernode import HyperNode
 from tierra.api.node import Node
 from tierra.topology.index import IntArray, TopologyIndex
+
+LINK_CONDITIONS = ("NetworkUnavailable", "SystemFailure")
 
 
 class NodeIssue(enum.IntEnum):
@@ -39,12 +46,9 @@ class Health:
         self.counts: IntArray = index.sum_under(self.node_flags)
         unhealthy: IntArray = np.asarray(self.node_flags.any(axis=1), dtype=np.int64)
         self.unhealthy_nodes: IntArray = index.sum_under(unhealthy)
-        # Link state is not on Node objects: the fabric sources (ibnetdiscover, UFM) write
-        # it into HyperNode status as Degraded=True with a Links* reason, already rolled
-        # up to every HyperNode above the bad link.
-        self.link_issues: tuple[str, ...] = (
-            *(_link_issue(h) for h in index.hypernodes),
-            "",
+        self.link_issues: tuple[str, ...] = _link_issues(index)
+        self.link_bad: npt.NDArray[np.bool_] = np.array(
+            [bool(t) for t in self.link_issues], dtype=bool
         )
 
     def update(self, node: Node) -> bool:
@@ -68,7 +72,11 @@ class Health:
 
     def degraded(self, h: int) -> bool:
         """A node inside is unhealthy, or a fabric link inside is degraded or down."""
-        return bool(self.unhealthy_nodes[h] > 0) or bool(self.link_issues[h])
+        return bool(self.unhealthy_nodes[h] > 0) or bool(self.link_bad[h])
+
+    def degraded_domains(self, domains: IntArray) -> npt.NDArray[np.bool_]:
+        """``degraded`` for many domains at once."""
+        return np.asarray((self.unhealthy_nodes[domains] > 0) | self.link_bad[domains], dtype=bool)
 
     def node_healthy(self, n: int) -> bool:
         return not self.node_flags[n].any()
@@ -87,9 +95,32 @@ class Health:
         return ", ".join(parts)
 
 
-def _link_issue(hn: HyperNode) -> str:
+def link_problem(hn: HyperNode) -> str:
+    """What a HyperNode's own status says is wrong with its links ("" when nothing).
+
+    Link state is not on Node objects. tierra's fabric sources (ibnetdiscover, UFM)
+    write ``Degraded=True`` with a ``Links*`` reason; Volcano's proposed conditions
+    (apis PR #155) are ``NetworkUnavailable=True`` and ``SystemFailure=True``.
+    """
     for c in hn.status.conditions:
-        if c.type == "Degraded" and c.status == "True" and "Link" in c.reason:
+        if c.status != "True":
+            continue
+        if c.type == "Degraded" and "Link" in c.reason:
             links = [part for part in c.message.split("; ") if part.startswith("links:")]
             return links[0] if links else "links degraded"
+        if c.type in LINK_CONDITIONS:
+            return f"{c.type} ({c.reason})" if c.reason else c.type
     return ""
+
+
+def _link_issues(index: TopologyIndex) -> tuple[str, ...]:
+    """Per domain (root last, always ""), its link problem: its own, else the first one
+    below it (by name), prefixed with the HyperNode that reports it."""
+    own = [link_problem(hn) for hn in index.hypernodes]
+    out = [*own, ""]
+    for h, text in enumerate(own):
+        if text:
+            for a in index.ancestors(h)[1:-1]:  # not h itself, not the virtual root
+                if not out[a]:
+                    out[a] = f"{index.names[h]}: {text}"
+    return tuple(out)

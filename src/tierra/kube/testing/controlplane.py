@@ -57,6 +57,14 @@ SCALE_APISERVER_ARGS = (
     "--max-mutating-requests-inflight=1000",
 )
 
+# The upstream Workload API (scheduling.k8s.io/v1alpha2 Workload and PodGroup, and the
+# pods' spec.schedulingGroup) is alpha in 1.36: off unless both the gate and the group
+# are switched on.
+WORKLOAD_API_ARGS = (
+    "--feature-gates=GenericWorkload=true",
+    "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+)
+
 
 class ControlPlaneUnavailable(RuntimeError):
     """The control plane cannot run on this machine; the message says what is missing."""
@@ -495,7 +503,21 @@ class ControlPlane:
         self._processes.append(etcd)
         deadline = time.monotonic() + self._start_timeout
         self._wait_http(etcd, f"{self.etcd_url}/health", deadline, context=None, token=None)
+        self._start_apiserver(binaries, deadline)
 
+    def stop_apiserver(self) -> None:
+        """Stop only the API server (etcd keeps the data): clients see it go away."""
+        if len(self._processes) == 2:
+            self._processes.pop().stop()
+
+    def start_apiserver(self) -> None:
+        """Start the API server again on the same port, certificate and etcd."""
+        if self.binaries is None or len(self._processes) != 1:
+            raise RuntimeError("start_apiserver needs a running etcd and a stopped API server")
+        self._start_apiserver(self.binaries, time.monotonic() + self._start_timeout)
+
+    def _start_apiserver(self, binaries: Binaries, deadline: float) -> None:
+        work = self.workdir
         args: list[str | os.PathLike[str]] = [
             binaries.kube_apiserver,
             f"--etcd-servers={self.etcd_url}",

@@ -26,23 +26,14 @@ from typing import Any, TypeVar
 
 from kubernetes_asyncio import client as k8s
 
+from tierra.kube.client import ApiError
+
 T = TypeVar("T")
 
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 FAKE_NODE_TAINT = {"key": FAKE_NODE_ANNOTATION, "value": "fake", "effect": "NoSchedule"}
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 DEFAULT_CONCURRENCY = 32
-
-
-class ApiError(Exception):
-    """The API server refused a request; ``status`` and ``reason`` are the server's words."""
-
-    def __init__(self, status: int, reason: str, message: str, what: str) -> None:
-        super().__init__(f"{what}: HTTP {status} {reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.what = what
 
 
 def core_api(api_client: Any) -> Any:

@@ -1,0 +1,163 @@
+"""The upstream Workload API's PodGroup (``scheduling.k8s.io/v1alpha2``) as a tierra gang.
+
+Kubernetes 1.36 serves it behind the ``GenericWorkload`` gate (KEP-4671 gang scheduling,
+KEP-5832 the PodGroup API, KEP-5732 topology-aware workload scheduling). A PodGroup says
+``schedulingPolicy.gang.minCount`` (or ``basic``: no gang) and, optionally, one
+``schedulingConstraints.topology[].key``: a node-label key whose every value is one domain
+that must hold all of the group's pods. Pods join it by ``spec.schedulingGroup.podGroupName``
+(read by ``tierra.api.pod``), so it becomes the same ``PodGroup`` a Volcano object does.
+
+A label key is not a tier, so decoding keeps it (``TOPOLOGY_KEY_ANNOTATION``) and
+``resolve_topology_keys`` turns it into one once the cluster is known:
+
+* if HyperNodes were discovered from that label (tierra's label discovery records the
+  label path in ``topology.tierra.dev/source-detail``; its default tier name is the key),
+  the constraint is their tier, by name: the gang gets tierra's topology (health, the
+  trees above) for free;
+* otherwise the nodes' labels are the topology: one tier-1 HyperNode per label value,
+  members chosen by ``labelMatch`` (so a node relabelled later moves with its label),
+  marked ``SYNTHETIC_ANNOTATION`` and never written to the cluster.
+
+A Volcano and an upstream PodGroup with the same namespace and name are one gang to
+tierra (pods name their group by name only); keep the names apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from tierra.api.fields import Fields, Report
+from tierra.api.hypernode import TIERRA_GROUP, HyperNode, Member, MemberSelector, MemberType
+from tierra.api.labels import LabelSelector
+from tierra.api.meta import ObjectMeta, decode_meta, object_ref
+from tierra.api.node import Node
+from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
+from tierra.errors import Origin, Problem
+
+WORKLOAD_GROUP = "scheduling.k8s.io"
+WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
+TOPOLOGY_KEY_ANNOTATION = "topology.tierra.dev/topology-key"
+SYNTHETIC_ANNOTATION = "topology.tierra.dev/from-node-label"
+SOURCE_DETAIL_ANNOTATION = "topology.tierra.dev/source-detail"  # written by label discovery
+SCHEDULED = "PodGroupScheduled"  # the KEP's condition type and reasons
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULER_ERROR = "SchedulerError"
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+
+
+def _topology_key(spec: Fields) -> str | None:
+    constraints = spec.obj("schedulingConstraints")
+    items = constraints.objects("topology")
+    if len(items) > 1:
+        constraints.problem("topology", f"takes at most one constraint, got {len(items)}")
+    if not items:
+        return None
+    key = items[0].string("key", required=True)
+    if key and not _LABEL_KEY.match(key):
+        items[0].problem("key", f"{key!r} is not a label key")
+        return None
+    return key or None
+
+
+def decode_workload_podgroup(
+    raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]
+) -> PodGroup:
+    """One upstream PodGroup; its topology key stays in an annotation until resolved."""
+    f = Fields(raw, "", Report(origin, object_ref(raw, "PodGroup", namespaced=True), sink))
+    meta = decode_meta(f, namespaced=True)
+    spec = f.obj("spec", required=True)
+    policy = spec.obj("schedulingPolicy", required=True)
+    min_member = 1
+    if policy.has("gang") and policy.has("basic"):
+        policy.problem("", "takes one of basic or gang, not both")
+    elif policy.has("gang"):
+        min_member = policy.obj("gang").integer("minCount", 1, minimum=1)
+    elif not policy.has("basic"):
+        policy.problem("", "needs one of basic or gang")
+    key = _topology_key(spec)
+    topology = None
+    if key is not None:
+        meta = replace(meta, annotations={**meta.annotations, TOPOLOGY_KEY_ANNOTATION: key})
+        topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=key)
+    return PodGroup(
+        meta=meta,
+        min_member=min_member,
+        priority_class_name=spec.string("priorityClassName"),
+        network_topology=topology,
+        origin=origin,
+    )
+
+
+def topology_key(pg: PodGroup) -> str | None:
+    """The node-label key an upstream PodGroup's pods must share, if it names one."""
+    return pg.meta.annotations.get(TOPOLOGY_KEY_ANNOTATION)
+
+
+def discovered_tier(key: str, hypernodes: Iterable[HyperNode]) -> str | None:
+    """The tier name of HyperNodes discovered from label ``key`` (not synthetic ones)."""
+    names: set[str] = set()
+    for hn in hypernodes:
+        ann = hn.meta.annotations
+        if SYNTHETIC_ANNOTATION in ann or hn.tier_name is None:
+            continue
+        detail = ann.get(SOURCE_DETAIL_ANNOTATION, "")
+        own = detail.rsplit(",", 1)[-1].split("=", 1)[0] if detail else ""
+        if key in (own, hn.tier_name):
+            names.add(hn.tier_name)
+    return min(names, key=lambda n: (n != key, n)) if names else None
+
+
+def _dns_part(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "x"
+
+
+def label_domain(key: str, value: str) -> HyperNode:
+    """The tier-1 HyperNode of the nodes labelled ``key=value`` (deterministic name)."""
+    digest = hashlib.sha256(f"{key}={value}".encode()).hexdigest()[:8]
+    name = f"label-{_dns_part(key.rsplit('/', 1)[-1])}-{_dns_part(value)}-{digest}"
+    selector = MemberSelector(labels=LabelSelector(match_labels={key: value}))
+    return HyperNode(
+        meta=ObjectMeta(name=name, annotations={SYNTHETIC_ANNOTATION: f"{key}={value}"}),
+        tier=1,
+        tier_name=key,
+        members=(Member(MemberType.NODE, selector),),
+        group=TIERRA_GROUP,
+    )
+
+
+def resolve_topology_keys(
+    podgroups: Sequence[PodGroup], nodes: Iterable[Node], hypernodes: Sequence[HyperNode]
+) -> tuple[list[PodGroup], list[HyperNode]]:
+    """Every PodGroup with its label key turned into a tier, and the HyperNodes to add
+    for keys no discovered HyperNode covers (see the module docstring)."""
+    keys = {k for pg in podgroups if (k := topology_key(pg)) is not None}
+    if not keys:
+        return list(podgroups), []
+    real = [hn for hn in hypernodes if SYNTHETIC_ANNOTATION not in hn.meta.annotations]
+    tier_of = {k: discovered_tier(k, real) for k in sorted(keys)}
+    uncovered = {k for k, t in tier_of.items() if t is None}
+    values: dict[str, set[str]] = {k: set() for k in uncovered}
+    if uncovered:
+        for node in nodes:
+            for k in uncovered:
+                v = node.labels.get(k)
+                if v is not None:
+                    values[k].add(v)
+    extra = [label_domain(k, v) for k in sorted(uncovered) for v in sorted(values[k])]
+    out = []
+    for pg in podgroups:
+        k = topology_key(pg)
+        tier = tier_of.get(k) if k is not None else None
+        nt = pg.network_topology
+        if tier is not None and nt is not None and tier != k:
+            out.append(replace(pg, network_topology=replace(nt, highest_tier_name=tier)))
+        else:
+            out.append(pg)
+    return out, extra

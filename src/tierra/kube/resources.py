@@ -1,0 +1,76 @@
+"""The API resources tierra reads and writes, and the URL paths to them.
+
+One table instead of generated per-kind methods: the informer, the binder, the snapshot
+writer and the controller all address objects as (resource, namespace, name,
+subresource), so adding a kind is one line here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """``group`` is "" for the core API; ``kind`` is what objects of it say."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def name(self) -> str:
+        """``pods``, ``podgroups.scheduling.volcano.sh``: what kubectl and RBAC call it."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str = ""
+    ) -> str:
+        """The URL path: all namespaces when ``namespace`` is None for a namespaced kind."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace is not None:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{quote(name, safe='')}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+    def key(self, obj: dict[str, object]) -> str:
+        """``ns/name`` (or ``name``) of a raw object of this resource."""
+        md = obj.get("metadata")
+        md = md if isinstance(md, dict) else {}
+        name = str(md.get("name", ""))
+        return f"{md.get('namespace', '')}/{name}" if self.namespaced else name
+
+
+NODES = Resource("", "v1", "nodes", "Node", False)
+PODS = Resource("", "v1", "pods", "Pod", True)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
+EVENTS = Resource("", "v1", "events", "Event", True)
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+EVICTION_VERSION = "policy/v1"
+
+TIERRA_HYPERNODES = Resource("topology.tierra.dev", "v1alpha1", "hypernodes", "HyperNode", False)
+VOLCANO_HYPERNODES = Resource("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False)
+HYPERNODES = (TIERRA_HYPERNODES, VOLCANO_HYPERNODES)
+VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True)
+VOLCANO_QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False)
+
+# The upstream Workload API (KEP-4671, KEP-5832): served by Kubernetes 1.36 with the
+# GenericWorkload feature gate and --runtime-config=scheduling.k8s.io/v1alpha2=true.
+WORKLOADS = Resource("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True)
+WORKLOAD_PODGROUPS = Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True)
+
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)

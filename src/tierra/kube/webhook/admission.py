@@ -1,0 +1,189 @@
+"""The webhook's decisions: admit this object, given the objects that already exist.
+
+Pure: no client, no server. The webhook's informers feed the ``Judge`` every HyperNode
+of both groups; a request is judged against that view, with the same rules and words
+as ``tierra validate``:
+
+* **HyperNode** (either group, judged against the HyperNodes of its own group: each
+  group is its own forest, read by its own scheduler). Schema problems (a bad regex, two
+  selectors in one member, a tier above int32) are refused outright. Graph problems
+  (a cycle, a second parent, a tier not above a child's, a tier name meaning two tiers
+  in one tree, a node in two leaves of one tree) are refused when this write *adds* them:
+  the problems of the forest with the new object, minus those it already had. A forest
+  that is already broken somewhere else does not block unrelated writes, and a write
+  that repairs part of it is welcome.
+* **PodGroup**: refused when its topology cannot be honoured by the HyperNodes of the
+  configured groups (``scheduler.topology_checks``: an unknown tier name, a hard tier
+  limit below every domain), or when its fields are malformed.
+
+Nodes are not consulted: members written as regexes or label selectors resolve against
+node labels, which change without any HyperNode being written, so admission cannot
+guard them; ``tierra validate`` and the controller's reconcile report those overlaps.
+
+The informers lag the API server by milliseconds, so ``kubectl apply`` of a file with
+many HyperNodes would otherwise judge each against a view missing the previous ones.
+An admitted (non-dry-run) object is therefore kept in an overlay until the informer
+reports that name, or for ``overlay_seconds``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tierra.api.hypernode import GROUPS, TIERRA_GROUP, HyperNode, decode_hypernode
+from tierra.api.podgroup import decode_podgroup
+from tierra.errors import Problem, Severity
+from tierra.scheduler.topology_checks import podgroup_problems
+from tierra.topology.index import TopologyIndex
+
+OVERLAY_SECONDS = 30.0
+_Key = tuple[str, str, str]  # (object, field path, message): one problem, wherever found
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Allowed or not; ``problems`` are the reasons (errors) and ``warnings`` the rest."""
+
+    allowed: bool
+    problems: tuple[Problem, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def message(self) -> str:
+        return "\n".join(str(p) for p in self.problems)
+
+
+def _key(p: Problem) -> _Key:
+    return (p.obj, p.path, p.message)
+
+
+def _split(problems: Iterable[Problem]) -> tuple[list[Problem], list[Problem]]:
+    errors: list[Problem] = []
+    warnings: list[Problem] = []
+    for p in problems:
+        (errors if p.severity is Severity.ERROR else warnings).append(p)
+    return errors, warnings
+
+
+@dataclass(slots=True)
+class _Forest:
+    """One group's HyperNodes as the informer sees them, plus admitted ones not yet seen."""
+
+    seen: dict[str, HyperNode] = field(default_factory=dict)
+    admitted: dict[str, tuple[HyperNode, float]] = field(default_factory=dict)
+    generation: int = 0
+    _problems: tuple[int, frozenset[_Key]] | None = None
+
+    def view(self) -> dict[str, HyperNode]:
+        out = dict(self.seen)
+        out.update({n: h for n, (h, _) in self.admitted.items()})
+        return out
+
+    def expire(self, now: float) -> None:
+        gone = [n for n, (_, until) in self.admitted.items() if until <= now]
+        for n in gone:
+            del self.admitted[n]
+        if gone:
+            self.generation += 1
+
+    def problems(self) -> frozenset[_Key]:
+        """The error problems the current view already has (cached per generation)."""
+        if self._problems is None or self._problems[0] != self.generation:
+            index = TopologyIndex.build((), list(self.view().values()))
+            errors, _ = _split(index.problems)
+            self._problems = (self.generation, frozenset(map(_key, errors)))
+        return self._problems[1]
+
+
+class Judge:
+    """Decides admission requests against the HyperNodes the informers have delivered.
+
+    Not thread-safe: use it from one event loop (the webhook's).
+    """
+
+    def __init__(
+        self,
+        *,
+        podgroup_groups: Sequence[str] = GROUPS,
+        overlay_seconds: float = OVERLAY_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._forests: dict[str, _Forest] = {g: _Forest() for g in GROUPS}
+        self._podgroup_groups = tuple(podgroup_groups)
+        self._overlay_seconds = overlay_seconds
+        self._clock = clock
+        self._pg_index: tuple[tuple[int, ...], TopologyIndex] | None = None
+
+    # -- the informers' side --------------------------------------------------------------
+
+    def upsert(self, hn: HyperNode) -> None:
+        forest = self._forests[hn.group]
+        forest.seen[hn.name] = hn
+        forest.admitted.pop(hn.name, None)
+        forest.generation += 1
+
+    def remove(self, group: str, name: str) -> None:
+        forest = self._forests[group]
+        forest.seen.pop(name, None)
+        forest.admitted.pop(name, None)
+        forest.generation += 1
+
+    def replace_all(self, group: str, hypernodes: Iterable[HyperNode]) -> None:
+        """A relist: the informer's complete view of ``group``."""
+        forest = self._forests[group]
+        forest.seen = {h.name: h for h in hypernodes}
+        forest.admitted.clear()
+        forest.generation += 1
+
+    def count(self, group: str) -> int:
+        return len(self._forests[group].view())
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def review_hypernode(self, raw: Mapping[str, Any], *, dry_run: bool = False) -> Verdict:
+        """Admit ``raw`` (a create or an update) unless it adds a problem to its forest."""
+        decoded: list[Problem] = []
+        hn = decode_hypernode(raw, None, decoded)
+        errors, warnings = _split(decoded)
+        forest = self._forests.get(hn.group, self._forests[TIERRA_GROUP])
+        forest.expire(self._clock())
+        before = forest.problems()
+        view = forest.view()
+        view[hn.name] = hn
+        index = TopologyIndex.build((), list(view.values()), decoded)
+        graph_errors, graph_warnings = _split(index.problems)
+        errors += [p for p in graph_errors if _key(p) not in before]
+        warnings += [p for p in graph_warnings if p.obj == hn.ref]
+        if errors:
+            return Verdict(False, tuple(errors), tuple(map(str, warnings)))
+        if not dry_run:
+            forest.admitted[hn.name] = (hn, self._clock() + self._overlay_seconds)
+            forest.generation += 1
+        return Verdict(True, (), tuple(map(str, warnings)))
+
+    def review_podgroup(self, raw: Mapping[str, Any]) -> Verdict:
+        """Admit ``raw`` unless it is malformed or its topology cannot be honoured."""
+        decoded: list[Problem] = []
+        pg = decode_podgroup(raw, None, decoded)
+        errors, warnings = _split(decoded)
+        errors += podgroup_problems(pg, self._podgroup_index())
+        return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))
+
+    def _podgroup_index(self) -> TopologyIndex:
+        """The HyperNodes a PodGroup's topology is resolved against; the first group wins
+        where both hold a name (the controller writes the same objects to both)."""
+        now = self._clock()
+        forests = [self._forests[g] for g in self._podgroup_groups]
+        for f in forests:
+            f.expire(now)
+        key = tuple(f.generation for f in forests)
+        if self._pg_index is None or self._pg_index[0] != key:
+            merged: dict[str, HyperNode] = {}
+            for f in forests:
+                for name, h in f.view().items():
+                    merged.setdefault(name, h)
+            self._pg_index = (key, TopologyIndex.build((), list(merged.values())))
+        return self._pg_index[1]
