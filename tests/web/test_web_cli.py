@@ -53,6 +53,7 @@ def test_bad_invocations_exit_2_with_a_message(tmp_path: Path) -> None:
     bad.write_text("kind: Node\n  : : [")
     cases = [
         ((), "give snapshot files"),
+        ((str(CANONICAL), "--kubeconfig", str(CANONICAL)), "not both"),
         ((str(tmp_path / "missing.yaml"),), "missing.yaml"),
         ((str(bad),), "bad.yaml"),
         ((str(CANONICAL), "--report", str(tmp_path / "r.html")), "no such report"),
@@ -61,6 +62,22 @@ def test_bad_invocations_exit_2_with_a_message(tmp_path: Path) -> None:
         code, out = run("serve", *args)
         assert code == 2, (args, out)
         assert message in out and "Traceback" not in out
+
+
+def test_an_unusable_kubeconfig_exits_2_with_a_message(tmp_path: Path) -> None:
+    # In a process of its own: reading a kubeconfig runs an event loop, and the browser
+    # tests keep Playwright's in this one.
+    bad = tmp_path / "bad.kubeconfig"
+    bad.write_text("clusters: [1, 2")
+    for path, message in ((tmp_path / "none", "kubeconfig not found"), (bad, "cannot")):
+        out = subprocess.run(
+            [*TIERRA, "serve", "--kubeconfig", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert out.returncode == 2, out
+        assert message in out.stderr and "Traceback" not in out.stderr
 
 
 def test_a_port_in_use_is_a_clear_error() -> None:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import re
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ from tierra.web.theme import theme_css
 STATIC = Path(__file__).parent / "static"
 EXPLAIN_CACHE = 64
 KEEPALIVE = 15.0
+ANALYSIS_EVERY = 2.0  # seconds: a busier cluster reuses the last dry run (its version is shown)
 
 Background = Callable[[Dashboard], Coroutine[Any, Any, None]]
 
@@ -69,6 +71,7 @@ class Api:
         self._analysing = asyncio.Lock()
         self._explained: OrderedDict[tuple[int, str, int], dict[str, Any]] = OrderedDict()
         self._streams: set[asyncio.Event] = set()
+        self._analysed_at = -ANALYSIS_EVERY
         self.closing = False
 
     def close_streams(self) -> None:
@@ -78,14 +81,20 @@ class Api:
             wake.set()
 
     async def fresh_analysis(self) -> None:
-        """Bring the dry run up to the current version (one at a time, in a thread)."""
+        """Bring the dry run up to the current version: one at a time, in a thread, and at
+        most every ``ANALYSIS_EVERY`` seconds (a cluster changing all the time would
+        otherwise keep a core busy re-running sessions nobody reads)."""
         dash = self.dash
         async with self._analysing:
-            if dash.analysed == dash.version and dash.analysis is not None:
+            if dash.analysis is not None and (
+                dash.analysed == dash.version
+                or time.monotonic() - self._analysed_at < ANALYSIS_EVERY
+            ):
                 return
             version, snap = dash.snapshot()
             found = await anyio.to_thread.run_sync(Analysis.run, snap, dash.config)
             dash.keep_analysis(version, found)
+            self._analysed_at = time.monotonic()
 
     async def index(self, request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})

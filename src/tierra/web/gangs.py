@@ -9,11 +9,11 @@ in. ``explain`` is ``tierra explain`` for one gang, candidates ranked and cut th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup
 from tierra.api.snapshot import Snapshot
@@ -29,7 +29,6 @@ from tierra.scheduler.explain import best_first, tally
 from tierra.web.store import Store, gang_of
 from tierra.web.view import TopologyView
 
-_DIGITS = re.compile(r"(\d+)")
 STATUS_ORDER = {"pending": 0, "partial": 1, "running": 2, "finished": 3, "empty": 4}
 
 
@@ -123,8 +122,7 @@ class Gangs:
             status = "partial" if bound else "pending"
         else:
             status = "running"
-        held = [view.held[p.key][0] for p in bound if p.key in view.held]
-        common = view.lowest_common(held)
+        common = view.achieved.get(key)
         achieved = None
         if common is not None:
             ix = view.index
@@ -183,7 +181,7 @@ class Gangs:
         view = self.view
         ix = view.index
         doc = self.row(key)
-        pods = sorted(self.pods(key), key=lambda p: _natural(p.key))
+        pods = sorted(self.pods(key), key=lambda p: natural_key(p.key))
         doc["podList"] = [
             {"key": p.key, "node": p.node_name or None, "phase": str(p.phase)} for p in pods
         ]
@@ -199,11 +197,6 @@ class Gangs:
         )
         doc["domains"] = {ix.names[d]: c for d, c in lowest_first}
         return doc
-
-
-def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
-    """``job-2`` before ``job-10``."""
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in _DIGITS.split(text))
 
 
 def explain(snapshot: Snapshot, key: str, config: SchedulerConfig, show: int) -> dict[str, Any]:

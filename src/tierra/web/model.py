@@ -1,7 +1,7 @@
 """The dashboard's state: one store of objects, the view over it, and a version.
 
 Everything the JSON API returns is read from here. A source (a snapshot, or informers
-in live mode) feeds ``upsert`` / ``remove`` / ``replace``; each call updates the view in
+in live mode) feeds ``upsert`` / ``remove``; each call updates the view in
 place where it can (see ``view.py``), bumps ``version`` when anything changed, and tells
 the listeners (the server's event stream), so an open page refetches what it shows.
 Reads are cached per version: the same version always gives the same documents.
@@ -21,7 +21,7 @@ from typing import Any, cast
 from tierra.api.node import Node
 from tierra.api.pod import Pod
 from tierra.api.snapshot import Snapshot
-from tierra.errors import Severity
+from tierra.errors import Problem, Severity
 from tierra.scheduler import SchedulerConfig
 from tierra.web.gangs import Analysis, Gangs
 from tierra.web.store import Change, Kind, Object, Store
@@ -65,16 +65,13 @@ class Dashboard:
 
     # -- updates ------------------------------------------------------------------------
 
-    def upsert(self, obj: Object) -> bool:
-        change = self.store.upsert(obj)
+    def upsert(self, obj: Object, problems: Iterable[Problem] = ()) -> bool:
+        change = self.store.upsert(obj, problems)
         return self.apply([change] if change else [])
 
     def remove(self, kind: Kind, key: str) -> bool:
         change = self.store.remove(kind, key)
         return self.apply([change] if change else [])
-
-    def replace(self, kind: Kind, objects: Iterable[Object]) -> bool:
-        return self.apply(self.store.replace(kind, objects))
 
     def apply(self, changes: list[Change]) -> bool:
         """Bring the view up to date with ``changes``; False when nothing changed."""
@@ -107,6 +104,13 @@ class Dashboard:
         self._cache.clear()
         for listener in list(self.listeners):
             listener(self.version)
+
+    def warm(self) -> None:
+        """Build the view and the first page's documents now (before serving), so the
+        first visitor does not wait for them."""
+        self.summary_doc()
+        self.topology_doc()
+        self.hypernode_doc(self.view.index.names[self.view.index.root])
 
     # -- what reads share ---------------------------------------------------------------
 

@@ -5,7 +5,10 @@ event. Each call says what it changed (``Change``), so the dashboard updates onl
 depends on it: a node turning NotReady touches health, a pod bound touches capacity,
 and only a change that moves topology (a new node, new labels, HyperNodes) rebuilds
 the index. Upserting an unchanged object changes nothing. The store never decides
-anything: it keeps objects and the gang membership of pods.
+anything: it keeps objects, the problems found decoding them, and the gang membership
+of pods. HyperNodes are keyed by group and name (``topology.tierra.dev/s1``): both API
+groups may be watched at once, and the index keeps the first of a name twice defined,
+as ``load_snapshot`` does.
 """
 
 from __future__ import annotations
@@ -48,9 +51,12 @@ def kind_of(obj: Object) -> Kind:
 
 
 def key_of(obj: Object) -> str:
-    """``ns/name`` for namespaced objects, ``name`` for the others (the store's keys)."""
+    """The store's key: ``ns/name`` for namespaced objects, ``group/name`` for HyperNodes,
+    ``name`` for the others."""
     if isinstance(obj, Pod | PodGroup):
         return obj.key
+    if isinstance(obj, HyperNode):
+        return f"{obj.group}/{obj.meta.name}"
     return obj.meta.name
 
 
@@ -79,9 +85,10 @@ class Store:
         self.podgroups: dict[str, PodGroup] = {}
         self.queues: dict[str, Queue] = {}
         self.members: dict[str, dict[str, None]] = {}  # gang key -> pod keys (ordered)
-        self.problems: tuple[Problem, ...] = ()
+        self.input_problems: tuple[Problem, ...] = ()  # a snapshot's, from reading its files
+        self.object_problems: dict[tuple[Kind, str], tuple[Problem, ...]] = {}  # live: per object
         if snapshot is not None:
-            self.problems = snapshot.problems
+            self.input_problems = snapshot.problems
             for objs in (
                 snapshot.nodes,
                 snapshot.hypernodes,
@@ -102,13 +109,25 @@ class Store:
         }
         return tables[kind]
 
-    def upsert(self, obj: Object) -> Change | None:
-        """Add or replace ``obj``; None when the store already held an equal object."""
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        found = [p for ps in self.object_problems.values() for p in ps]
+        return (*self.input_problems, *found)
+
+    def upsert(self, obj: Object, problems: Iterable[Problem] = ()) -> Change | None:
+        """Add or replace ``obj`` (with the problems its decoding found); None when the
+        store already held an equal object with the same problems."""
         kind, key = kind_of(obj), key_of(obj)
         table = self._table(kind)
         old = table.get(key)
-        if old == obj:
+        found = tuple(problems)
+        had = self.object_problems.get((kind, key), ())
+        if old == obj and had == found:
             return None
+        if found:
+            self.object_problems[(kind, key)] = found
+        else:
+            self.object_problems.pop((kind, key), None)
         table[key] = obj
         if isinstance(obj, Pod):
             if isinstance(old, Pod):
@@ -120,16 +139,10 @@ class Store:
         old = self._table(kind).pop(key, None)
         if old is None:
             return None
+        self.object_problems.pop((kind, key), None)
         if isinstance(old, Pod):
             self._leave(old)
         return Change(kind, key, old, None)
-
-    def replace(self, kind: Kind, objects: Iterable[Object]) -> list[Change]:
-        """Make ``kind`` hold exactly ``objects`` (a relist): the changes it took."""
-        fresh = {key_of(o): o for o in objects}
-        gone = [k for k in self._table(kind) if k not in fresh]
-        changes = [self.remove(kind, k) for k in gone] + [self.upsert(o) for o in fresh.values()]
-        return [c for c in changes if c is not None]
 
     def _leave(self, pod: Pod) -> None:
         gang = gang_of(pod)

@@ -148,6 +148,7 @@ async function showSelection() {
 async function loadGangs() {
   const doc = await get('/api/gangs');
   state.gangs = doc.gangs;
+  state.gangsStale = doc.analysedVersion !== doc.version;
   renderGangs();
 }
 
@@ -157,7 +158,8 @@ function renderGangs() {
   const rows = state.gangs.filter((g) => (!status || g.status === status) && (!text || g.key.toLowerCase().includes(text)));
   const pending = state.gangs.filter((g) => g.status === 'pending' || g.status === 'partial').length;
   $('#gang-count').textContent = `${plural(state.gangs.length, 'gang')}, ${fmt(pending)} waiting` +
-    (rows.length > GANG_ROWS ? ` · first ${GANG_ROWS} of ${fmt(rows.length)} shown` : '');
+    (rows.length > GANG_ROWS ? ` · first ${GANG_ROWS} of ${fmt(rows.length)} shown` : '') +
+    (state.gangsStale ? ' · reasons from a scheduling dry run a moment ago (the cluster is changing)' : '');
   const table = clear($('#gang-table'));
   table.append(h('thead', {}, h('tr', {}, ['gang', 'status', 'pods bound', 'constraint', 'achieved', 'why it waits / where it would go']
     .map((c) => h('th', {}, c)))));
@@ -230,10 +232,21 @@ async function refresh() {
   renderSummary(summary);
   renderUnusable(topo);
   icicle.setTopology(topo);
+  markOnce('tierra-painted');  // the picture is drawn: the benchmark's first paint
   state.version = Math.min(summary.version, topo.version);
   await showSelection();
   await loadGangs();
+  markOnce('tierra-gangs');
   document.body.dataset.version = String(state.version);
+}
+
+const marked = new Set();
+
+function markOnce(name) {
+  // After the next frame, so the mark is when the browser has painted what was drawn.
+  if (marked.has(name)) return;
+  marked.add(name);
+  requestAnimationFrame(() => setTimeout(() => performance.mark(name), 0));
 }
 
 async function start() {
@@ -242,10 +255,7 @@ async function start() {
   } catch (err) {
     showError(err);
   }
-  requestAnimationFrame(() => {
-    performance.mark('tierra-painted');
-    document.body.dataset.ready = '1';
-  });
+  requestAnimationFrame(() => { document.body.dataset.ready = '1'; });
   const events = new EventSource('/api/events');
   let busy = false;
   let again = false;

@@ -34,10 +34,12 @@ export function clear(el) {
   return el;
 }
 
+const NUMBER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 });
+
 export function fmt(x) {
+  // One formatter for the page: toLocaleString builds a new one on every call.
   if (x === null || x === undefined) return '–';
-  if (Number.isInteger(x)) return x.toLocaleString('en-US');
-  return (Math.round(x * 10) / 10).toLocaleString('en-US');
+  return NUMBER.format(x);
 }
 
 export function plural(n, noun) {

@@ -24,8 +24,9 @@ export class Icicle {
     this.highlight = { domains: new Set(), nodes: new Map() };
     this.hits = new Set();
     this.nodeDoc = null;
+    this.pending = 0;
     svg.addEventListener('click', (ev) => this.click(ev));
-    new ResizeObserver(() => this.render()).observe(svg.parentElement);
+    new ResizeObserver(() => this.invalidate()).observe(svg.parentElement);
   }
 
   // -- data ---------------------------------------------------------------------------------
@@ -57,7 +58,13 @@ export class Icicle {
   setSizeBy(mode) {
     this.sizeBy = mode;
     this.layout();
-    this.render();
+    this.invalidate();
+  }
+
+  // One render in the next frame however many changes come before it.
+  invalidate() {
+    if (this.pending) return;
+    this.pending = requestAnimationFrame(() => { this.pending = 0; this.render(); });
   }
 
   weight(i) {
@@ -156,33 +163,32 @@ export class Icicle {
 
   setHighlight(domains, nodes) {
     this.highlight = { domains: new Set(domains), nodes: new Map(Object.entries(nodes || {})) };
-    this.render();
+    this.invalidate();
   }
 
   setHits(names) {
     this.hits = new Set(names);
-    this.render();
+    this.invalidate();
   }
 
   zoom(i) {
+    if (i !== this.focus) this.nodeDoc = null;
     this.focus = i;
-    this.nodeDoc = null;
-    this.render();
+    this.invalidate();
   }
 
   select(i) {
     this.selected = i;
-    this.render();
+    this.invalidate();
   }
 
   // -- drawing ------------------------------------------------------------------------------
 
-  get fullWidth() {
-    return Math.max(this.svg.parentElement.clientWidth, 300);
-  }
-
-  get width() {
-    return this.fullWidth - GUTTER;
+  // Read once per render: reading clientWidth between attribute writes forces a layout
+  // each time (thousands of them at 10,000 nodes).
+  measure() {
+    this.fullWidth = Math.max(this.svg.parentElement.clientWidth, 300);
+    this.width = this.fullWidth - GUTTER;
   }
 
   // Screen x (from the gutter's right edge) and width of a span in layout units.
@@ -194,6 +200,8 @@ export class Icicle {
 
   render() {
     if (!this.topo) return;
+    if (this.pending) { cancelAnimationFrame(this.pending); this.pending = 0; }
+    this.measure();
     const W = GUTTER + this.width;
     const d = this.topo.domains;
     const height = this.rows * ROW + MARK + NODE_ROW + 14;
@@ -281,6 +289,7 @@ export class Icicle {
 
   renderNodes() {
     if (!this.topo) return;
+    this.measure();
     clear(this.gNodes);
     const doc = this.nodeDoc;
     const y = this.rows * ROW + MARK + 4;
