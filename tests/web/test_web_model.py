@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from tierra.api.node import Condition, Node, Taint, TaintEffect
 from tierra.api.snapshot import Snapshot, load_snapshot
 from tierra.cli import app
-from tierra.scheduler import ClusterState, explain_gang, schedule
+from tierra.scheduler import Cache, explain_gang, schedule
 from tierra.scheduler.explain import best_first
 from tierra.scheduler.testing import pod
 from tierra.web.model import Dashboard, Source
@@ -43,7 +43,8 @@ def test_figures_agree_with_tierra_tree() -> None:
     def walk(node: dict) -> None:
         mine = doms[node["name"]]
         assert mine["total"] == node["gpu"]["allocatable"]
-        assert mine["total"] - mine["used"] == node["gpu"]["free"]
+        assert mine["unavailable"] == node["gpu"]["unavailable"]
+        assert mine["total"] - mine["used"] - mine["unavailable"] == node["gpu"]["free"]
         assert mine["nodes"] == node["nodes"]
         assert mine["degraded"] == node["health"]["detail"]
         for child in node["children"]:
@@ -116,7 +117,7 @@ def test_explain_ranks_and_cuts_as_tierra_explain() -> None:
     snap = load_snapshot([TRAINING])
     dash = dashboard(snap)
     doc = explain(snap, "default/too-wide", dash.config, 2)
-    _, exp = explain_gang(ClusterState.from_snapshot(snap), "default/too-wide")
+    _, exp = explain_gang(Cache.from_snapshot(snap), "default/too-wide")
     assert doc["summary"] == exp.summary and doc["status"] == "unschedulable"
     for mine, theirs in zip(doc["tiers"], exp.tiers, strict=True):
         ranked = [v.to_dict() for v in best_first(theirs.resolved())]

@@ -18,12 +18,12 @@ from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup
 from tierra.api.snapshot import Snapshot
 from tierra.scheduler import (
-    ClusterState,
+    Cache,
     Explanation,
     SchedulerConfig,
     TierTrace,
     explain_gang,
-    run_session,
+    schedule,
 )
 from tierra.scheduler.explain import best_first, tally
 from tierra.web.store import Store, gang_of
@@ -43,7 +43,7 @@ class Analysis:
     @classmethod
     def run(cls, snapshot: Snapshot, config: SchedulerConfig) -> Analysis:
         """A dry run: a session over a fresh state built from ``snapshot``."""
-        result = run_session(ClusterState.from_snapshot(snapshot), config)
+        result = schedule(snapshot, config)
         pods = {p.key: p for p in snapshot.pods}
         placeable: dict[str, str] = {}
         for b in result.bindings:
@@ -201,7 +201,7 @@ class Gangs:
 
 def explain(snapshot: Snapshot, key: str, config: SchedulerConfig, show: int) -> dict[str, Any]:
     """``tierra explain`` for one gang: per tier, the best ``show`` candidates and a tally."""
-    _, exp = explain_gang(ClusterState.from_snapshot(snapshot), key, config)
+    _, exp = explain_gang(Cache.from_snapshot(snapshot), key, config)
     return explanation_doc(exp, show)
 
 

@@ -18,7 +18,7 @@ from tierra.api.node import Condition, Node
 from tierra.api.pod import Phase, Pod
 from tierra.api.podgroup import PodGroup
 from tierra.api.snapshot import Snapshot
-from tierra.scheduler import ClusterState, run_session
+from tierra.scheduler import schedule
 from tierra.scheduler.testing import pod, podgroup, topology
 from tierra.sim.clusters import build_cluster
 
@@ -66,7 +66,7 @@ def busy_cluster(
         pods=tuple(pods),
         podgroups=tuple(groups),
     )
-    result = run_session(ClusterState.from_snapshot(snap))
+    result = schedule(snap)
     placed = {b.pod: b.node for b in result.bindings}
     bound_gangs = {p.group_name for p in pods if p.key in placed}
     bound_gangs -= set(rng.sample(sorted(bound_gangs), int(finished * len(bound_gangs))))

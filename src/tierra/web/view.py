@@ -248,7 +248,7 @@ class TopologyView:
                 "parent": ix.parent.tolist(),
                 "tree": ix.tree_of.tolist(),
                 "usable": ix.usable.tolist(),
-                "nodes": ix.node_counts.tolist(),
+                "nodes": np.diff(ix.real_ptr).tolist(),  # in the cluster (as tree counts)
                 "total": _rounded(f.total),
                 "used": _rounded(f.used),
                 "unavailable": _rounded(f.unavailable),
