@@ -57,6 +57,12 @@ class Commands(LazyGroup):
             "Compare placement policies on a simulated cluster and workload.",
         ),
         Lazy(
+            "serve",
+            "tierra.cli.serve",
+            "serve",
+            "Serve the topology dashboard: the picture, gangs, and why pending gangs wait.",
+        ),
+        Lazy(
             "scheduler",
             "tierra.cli.scheduler",
             "scheduler",

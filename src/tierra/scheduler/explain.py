@@ -11,6 +11,7 @@ same thing.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -92,6 +93,21 @@ class TierTrace:
             else:
                 out.append(v)
         return out
+
+
+_RANK = {"chosen": 0, "failed": 1, "fits": 2, "rejected": 3}
+
+
+def best_first(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """Chosen, then failed, then fitting (best score first), then rejected; by name last."""
+    return sorted(verdicts, key=lambda v: (_RANK.get(v.outcome, 9), -(v.score or 0.0), v.domain))
+
+
+def tally(verdicts: Sequence[Verdict]) -> Counter[str]:
+    """Candidates not listed, counted by kind: the outcome, or a rejection's first words."""
+    return Counter(
+        v.detail.split(" (")[0] if v.outcome == "rejected" else v.outcome for v in verdicts
+    )
 
 
 @dataclass(slots=True)
