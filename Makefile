@@ -30,7 +30,7 @@ check: lint typecheck
 test: check controlplane-build
 	$(BIN)/python -m pytest -q
 
-bench: bench-topology bench-discovery bench-sim bench-kube-scheduler bench-scheduler bench-cli
+bench: bench-topology bench-discovery bench-sim bench-kube-scheduler bench-kube-compare bench-scheduler bench-cli
 
 bench-topology: $(STAMP)
 	$(BIN)/python bench/topology_index.py

@@ -129,14 +129,35 @@ def _identity(kind: str, obj: Any) -> str:
     return f"{kind}/{meta.namespace}/{meta.name}" if meta.namespace else f"{kind}/{meta.name}"
 
 
+SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def snapshot_files(paths: Sequence[str | Path]) -> list[Path]:
+    """``paths`` with each folder replaced by its snapshot files (sorted by name).
+
+    Every command that reads a snapshot takes a folder, as ``simulate --write-cluster``
+    and ``kubectl get -o yaml > dump/x.yaml`` leave one; a folder holding none is an error.
+    """
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if not p.is_dir():
+            out.append(p)
+            continue
+        found = sorted(f for f in p.iterdir() if f.suffix in SNAPSHOT_SUFFIXES and f.is_file())
+        if not found:
+            raise InputError(f"{p}: the folder holds no {', '.join(SNAPSHOT_SUFFIXES)} files")
+        out.extend(found)
+    return out
+
+
 def load_snapshot(paths: Sequence[str | Path], *, strict: bool = False) -> Snapshot:
-    """Read every file; raise ``InputError`` only when a file cannot be read at all."""
+    """Read every file (or folder of them); raise ``InputError`` only when one cannot be read."""
     problems: list[Problem] = []
     buckets: dict[str, list[Any]] = {
         k: [] for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs")
     }
     seen: dict[str, Origin] = {}
-    for path in paths:
+    for path in snapshot_files(paths):
         for origin, raw in read_documents(path):
             kind = raw.get("kind")
             api_version = raw.get("apiVersion")

@@ -56,6 +56,18 @@ class Commands(LazyGroup):
             "simulate",
             "Compare placement policies on a simulated cluster and workload.",
         ),
+        Lazy(
+            "scheduler",
+            "tierra.cli.scheduler",
+            "scheduler",
+            "Run the gang scheduler against a cluster until SIGTERM/SIGINT.",
+        ),
+        Lazy(
+            "snapshot",
+            "tierra.cli.snapshot",
+            "snapshot",
+            "Dump Nodes, Pods, HyperNodes, PodGroups and Queues of a cluster as snapshot files.",
+        ),
     )
 
 

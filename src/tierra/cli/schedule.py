@@ -39,7 +39,11 @@ from tierra.scheduler import (
 
 ConfigOption = Annotated[
     Path | None,
-    typer.Option("--config", help="Scheduler configuration (YAML): policies and weights."),
+    typer.Option(
+        "--config",
+        "--scheduler-config",  # the name simulate uses for the same file
+        help="Scheduler configuration (YAML): policies and weights.",
+    ),
 ]
 NamesOption = Annotated[
     list[str] | None,

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from tierra.cli.common import EXIT_PROBLEMS, Output, console, load_snapshot_or_exit, print_problems
+from tierra.cli.common import (
+    EXIT_PROBLEMS,
+    AnyOutput,
+    Output,
+    console,
+    load_snapshot_or_exit,
+    print_document,
+    print_problems,
+)
 from tierra.errors import errors_only
 from tierra.scheduler.topology_checks import all_podgroup_problems
 from tierra.topology.index import TopologyIndex
 
 
 def validate(
-    files: Annotated[list[Path], typer.Argument(help="Snapshot files (YAML or JSON).")],
-    output: Annotated[Output, typer.Option("-o", "--output", help="text or json")] = Output.TEXT,
+    files: Annotated[
+        list[Path], typer.Argument(help="Snapshot files (YAML or JSON), or folders of them.")
+    ],
+    output: AnyOutput = Output.TEXT,
     strict: Annotated[
         bool, typer.Option(help="Also report objects of kinds tierra does not use.")
     ] = False,
@@ -40,7 +49,7 @@ def validate(
     errors = errors_only(problems)
     if strict:
         errors = problems
-    if output is Output.JSON:
+    if output is not Output.TEXT:
         doc = {
             "valid": not errors,
             "problems": [p.to_dict() for p in problems],
@@ -54,7 +63,7 @@ def validate(
                 for t in index.trees
             ],
         }
-        console.print_json(json.dumps(doc))
+        print_document(doc, output)
     else:
         print_problems(problems, to=console)
         usable = sum(t.usable for t in index.trees)

@@ -24,9 +24,9 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.files import read_yaml
 from tierra.errors import ConfigError, InputError, Origin, Problem
-from tierra.scheduler.policies import REGISTRY, Policy
-from tierra.scheduler.policies.binpack import Binpack
-from tierra.scheduler.policies.topology import Topology
+from tierra.scheduler.scoring import REGISTRY, Policy
+from tierra.scheduler.scoring.binpack import Binpack
+from tierra.scheduler.scoring.topology import Topology
 
 TOP_KEYS = ("schedulerNames", "degradedHyperNodes", "preemption", "maxAttemptsPerTier", "policies")
 
@@ -83,6 +83,7 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         if key not in ("enabled", "maxDomains"):
             pre.problem(str(key), "unknown setting; known: enabled, maxDomains")
     max_domains = pre.integer("maxDomains", 16, minimum=1)
+    preemption = pre.boolean("enabled", True)  # read before the check below, like every field
     attempts = f.integer("maxAttemptsPerTier", 32, minimum=1)
     policies: tuple[WeightedPolicy, ...] = default_policies()
     if f.has("policies"):
@@ -109,7 +110,7 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         scheduler_names=names,
         policies=policies,
         degraded=degraded,
-        preemption=pre.boolean("enabled", True),
+        preemption=preemption,
         preemption_max_domains=max_domains,
         max_attempts_per_tier=attempts,
     )

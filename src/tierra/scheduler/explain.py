@@ -15,13 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tierra.api.quantity import format_milli
 
 if TYPE_CHECKING:
     from tierra.scheduler.cache import Cache
     from tierra.scheduler.constraints import TierLimit
-    from tierra.scheduler.domains import Demand, Shape
-    from tierra.topology.capacity import ResourceAxis
+    from tierra.scheduler.demand import Demand, Shape
+    from tierra.topology.arrays import BoolArray
+    from tierra.topology.capacity import Capacity, ResourceAxis
     from tierra.topology.index import IntArray
 
 
@@ -91,6 +94,31 @@ class TierTrace:
         return out
 
 
+@dataclass(slots=True)
+class Trace:
+    """Every search made for one gang, tier by tier; kept only for the gang explain asks
+    about (``None`` everywhere else, so ordinary sessions pay nothing)."""
+
+    tiers: list[TierTrace] = field(default_factory=list)
+
+    def add(self, tier_trace: TierTrace) -> None:
+        self.tiers.append(tier_trace)
+
+    def attempt(self, scope: str, tier: int, domain: str, outcome: str) -> None:
+        """Fold a placement attempt into the latest record of its scope and tier."""
+        for tt in reversed(self.tiers):
+            if tt.scope == scope and tt.tier == tier:
+                tt.attempts.append((domain, outcome))
+                return
+
+    def ordered(self) -> tuple[TierTrace, ...]:
+        """Scopes in the order first searched, tiers ascending within each."""
+        first: dict[str, int] = {}
+        for i, tt in enumerate(self.tiers):
+            first.setdefault(tt.scope, i)
+        return tuple(sorted(self.tiers, key=lambda tt: (first[tt.scope], tt.tier)))
+
+
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """What ``tierra explain`` prints for one gang."""
@@ -145,13 +173,13 @@ def describe_demand(axis: ResourceAxis, demand: Demand) -> str:
     return f"{demand.count} pods ({inner})"
 
 
-def domain_name(state: Cache, h: int) -> str:
-    return "the whole cluster" if h == state.index.root else state.index.names[h]
+def domain_name(cache: Cache, h: int) -> str:
+    return "the whole cluster" if h == cache.index.root else cache.index.names[h]
 
 
-def describe_shortfall(state: Cache, demand: Demand, h: int, holds: int) -> str:
+def describe_shortfall(cache: Cache, demand: Demand, h: int, holds: int) -> str:
     """Why domain ``h`` cannot take ``demand``: roll-up short, or node-by-node short."""
-    cap = state.capacity
+    cap = cache.capacity
     free = cap.dom_alloc[h] - cap.dom_used[h]
     axis = cap.axis
     lacking = [
@@ -166,6 +194,21 @@ def describe_shortfall(state: Cache, demand: Demand, h: int, holds: int) -> str:
     return f"holds {holds} of {demand.count} pods (counted node by node)"
 
 
+def short_of(
+    capacity: Capacity, request: IntArray, mask: BoolArray, nodes: IntArray, need: int
+) -> list[str]:
+    """Which resources, counted node by node over ``nodes``, hold fewer than ``need`` pods."""
+    alloc, used = capacity.node_alloc[nodes], capacity.node_used[nodes]
+    m = mask[nodes]
+    out: list[tuple[int, str]] = []
+    for r in np.flatnonzero(request > 0).tolist():
+        per = np.maximum(alloc[:, r] - used[:, r], 0) // request[r]
+        pods = int(np.where(m, per, 0).sum())
+        if pods < need:
+            out.append((pods, capacity.axis.names[r]))
+    return [name for _, name in sorted(out)]
+
+
 def _excluded(demand: Demand) -> str:
     texts = [s.eligibility.describe() for s in demand.shapes if s.eligibility.excluded]
     return f"; nodes excluded: {texts[0]}" if texts else ""
@@ -177,17 +220,17 @@ def _tiers_text(tiers: Sequence[int]) -> str:
     return f"tier {tiers[0]}-{tiers[-1]}"
 
 
-def _next_tier_note(state: Cache, limit: TierLimit) -> str:
+def _next_tier_note(cache: Cache, limit: TierLimit) -> str:
     if limit.root or limit.flat:
         return ""
-    top = limit.highest(state.index)
-    above = [t for t in state.layouts.tiers if t > top]
-    nxt = above[0] if above else state.layouts.root_tier
+    top = limit.highest(cache.index)
+    above = [t for t in cache.layouts.tiers if t > top]
+    nxt = above[0] if above else cache.layouts.root_tier
     return f"; tier {nxt} not allowed ({limit.text})"
 
 
 def no_fit_reason(
-    state: Cache,
+    cache: Cache,
     demand: Demand,
     limit: TierLimit,
     misses: Sequence[Miss],
@@ -197,14 +240,14 @@ def no_fit_reason(
     what: str = "",
 ) -> str:
     """The one-line reason a demand fits no allowed domain."""
-    req = describe_demand(state.capacity.axis, demand)
-    ix = state.index
+    req = describe_demand(cache.capacity.axis, demand)
+    ix = cache.index
     if not ix.node_names:
         return f"{what}the snapshot holds no nodes"
-    root_tier = state.layouts.root_tier
+    root_tier = cache.layouts.root_tier
     prefix = what
     if sticky is not None:
-        prefix += f"its running pods occupy {domain_name(state, sticky)}; "
+        prefix += f"its running pods occupy {domain_name(cache, sticky)}; "
     inside = "" if region == ix.root else f" inside {ix.names[region]}"
     real = [m for m in misses if m.tier != root_tier]
     with_cands = [m for m in real if m.candidates]
@@ -214,7 +257,7 @@ def no_fit_reason(
             return f"{prefix}no node can take any pod of {req}{_excluded(demand)}"
         return (
             f"{prefix}no usable HyperNode{inside} is allowed by {limit.text}"
-            f"{_next_tier_note(state, limit)}"
+            f"{_next_tier_note(cache, limit)}"
         )
     if not with_cands and root_miss is not None:
         short = f" (short of {', '.join(root_miss.short)})" if root_miss.short else ""
@@ -234,4 +277,4 @@ def no_fit_reason(
     )
     if root_miss is not None:
         text += f"; the whole cluster has room for {root_miss.holds}"
-    return text + _next_tier_note(state, limit) + _excluded(demand)
+    return text + _next_tier_note(cache, limit) + _excluded(demand)

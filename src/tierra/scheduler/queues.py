@@ -34,6 +34,7 @@ from tierra.api.queue import Queue
 from tierra.scheduler.cache import DEFAULT_QUEUE, Cache
 from tierra.scheduler.explain import amount, amounts
 from tierra.scheduler.gang import Gang
+from tierra.scheduler.status import OK, Status, queue_limited
 from tierra.topology.index import IntArray
 
 FloatArray = npt.NDArray[np.float64]
@@ -46,15 +47,15 @@ def gang_order(gang: Gang) -> tuple[object, ...]:
 class QueueBook:
     def __init__(
         self,
-        state: Cache,
+        cache: Cache,
         demands: Mapping[str, IntArray],
         waiting: set[str],
     ) -> None:
         """``waiting``: queues with pending gangs; ``demands`` (their pending requests) are
         needed only when more than one queue waits (fair shares are then computed)."""
-        self.state = state
-        self.names = state.capacity.axis.names
-        self.queues: dict[str, Queue] = dict(state.queues)
+        self.cache = cache
+        self.names = cache.capacity.axis.names
+        self.queues: dict[str, Queue] = dict(cache.queues)
         self.queues.setdefault(DEFAULT_QUEUE, Queue(meta=ObjectMeta(name=DEFAULT_QUEUE)))
         self.waiting = set(waiting)
         self.guarantees = any(q.guarantee for q in self.queues.values())
@@ -71,12 +72,12 @@ class QueueBook:
         if self._allocated is None:
             width = len(self.names)
             alloc = {q: np.zeros(width, dtype=np.int64) for q in self.queues}
-            for g, used in self.state.gang_used.items():
-                pg = self.state.podgroups.get(g)
+            for g, used in self.cache.gang_used.items():
+                pg = self.cache.podgroups.get(g)
                 q = pg.queue if pg is not None else DEFAULT_QUEUE
                 if q in alloc:
                     alloc[q] += used
-            for q, used in self.state.solo_used.items():
+            for q, used in self.cache.solo_used.items():
                 if q in alloc:
                     alloc[q] += used
             self._allocated = alloc
@@ -85,7 +86,7 @@ class QueueBook:
     @property
     def total(self) -> IntArray:
         if self._total is None:
-            self._total = self.state.healthy_total()
+            self._total = self.cache.healthy_total()
         return self._total
 
     @property
@@ -96,7 +97,7 @@ class QueueBook:
         return self._deserved
 
     def has_limits(self, q: str) -> bool:
-        """Whether ``blocked`` can say anything for queue ``q`` (skip the work if not)."""
+        """Whether a queue limit can apply to ``q`` at all (``admit`` is free otherwise)."""
         queue = self.queues.get(q)
         return (
             queue is None
@@ -107,7 +108,7 @@ class QueueBook:
 
     def _vec(self, amounts_: Mapping[str, int]) -> IntArray:
         """API amounts (a guarantee) in ledger units, rounded down like an offer."""
-        axis = self.state.capacity.axis
+        axis = self.cache.capacity.axis
         return axis.allocatable_vector({r: v for r, v in amounts_.items() if r in axis.index})
 
     def _cap(self, q: Queue) -> FloatArray:
@@ -115,7 +116,7 @@ class QueueBook:
         cap = np.full(len(self.names), np.inf)
         vec = self._vec(q.capability)
         for r in q.capability:
-            i = self.state.capacity.axis.index.get(r)
+            i = self.cache.capacity.axis.index.get(r)
             if i is not None:
                 cap[i] = vec[i]
         return cap
@@ -163,19 +164,21 @@ class QueueBook:
 
     # -- limits -----------------------------------------------------------------------
 
-    def blocked(self, q: str, request: IntArray) -> str | None:
-        """Why queue ``q`` may not take ``request`` now, or None."""
+    def admit(self, q: str, request: IntArray) -> Status:
+        """Whether queue ``q`` may take ``request`` now (``QUEUE_LIMITED`` with why not)."""
+        if not self.has_limits(q):
+            return OK
         queue = self.queues.get(q)
         if queue is None:
-            return f"queue {q!r} does not exist"
+            return queue_limited(f"queue {q!r} does not exist")
         alloc = self.allocated[q]
         names = self.names
-        axis = self.state.capacity.axis
+        axis = self.cache.capacity.axis
         cap = self._cap(queue)
         over_cap = (request > 0) & (alloc + request > cap)
         if over_cap.any():
             i = int(np.flatnonzero(over_cap)[0])
-            return (
+            return queue_limited(
                 f"queue {q} capability: {amount(axis, i, cap[i])} allowed, "
                 f"{amount(axis, i, alloc[i])} in use, the gang needs "
                 f"{amount(axis, i, request[i])} more"
@@ -185,12 +188,12 @@ class QueueBook:
             if other != q and oq.guarantee:
                 held += np.maximum(self._vec(oq.guarantee) - self.allocated[other], 0)
         if held.any():
-            ledger = self.state.capacity
+            ledger = self.cache.capacity
             root = ledger.index.root
             free = ledger.dom_alloc[root] - ledger.dom_used[root]
             over = (request > 0) & (request > free - held)
             if over.any():
-                return (
+                return queue_limited(
                     "the free resources are guaranteed to other queues "
                     f"({amounts(axis, np.where(over, held, 0))} held back)"
                 )
@@ -201,13 +204,13 @@ class QueueBook:
             if at_share.any():
                 i = int(np.flatnonzero(at_share)[0])
                 r = names[i]
-                return (
+                return queue_limited(
                     f"queue {q} holds its fair share of {r} already (deserved "
                     f"{amount(axis, i, deserved[i])}, in use "
                     f"{amount(axis, i, alloc[i])}, weight {queue.weight}) while "
                     f"queue {sorted(rivals)[0]} waits"
                 )
-        return None
+        return OK
 
     def charge(self, q: str, vec: IntArray) -> None:
         if self._allocated is not None and q in self._allocated:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tierra.scheduler.status import Status
+
 
 @dataclass(frozen=True, slots=True)
 class Binding:
@@ -27,10 +29,14 @@ class Binding:
 @dataclass(frozen=True, slots=True)
 class Unschedulable:
     """A gang (``ns/name`` of its PodGroup, or of the pod for a pod without one) that
-    stays pending, with one reason a person can act on."""
+    stays pending; its ``status`` has the code and one reason a person can act on."""
 
     podgroup: str
-    reason: str
+    status: Status
+
+    @property
+    def reason(self) -> str:
+        return self.status.reason
 
     def to_dict(self) -> dict[str, Any]:
         return {"podGroup": self.podgroup, "reason": self.reason}

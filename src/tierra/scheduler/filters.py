@@ -11,21 +11,19 @@ the nodes, with the number of nodes each filter excluded (for explain):
 * at least one required node-affinity term must match (In, NotIn, Exists,
   DoesNotExist, Gt, Lt; ``matchFields`` on ``metadata.name``).
 
-Counting how many pods of a request fit on each node (``fit_counts``) is vectorised
-over the capacity ledger.
+Counting how many pods fit on the eligible nodes is ``Capacity.fit_counts``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from tierra.api.node import Node, TaintEffect
 from tierra.api.pod import Pod
-from tierra.scheduler.layout import BoolArray
-from tierra.topology.capacity import Capacity
+from tierra.topology.arrays import BoolArray
 from tierra.topology.health import Health, NodeIssue
 from tierra.topology.index import IntArray
 
@@ -130,48 +128,3 @@ class NodeFilter:
             if n := before - int(mask.sum()):
                 excluded.append(("not matching required node affinity", n))
         return Eligibility(mask, tuple(excluded))
-
-
-def fit_counts(
-    capacity: Capacity, request: IntArray, mask: BoolArray, nodes: IntArray | None = None
-) -> IntArray:
-    """Pods of ``request`` each node can still take (0 where masked out).
-
-    With ``nodes``, only those rows are computed (in that order).
-    """
-    alloc, used = capacity.node_alloc, capacity.node_used
-    asked = np.flatnonzero(request > 0)
-    if nodes is None:
-        m = mask
-        free = alloc[:, asked] - used[:, asked]
-    else:
-        m = mask[nodes]
-        free = alloc[nodes][:, asked] - used[nodes][:, asked]
-    if len(asked) == 0:
-        counts = np.full(len(m), capacity.unlimited, dtype=np.int64)
-    else:
-        counts = (np.maximum(free, 0) // request[asked]).min(axis=1)
-    return np.asarray(np.where(m, counts, 0), dtype=np.int64)
-
-
-def short_of(
-    capacity: Capacity, request: IntArray, mask: BoolArray, nodes: IntArray, need: int
-) -> list[str]:
-    """Which resources, counted node by node over ``nodes``, hold fewer than ``need`` pods."""
-    alloc, used = capacity.node_alloc[nodes], capacity.node_used[nodes]
-    m = mask[nodes]
-    out: list[tuple[int, str]] = []
-    for r in np.flatnonzero(request > 0).tolist():
-        per = np.maximum(alloc[:, r] - used[:, r], 0) // request[r]
-        pods = int(np.where(m, per, 0).sum())
-        if pods < need:
-            out.append((pods, capacity.axis.names[r]))
-    return [name for _, name in sorted(out)]
-
-
-def request_vector(capacity: Capacity, requests: Mapping[str, int]) -> IntArray | str:
-    """A pod's request on the capacity axis, or why it cannot be expressed."""
-    missing = sorted(r for r, v in requests.items() if v and r not in capacity.axis.index)
-    if missing:
-        return f"requests {', '.join(missing)}, which no node offers"
-    return capacity.axis.vector({r: v for r, v in requests.items() if r in capacity.axis.index})

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tierra.api.fields import Fields
-from tierra.scheduler.policies import binpack, spread, topology
-from tierra.scheduler.policies.base import Policy, View
+from tierra.scheduler.scoring import binpack, spread, topology
+from tierra.scheduler.scoring.base import Policy, View
 
 REGISTRY: Mapping[str, Callable[[Fields], Policy]] = {
     binpack.NAME: binpack.parse,

@@ -1,5 +1,8 @@
 """Topology-oblivious spread: each pod to the least-allocated node, as kube-scheduler does.
 
+Named ``spread`` on the command line (``tierra simulate --policies spread``); not to be
+confused with ``tierra.scheduler.scoring.spread``, a scoring policy of tierra's own.
+
 kube-scheduler's default scoring (NodeResourcesFit, LeastAllocated over cpu and memory)
 sends each pod to the node with the most room left, ties to the first name. It knows
 nothing of switches, so a gang lands wherever room is: the baseline every topology-aware
@@ -10,13 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from tierra.sim.policies.base import Gang, LedgerPolicy, fit_counts
+from tierra.sim.policies.base import Gang, LedgerPolicy
+from tierra.topology.arrays import fit_counts
 
 NAME = "spread"
 DESCRIPTION = "topology-oblivious: each pod to the least-allocated node (kube-scheduler default)"
 
 
-class SpreadPolicy(LedgerPolicy):
+class LeastAllocatedPolicy(LedgerPolicy):
     name = NAME
 
     def prepare(self) -> None:

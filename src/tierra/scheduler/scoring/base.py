@@ -15,7 +15,8 @@ from typing import Protocol
 import numpy as np
 
 from tierra.api.fields import Fields
-from tierra.scheduler.layout import FloatArray, Layouts
+from tierra.scheduler.layout import Layouts
+from tierra.topology.arrays import FloatArray
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray, TopologyIndex
 

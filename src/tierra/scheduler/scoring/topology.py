@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tierra.api.fields import Fields
-from tierra.scheduler.layout import FloatArray
-from tierra.scheduler.policies.base import View, reject_unknown
+from tierra.scheduler.scoring.base import View, reject_unknown
+from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
 
 NAME = "topology"

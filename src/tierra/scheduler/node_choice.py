@@ -20,20 +20,19 @@ import numpy as np
 from tierra.api.pod import Pod
 from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.domains import Demand, Shape
-from tierra.scheduler.fit import fit_counts
-from tierra.scheduler.layout import FloatArray
+from tierra.scheduler.demand import Demand, Shape
 from tierra.scheduler.transaction import Transaction
+from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
 
 
-def lowest_common(state: Cache, nodes: Sequence[int] | IntArray) -> int | None:
+def lowest_common(cache: Cache, nodes: Sequence[int] | IntArray) -> int | None:
     """The lowest usable domain holding every node (the root if none), None if no nodes."""
-    arr = np.unique(np.asarray(nodes, dtype=np.int64))
-    if len(arr) == 0:
+    if len(nodes) == 0:
         return None
-    ix = state.index
-    _, doms = state.layouts.node_entries(arr)
+    arr = np.unique(np.asarray(nodes, dtype=np.int64))
+    ix = cache.index
+    _, doms = cache.layouts.node_entries(arr)
     cnt = np.bincount(doms, minlength=ix.root + 1)
     common = np.flatnonzero(cnt == len(arr))
     common = common[(common == ix.root) | ix.usable[common]]
@@ -44,18 +43,18 @@ def lowest_common(state: Cache, nodes: Sequence[int] | IntArray) -> int | None:
 class NodeChoice:
     """Chooses nodes inside domains and places pods there through ``txn``."""
 
-    def __init__(self, state: Cache, config: SchedulerConfig, txn: Transaction) -> None:
-        self.state = state
+    def __init__(self, cache: Cache, config: SchedulerConfig, txn: Transaction) -> None:
+        self.cache = cache
         self.config = config
         self.txn = txn
 
     def counts_in(self, h: int, shape: Shape) -> IntArray:
-        ix = self.state.index
+        ix = self.cache.index
         full = np.zeros(len(ix.node_names), dtype=np.int64)
         if h == ix.root:
-            return fit_counts(self.state.capacity, shape.vec, shape.eligibility.mask)
+            return self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask)
         nodes = ix.real_nodes[h]
-        full[nodes] = fit_counts(self.state.capacity, shape.vec, shape.eligibility.mask, nodes)
+        full[nodes] = self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask, nodes)
         return full
 
     def distribute(self, h: int, need: int, per_node: IntArray) -> list[tuple[int, int]]:
@@ -66,19 +65,19 @@ class NodeChoice:
 
     def _fill(self, h: int, need: int, per_node: IntArray, out: list[tuple[int, int]]) -> int:
         """Best fit, top down: the tightest unit holding the rest, else the roomiest."""
-        st = self.state
-        ix = st.index
+        cache = self.cache
+        ix = cache.index
         if need <= 0:
             return 0
         healthy: list[tuple[int, int, int]] = []  # (count, order, id); id < 0: a node
         degraded: list[tuple[int, int, int]] = []
         kids = ix.children[h]
-        bad = st.health.degraded_domains(np.array(kids, dtype=np.int64)).tolist() if kids else []
+        bad = cache.health.degraded_domains(np.array(kids, dtype=np.int64)).tolist() if kids else []
         for c, is_bad in zip(kids, bad, strict=True):
             cnt = int(per_node[ix.real_nodes[c]].sum())
             if cnt > 0:
                 (degraded if is_bad else healthy).append((cnt, c, c))
-        direct = st.layouts.loose_nodes if h == ix.root else ix.direct_nodes[h]
+        direct = cache.layouts.loose_nodes if h == ix.root else ix.direct_nodes[h]
         if len(direct):
             dc = per_node[direct]
             some = dc > 0
@@ -130,12 +129,12 @@ class NodeChoice:
 
     def place_near(self, shape: Shape, pods: Sequence[Pod], near: int, region: int) -> int:
         """As many of ``pods`` as fit, in the lowest ancestors of ``near`` within ``region``."""
-        ix = self.state.index
+        ix = self.cache.index
         placed = 0
         for x in ix.ancestors(near):
             if placed >= len(pods):
                 break
-            if x != region and not self.state.layouts.inside(x, region):
+            if x != region and not self.cache.layouts.inside(x, region):
                 break
             per_node = self.counts_in(x, shape)
             plan = self.distribute(x, len(pods) - placed, per_node)
@@ -154,7 +153,7 @@ class NodeChoice:
                 total += (
                     wp.weight
                     * 100.0
-                    * wp.policy.node_scores(self.state.view, vec, nodes, region, None)
+                    * wp.policy.node_scores(self.cache.view, vec, nodes, region, None)
                 )
         return np.round(total, 6)
 
@@ -169,11 +168,13 @@ class NodeChoice:
         rescore only the nodes whose domains changed. Spreading policies (which do not
         pack) rescore after every pod.
         """
-        st = self.state
-        ix, lay = st.index, st.layouts
+        cache = self.cache
+        ix, lay = cache.index, cache.layouts
         root = region == ix.root
         nodes = np.arange(len(ix.node_names), dtype=np.int64) if root else ix.real_nodes[region]
-        counts = fit_counts(st.capacity, shape.vec, shape.eligibility.mask, None if root else nodes)
+        counts = cache.capacity.fit_counts(
+            shape.vec, shape.eligibility.mask, None if root else nodes
+        )
         avail = int(counts.sum())
         need = len(pods)
         if avail < need and not partial:

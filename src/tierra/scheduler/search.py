@@ -26,38 +26,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tierra.api.pod import Pod
 from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import DegradedMode, SchedulerConfig
 from tierra.scheduler.constraints import TierLimit
-from tierra.scheduler.explain import Miss, TierTrace, Verdict, describe_shortfall
-from tierra.scheduler.fit import Eligibility, fit_counts, short_of
-from tierra.scheduler.layout import BoolArray, FloatArray
+from tierra.scheduler.demand import Demand
+from tierra.scheduler.explain import Miss, TierTrace, Trace, Verdict, describe_shortfall, short_of
+from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """Pods sharing one request and one set of node constraints."""
-
-    vec: IntArray
-    eligibility: Eligibility
-    pods: tuple[Pod, ...]
-
-
-@dataclass(slots=True)
-class Demand:
-    shapes: list[Shape]
-    total: IntArray
-    floor: IntArray | None = None  # minResources, checked against roll-ups
-
-    @property
-    def count(self) -> int:
-        return sum(len(s.pods) for s in self.shapes)
-
-
 def combined_domain_scores(
-    state: Cache,
+    cache: Cache,
     config: SchedulerConfig,
     request: IntArray,
     domains: IntArray,
@@ -67,7 +46,7 @@ def combined_domain_scores(
     for wp in config.policies:
         if wp.weight:
             total += (
-                wp.weight * 100.0 * wp.policy.domain_scores(state.view, request, domains, allocated)
+                wp.weight * 100.0 * wp.policy.domain_scores(cache.view, request, domains, allocated)
             )
     return np.round(total, 6)
 
@@ -76,28 +55,27 @@ def combined_domain_scores(
 class Search:
     """Candidate domains for one demand inside one region; iterate ``tiers()``."""
 
-    state: Cache
+    cache: Cache
     config: SchedulerConfig
     demand: Demand
     limit: TierLimit
     region: int
     sticky: int | None = None
     new_gang: bool = True
-    trace: list[TierTrace] | None = None
+    trace: Trace | None = None
     scope: str = "gang"
     misses: list[Miss] = field(default_factory=list)
     per_node: list[IntArray] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        st = self.state
-        ix = st.index
+        cap, ix = self.cache.capacity, self.cache.index
         nodes = None if self.region == ix.root else ix.real_nodes[self.region]
         for shape in self.demand.shapes:
             if nodes is None:
-                self.per_node.append(fit_counts(st.capacity, shape.vec, shape.eligibility.mask))
+                self.per_node.append(cap.fit_counts(shape.vec, shape.eligibility.mask))
             else:
                 full = np.zeros(len(ix.node_names), dtype=np.int64)
-                full[nodes] = fit_counts(st.capacity, shape.vec, shape.eligibility.mask, nodes)
+                full[nodes] = cap.fit_counts(shape.vec, shape.eligibility.mask, nodes)
                 self.per_node.append(full)
 
     # -- the walk ---------------------------------------------------------------------
@@ -107,8 +85,8 @@ class Search:
 
         For a gang with running pods the first element is the tier of the common
         ancestor with them instead, and candidates come from every tier at once."""
-        lay = self.state.layouts
-        top = self.limit.highest(self.state.index)
+        lay = self.cache.layouts
+        top = self.limit.highest(self.cache.index)
         real_top = max(self.limit.tree_max, default=-1)
         tiers = [t for t in lay.tiers_up_to(top) if t == lay.root_tier or t <= real_top]
         if self.trace is not None:
@@ -118,7 +96,7 @@ class Search:
                 yield t, self._tier(t)
             return
         pooled: list[tuple[int, int, float, int]] = []
-        ix = self.state.index
+        ix = self.cache.index
         for t in tiers:
             scores: dict[int, float] = {}
             for h in self._tier(t, scores):
@@ -133,20 +111,15 @@ class Search:
             yield eff, group
 
     def _tier(self, t: int, scores_out: dict[int, float] | None = None) -> list[int]:
-        st, lim, d = self.state, self.limit, self.demand
-        ix, lay = st.index, st.layouts
+        cache, lim, d = self.cache, self.limit, self.demand
+        ix, lay = cache.index, cache.layouts
         tl = lay.by_tier[t]
         lo, hi = lay.slice(t, self.region)
         doms = tl.domains[lo:hi]
         if len(doms) == 0:
             return []
-        allowed: BoolArray
-        if t == lay.root_tier:
-            allowed = np.array([lim.root], dtype=bool)
-        else:
-            tree_max = np.array(lim.tree_max, dtype=np.int64)
-            allowed = np.asarray(tree_max[ix.tree_of[doms]] >= t, dtype=bool)
-        free = st.capacity.dom_alloc[doms] - st.capacity.dom_used[doms]
+        allowed = lim.allowed(ix, doms)
+        free = cache.capacity.dom_alloc[doms] - cache.capacity.dom_used[doms]
         roll: BoolArray = np.asarray((free >= d.total).all(axis=1), dtype=bool)
         if d.floor is not None:
             roll &= (free >= d.floor).all(axis=1)
@@ -157,7 +130,7 @@ class Search:
         for c, need in zip(counts, needs, strict=True):
             fits &= c >= need
             holds += np.minimum(c, need)
-        degraded = st.health.degraded_domains(doms)
+        degraded = cache.health.degraded_domains(doms)
         if t == lay.root_tier:
             degraded[:] = False
         mode = self.config.degraded if self.new_gang else DegradedMode.IGNORE
@@ -167,7 +140,7 @@ class Search:
         self._record_miss(t, doms, allowed, holds, ok)
         idx = np.flatnonzero(ok)
         cand = doms[idx]
-        scores = combined_domain_scores(st, self.config, d.total, cand, self.sticky)
+        scores = combined_domain_scores(cache, self.config, d.total, cand, self.sticky)
         pref = self._preferred_counts(cand, t)
         avoid = degraded[idx] if mode is DegradedMode.AVOID else np.zeros(len(idx), bool)
         order = np.lexsort((cand, -scores, pref, avoid))
@@ -192,11 +165,11 @@ class Search:
 
     def _preferred_counts(self, cand: IntArray, t: int) -> IntArray:
         """Per candidate, how many preferred-tier domains the demand needs inside it."""
-        lim, st = self.limit, self.state
+        lim, cache = self.limit, self.cache
         out = np.ones(len(cand), dtype=np.int64)
         if lim.preferred is None or not self.demand.shapes:
             return out
-        ix, lay = st.index, st.layouts
+        ix, lay = cache.index, cache.layouts
         need = len(self.demand.shapes[0].pods)
         for i, h in enumerate(cand.tolist()):
             tree = int(ix.tree_of[h])
@@ -236,10 +209,10 @@ class Search:
             s = self.demand.shapes[0]
             short = tuple(
                 short_of(
-                    self.state.capacity,
+                    self.cache.capacity,
                     s.vec,
                     s.eligibility.mask,
-                    self.state.index.real_nodes[h],
+                    self.cache.index.real_nodes[h],
                     len(s.pods),
                 )
             )
@@ -258,14 +231,14 @@ class Search:
     def _trace_disallowed(self, tiers: list[int]) -> None:
         """Tiers the limit rules out entirely, listed so explain shows where it stopped."""
         assert self.trace is not None
-        ix, lay = self.state.index, self.state.layouts
+        ix, lay = self.cache.index, self.cache.layouts
         why = f"tier not allowed ({self.limit.text})"
         for t in tiers:
             lo, hi = lay.slice(t, self.region)
             doms = lay.by_tier[t].domains[lo:hi].tolist()
             if doms:
                 verdicts = [Verdict(ix.names[h], t, "rejected", why) for h in doms]
-                self.trace.append(TierTrace(tier=t, scope=self.scope, verdicts=verdicts))
+                self.trace.add(TierTrace(tier=t, scope=self.scope, verdicts=verdicts))
 
     def _trace(
         self,
@@ -283,8 +256,8 @@ class Search:
         pref: IntArray,
     ) -> None:
         assert self.trace is not None
-        st = self.state
-        ix = st.index
+        cache = self.cache
+        ix = cache.index
         score_of = {int(h): float(s) for h, s in zip(cand, scores, strict=True)}
         pref_of = {int(h): int(p) for h, p in zip(cand, pref, strict=True)}
         verdicts: list[Verdict] = []
@@ -296,16 +269,18 @@ class Search:
                 )
                 continue
             if mode is DegradedMode.EXCLUDE and degraded[i]:
-                verdicts.append(Verdict(name, t, "rejected", f"degraded: {st.health.describe(h)}"))
+                verdicts.append(
+                    Verdict(name, t, "rejected", f"degraded: {cache.health.describe(h)}")
+                )
                 continue
             if not roll[i] or not fits[i]:
-                detail = describe_shortfall(st, self.demand, h, int(holds[i]))
+                detail = describe_shortfall(cache, self.demand, h, int(holds[i]))
                 verdicts.append(Verdict(name, t, "rejected", detail))
                 continue
             extra = []
             if degraded[i] and mode is DegradedMode.AVOID:
-                extra.append(f"degraded ({st.health.describe(h)}), tried after healthy ones")
+                extra.append(f"degraded ({cache.health.describe(h)}), tried after healthy ones")
             if self.limit.preferred is not None and pref_of[h] > 1:
                 extra.append(f"needs {pref_of[h]} preferred-tier domains")
             verdicts.append(Verdict(name, t, "fits", "; ".join(extra) or "fits", score_of.get(h)))
-        self.trace.append(TierTrace(tier=t, scope=self.scope, verdicts=verdicts))
+        self.trace.add(TierTrace(tier=t, scope=self.scope, verdicts=verdicts))

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tierra.api.fields import Fields
-from tierra.scheduler.layout import FloatArray
-from tierra.scheduler.policies.base import (
+from tierra.scheduler.scoring.base import (
     View,
     fill_after,
     parse_resource_weights,
     resource_weights,
 )
+from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
 
 NAME = "binpack"
