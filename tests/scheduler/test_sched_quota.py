@@ -33,9 +33,9 @@ def test_room_is_the_tightest_headroom_up_the_tree() -> None:
     assert quota.over("a", two) is None
     quota.charge("a", two)
     assert quota.over("a", two) == ("org", g)
-    assert quota.refusal("b", two, "the pod needs") == (
+    assert quota.refusal("b", two) == (
         "queue org (an ancestor of b) capability: 8 nvidia.com/gpu allowed, "
-        "8 nvidia.com/gpu in use, the pod needs 2 nvidia.com/gpu more"
+        "8 nvidia.com/gpu in use, the gang needs 2 nvidia.com/gpu more"
     )
     quota.charge("b", -two)  # an eviction gives it back
     assert quota.over("b", two) is None
