@@ -45,9 +45,13 @@ FLAGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """``playwright.sync_api.Browser`` (imported here: only browser tests need it)."""
+    """``playwright.sync_api.Browser`` (imported here: only browser tests need it).
+
+    Module-scoped: Playwright's sync API keeps an event loop running in the main thread
+    while it is open, so every later ``asyncio.run`` in the session (the Kubernetes tests)
+    would fail with "cannot be called from a running event loop"."""
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} not found: `make test` installs Debian's chromium with apt-get")
     from playwright.sync_api import sync_playwright
