@@ -3,8 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The dashboard's tests and benchmark drive Debian's Chromium through Playwright (its own
+# browser download needs a network this project does not have): installed when missing.
+CHROMIUM ?= /usr/bin/chromium
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-scheduler bench-cli clean
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-scheduler bench-cli bench-web screenshots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,10 +31,19 @@ check: lint typecheck
 
 # The Kubernetes tests run against a real etcd and kube-apiserver built from the Go
 # module proxy (hack/controlplane); the build is skipped when its cache is current.
-test: check controlplane-build
+test: check controlplane-build $(CHROMIUM)
 	$(BIN)/python -m pytest -q
 
-bench: bench-topology bench-discovery bench-sim bench-kube-scheduler bench-scheduler bench-cli
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		chromium fonts-dejavu-core
+
+# Retake the dashboard screenshots under docs/ (the README shows them) from the browser test.
+screenshots: $(STAMP) $(CHROMIUM)
+	TIERRA_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/web/test_web_browser.py -k screenshots
+
+bench: bench-topology bench-discovery bench-sim bench-kube-scheduler bench-kube-compare bench-scheduler bench-cli bench-web
 
 bench-topology: $(STAMP)
 	$(BIN)/python bench/topology_index.py
@@ -44,6 +57,9 @@ bench-scheduler: $(STAMP)
 
 bench-cli: $(STAMP)
 	$(BIN)/python bench/cli_startup.py
+
+bench-web: $(STAMP) $(CHROMIUM)
+	$(BIN)/python bench/web_dashboard.py
 
 bench-sim: $(STAMP)
 	$(BIN)/python bench/sim_scale.py

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from tierra.scheduler import Cache
-from tierra.scheduler.policies import REGISTRY
-from tierra.scheduler.policies.binpack import Binpack
-from tierra.scheduler.policies.spread import Spread
-from tierra.scheduler.policies.topology import Topology
+from tierra.scheduler.scoring import REGISTRY
+from tierra.scheduler.scoring.binpack import Binpack
+from tierra.scheduler.scoring.spread import Spread
+from tierra.scheduler.scoring.topology import Topology
 from tierra.scheduler.testing import hypernode, node
 
 

@@ -1,6 +1,6 @@
 """Gangs that failed are not re-tried until something they need changes.
 
-Each test counts ``Placer.place_gang`` calls: a skipped gang is reported with its
+Each test counts ``Allocator.allocate`` calls: a skipped gang is reported with its
 earlier reason and never reaches placement. The property test runs the same random
 events against two states, one with skipping switched off, and compares decisions.
 """
@@ -16,7 +16,9 @@ from tests.scheduler.helpers import Scheduler, add
 
 from tierra.api.podgroup import PodGroup
 from tierra.scheduler import Cache, SessionResult
-from tierra.scheduler.placer import Placer
+from tierra.scheduler.allocate import Allocator
+from tierra.scheduler.plan import GangPlan
+from tierra.scheduler.status import Status
 from tierra.scheduler.testing import (
     canonical,
     gang,
@@ -35,13 +37,13 @@ Tried = list[str]
 def tried(monkeypatch: pytest.MonkeyPatch) -> Tried:
     """The gang keys placement was asked about, in order."""
     calls: Tried = []
-    original = Placer.place_gang
+    original = Allocator.allocate
 
-    def spy(self: Placer, g: object, within: int | None = None) -> object:
-        calls.append(g.key)  # type: ignore[attr-defined]
-        return original(self, g, within)  # type: ignore[arg-type]
+    def spy(self: Allocator, plan: GangPlan, trace: object = None, budget: object = None) -> Status:
+        calls.append(plan.gang.key)
+        return original(self, plan, trace, budget)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Placer, "place_gang", spy)
+    monkeypatch.setattr(Allocator, "allocate", spy)
     return calls
 
 

@@ -56,6 +56,36 @@ class Commands(LazyGroup):
             "simulate",
             "Compare placement policies on a simulated cluster and workload.",
         ),
+        Lazy(
+            "serve",
+            "tierra.cli.serve",
+            "serve",
+            "Serve the topology dashboard: the picture, gangs, and why pending gangs wait.",
+        ),
+        Lazy(
+            "scheduler",
+            "tierra.cli.scheduler",
+            "scheduler",
+            "Run the gang scheduler against a cluster until SIGTERM/SIGINT.",
+        ),
+        Lazy(
+            "snapshot",
+            "tierra.cli.snapshot",
+            "snapshot",
+            "Dump Nodes, Pods, HyperNodes, PodGroups and Queues of a cluster as snapshot files.",
+        ),
+        Lazy(
+            "controller",
+            "tierra.cli.controller",
+            "controller",
+            "Run the topology controller until SIGTERM (see deploy/README.md).",
+        ),
+        Lazy(
+            "webhook",
+            "tierra.cli.webhook",
+            "webhook",
+            "Run the admission webhook until SIGTERM (see deploy/README.md).",
+        ),
     )
 
 

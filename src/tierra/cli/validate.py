@@ -45,8 +45,9 @@ def validate(
 ) -> None:
     """List every problem (not just the first); exit 1 if there are any, 2 if unreadable."""
     snapshot = load_snapshot_or_exit(files, strict=strict)
-    if snapshot.podgroups or any(not p.bound and not p.terminated for p in snapshot.pods):
-        index, refused = _refusals(snapshot, tuple(scheduler_name or ()))
+    pending = any(not p.bound and not p.terminated for p in snapshot.pods)
+    if snapshot.podgroups or snapshot.queues or pending:
+        index, refused = _scheduler_problems(snapshot, tuple(scheduler_name or ()))
     else:  # a topology file: nothing the scheduler would judge, so it is not even imported
         index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
         refused = []
@@ -96,15 +97,21 @@ def validate(
         raise typer.Exit(EXIT_PROBLEMS)
 
 
-def _refusals(
+def _scheduler_problems(
     snapshot: Snapshot, scheduler_names: tuple[str, ...]
 ) -> tuple[TopologyIndex, list[Problem]]:
-    """The index and what a session would refuse (``scheduler.refusals``), over the cache
-    the scheduler builds (its index included)."""
+    """The index, the queue tree's problems and what a session would refuse
+    (``scheduler.refusals``), over the cache the scheduler builds (its index included)."""
     from tierra.scheduler.cache import Cache  # noqa: PLC0415 - only for gangs to judge
     from tierra.scheduler.config import SchedulerConfig  # noqa: PLC0415
+    from tierra.scheduler.queue_tree import QueueTree, podgroup_queue_problems  # noqa: PLC0415
     from tierra.scheduler.refusals import refusals  # noqa: PLC0415
 
     cache = Cache.from_snapshot(snapshot)
     config = SchedulerConfig().with_scheduler_names(scheduler_names)
-    return cache.index, refusals(cache, config)
+    queues = QueueTree.build(snapshot.queues)
+    return cache.index, [
+        *queues.problems,
+        *podgroup_queue_problems(snapshot.podgroups, queues),
+        *refusals(cache, config),
+    ]

@@ -19,16 +19,20 @@ from tierra.scheduler.explain import Explanation, TierTrace, Verdict
 from tierra.scheduler.memory import Memory
 from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
 from tierra.scheduler.session import explain_gang, run_session, schedule
+from tierra.scheduler.status import Code, Searched, Status
 
 __all__ = [
     "Binding",
     "Cache",
+    "Code",
     "DegradedMode",
     "Eviction",
     "Explanation",
     "Memory",
     "SchedulerConfig",
+    "Searched",
     "SessionResult",
+    "Status",
     "TierTrace",
     "Unschedulable",
     "Verdict",

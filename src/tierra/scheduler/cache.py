@@ -41,9 +41,9 @@ from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
 from tierra.errors import Problem
-from tierra.scheduler.fit import NodeFilter
+from tierra.scheduler.filters import NodeFilter
 from tierra.scheduler.layout import Layouts
-from tierra.scheduler.policies.base import View
+from tierra.scheduler.scoring.base import View
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health

@@ -24,9 +24,9 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.files import read_yaml
 from tierra.errors import ConfigError, InputError, Origin, Problem
-from tierra.scheduler.policies import REGISTRY, Policy
-from tierra.scheduler.policies.binpack import Binpack
-from tierra.scheduler.policies.topology import Topology
+from tierra.scheduler.scoring import REGISTRY, Policy
+from tierra.scheduler.scoring.binpack import Binpack
+from tierra.scheduler.scoring.topology import Topology
 
 TOP_KEYS = ("schedulerNames", "degradedHyperNodes", "preemption", "maxAttemptsPerTier", "policies")
 

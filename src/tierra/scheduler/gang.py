@@ -19,6 +19,7 @@ missing queue) makes the gang wait with a reason instead.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +31,10 @@ from tierra.scheduler.cache import DEFAULT_QUEUE, Cache, gang_key, solo_queue
 from tierra.scheduler.constraints import from_annotations
 from tierra.scheduler.memory import Memory
 from tierra.scheduler.result import Unschedulable
+from tierra.scheduler.status import unresolvable
 
 TASK_SPEC = "volcano.sh/task-spec"
+_ATOI = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
 def pod_order(pod: Pod) -> tuple[object, ...]:
@@ -81,10 +84,6 @@ class Gang:
     # per policy, sub-groups with no pending pod that are whole by their running pods
     # (they are ready sub-groups for minSubGroups, though there is nothing to place)
     running_whole: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def has_policies(self) -> bool:
-        return any(sg.policy for sg in self.sub_groups)
 
 
 class Tally:
@@ -140,10 +139,9 @@ def _sub_group_of(pod: Pod, policies: Sequence[SubGroupPolicy]) -> tuple[str, st
         values = [labels.get(k, "") for k in p.match_label_keys]
         if not all(values):
             continue
-        try:
-            index = int(values[0])
-        except ValueError:
-            index = 0
+        # Volcano's MatchIndex is strconv.Atoi of the first value: ASCII digits only
+        # (Python's int would also take "٣" or "1_0"), else 0
+        index = int(values[0]) if _ATOI.fullmatch(values[0]) else 0
         return f"{p.name}-{'-'.join(values)}", p.name, index
     return None
 
@@ -323,13 +321,11 @@ def collect(
             pending.sort(key=pod_order)
             example = pending[0].key
             more = f" and {len(pending) - 1} more name" if len(pending) > 1 else " names"
-            orphans.append(
-                Unschedulable(
-                    g,
-                    f"PodGroup {g} does not exist; pod {example}{more} it in annotation "
-                    "scheduling.k8s.io/group-name",
-                )
+            why = (
+                f"PodGroup {g} does not exist; pod {example}{more} it in annotation "
+                "scheduling.k8s.io/group-name"
             )
+            orphans.append(Unschedulable(g, unresolvable(why)))
             continue
         gang = _cached(cache, memory, g, alone=False)
         if gang is None:

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.constraints import TierLimit
-from tierra.topology.index import IntArray
+from tierra.scheduler.status import Status
 
 if TYPE_CHECKING:
     from tierra.scheduler.cache import Cache
@@ -28,17 +27,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """Why a gang last failed, when (``Cache.clock``), and what room could help.
+    """A gang's last failure that must repeat (``Status.must_repeat``), and when it was
+    found (``Cache.clock``); ``status.searched`` says what freed room could help."""
 
-    ``needs`` rows are amounts a domain's free room must each cover for the gang to pass
-    the counts there (None: freed room cannot help, e.g. input that cannot be honoured);
-    ``limit`` and ``region`` say which domains the gang may use."""
-
-    reason: str
+    status: Status
     at: int
-    needs: IntArray | None = None
-    limit: TierLimit | None = None
-    region: int = -1
 
 
 @dataclass(slots=True)

@@ -7,13 +7,14 @@ gang too big for every domain its limit allows even with every node empty. ``tie
 validate`` reports these so the user hears of them before submitting, not from a gang
 that waits forever. All are errors except size, a warning: nodes can be added.
 
-``refusals`` runs the session's own steps that do not depend on free room (``collect``
-for gangs and orphans, ``Placer.frame`` for limits, ``Placer.split`` and ``demand`` for
-requests, ``never_fits`` for size) and returns their reasons unchanged, so ``validate``
-and ``schedule`` cannot disagree on them. Unlike a session, which gives each gang its
-first reason, every reason is listed. One check is added that a session cannot word: a
-hard limit below every usable tier (``topology_checks``), and PodGroups without pending
-pods are checked for their limits too (a typo is caught before the pods exist).
+``refusals`` asks the session's own planning step, ``plan.make_plan`` (limits, frame,
+the pods that go together, their demand: any of which ends the plan with an
+``UNRESOLVABLE`` status), and ``explain.never_fits`` on the plan it returns; their
+reasons come back unchanged, so ``validate`` and ``schedule`` cannot disagree on them.
+A session stops at a gang's first reason; this adds what ``make_plan`` cannot reach
+once the gang's own input is inconsistent (an unknown tier name beside a missing
+queue), a hard limit below every usable tier (``topology_checks``), and the limits of
+PodGroups with no pending pods (a typo is caught before the pods exist).
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from tierra.api.pod import Pod
 from tierra.errors import Origin, Problem, Severity
 from tierra.scheduler.cache import Cache, gang_key
 from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.constraints import resolve
+from tierra.scheduler.demand import Demands
 from tierra.scheduler.explain import never_fits
 from tierra.scheduler.gang import Gang, collect
 from tierra.scheduler.memory import Memory
-from tierra.scheduler.placer import Placer
+from tierra.scheduler.plan import make_plan
+from tierra.scheduler.status import Status
 from tierra.scheduler.topology_checks import podgroup_problems, topology_problem
-from tierra.scheduler.transaction import Transaction
 
 
 def refusals(cache: Cache, config: SchedulerConfig) -> list[Problem]:
@@ -37,7 +40,7 @@ def refusals(cache: Cache, config: SchedulerConfig) -> list[Problem]:
     about, located where that object was read.
     """
     gangs, orphans = collect(cache, config.scheduler_names, Memory())
-    placer = Placer(cache, config, Transaction(cache.capacity))
+    demands = Demands(cache)
     out: list[Problem] = []
     for orphan in orphans:
         pod = _first_pod(cache, orphan.podgroup)
@@ -46,7 +49,7 @@ def refusals(cache: Cache, config: SchedulerConfig) -> list[Problem]:
         )
     for gang in gangs:
         origin, obj = _where(gang)
-        for reason, severity in _reasons(placer, gang):
+        for reason, severity in _reasons(cache, demands, gang):
             out.append(Problem(reason, origin, obj, severity=severity))
     waiting = {g.key for g in gangs}
     for key, pg in sorted(cache.podgroups.items()):
@@ -55,31 +58,25 @@ def refusals(cache: Cache, config: SchedulerConfig) -> list[Problem]:
     return out
 
 
-def _reasons(placer: Placer, gang: Gang) -> list[tuple[str, Severity]]:
-    """The gang's refusals: errors in what it says, and a warning when it is too big.
-
-    Too big for every allowed domain even empty is a warning: nodes can be added.
-    """
-    out = [(gang.problem, Severity.ERROR)] if gang.problem is not None else []
-    frame = placer.frame(gang)
-    if isinstance(frame, str):
-        return [*out, (frame, Severity.ERROR)]
-    no_domain = topology_problem(gang.topology, placer.state.index, "spec.networkTopology")
-    if no_domain is not None:
-        return [*out, (no_domain, Severity.ERROR)]
-    if gang.problem is not None:
-        return out  # the pods it would place are not known while the gang is inconsistent
-    core, _ = placer.split(gang)
-    if core is None:
+def _reasons(cache: Cache, demands: Demands, gang: Gang) -> list[tuple[str, Severity]]:
+    """The gang's refusals: errors in what it says, and a warning when it is too big."""
+    plan = make_plan(cache, gang, demands)
+    if isinstance(plan, Status):
+        out = [(plan.reason, Severity.ERROR)]
+        if gang.problem is not None:  # the plan stopped there: its limit is still judged
+            limit = resolve(gang.topology, cache.index, "spec.networkTopology")
+            if isinstance(limit, Status):
+                out.append((limit.reason, Severity.ERROR))
         return out
-    demand = placer.demand([p for _, pods in core for p in pods])
-    if isinstance(demand, str):
-        return [*out, (demand, Severity.ERROR)]
-    if demand.count and frame.sticky is None:
-        never = never_fits(placer.state, demand, frame.limit, frame.region)
-        if never is not None:
-            out.append((never, Severity.WARNING))
-    return out
+    frame = plan.frame
+    no_domain = topology_problem(gang.topology, cache.index, "spec.networkTopology")
+    if no_domain is not None:
+        return [(no_domain, Severity.ERROR)]
+    if plan.demand.count and frame.sticky is None:
+        never = never_fits(cache, plan.demand, frame.limit, frame.region)
+        if never is not None:  # a warning: nodes can be added
+            return [(never, Severity.WARNING)]
+    return []
 
 
 def _where(gang: Gang) -> tuple[Origin | None, str]:

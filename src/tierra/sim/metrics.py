@@ -8,7 +8,10 @@ plus time series, and a ``Summary`` of the headline numbers:
   moment, one domain could hold the whole gang (``t*``), against the tier of the lowest
   domain that holds its pods (0 when they share a node); tier excess = the difference;
 * hard-constraint violations (a topology-oblivious policy ignores ``highestTierAllowed``);
-* tier histogram (by tier name), mean slowdown from the cost model;
+* tier histogram (by tier name), mean slowdown from the cost model (run time over the run
+  time at the job's best placement, contention included), and the part of it contention
+  caused: per job, its run time over the run time it would have had with its uplinks to
+  itself; the share of gangs that lost more than 1% to it;
 * GPU allocation over time (time-weighted mean), fragmentation: the share of free GPUs
   the workload's gangs cannot use at their best tier, averaged over the workload's gang
   shapes weighted by GPU demand (after FGD's fragmentation measure [FGD]), sampled over
@@ -30,10 +33,13 @@ import numpy as np
 
 from tierra.sim._topo import TopoArrays
 from tierra.sim.clusters._build import GPU
-from tierra.sim.policies.base import Gang, fit_counts
+from tierra.sim.policies.base import Gang
 from tierra.sim.workloads import Workload
+from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray
+
+CONTENDED = 1.01  # a gang slowed by more than 1% by the traffic it shares uplinks with
 
 
 @dataclass(slots=True)
@@ -51,6 +57,7 @@ class JobRecord:
     feasible_tier: int | None = None
     hard_limit: int | None = None
     slowdown: float = 1.0
+    contention: float = 1.0  # run time / run time with its uplinks to itself
     cost: float | None = None
     optimum: float | None = None
 
@@ -74,8 +81,11 @@ class Summary:
     violations: int
     tier_histogram: dict[str, int]
     slowdown: float  # mean over placed gangs
+    contention: float  # mean over placed gangs: the stretch sharing uplinks caused
+    contended: float  # share of placed gangs that lost more than 1% to contention
     gpu_allocation: float  # time-weighted mean share of GPUs allocated while work arrives
     fragmentation: float  # time-weighted mean share of free GPUs unusable, same window
+    fragmentation_by_shape: dict[str, float]  # the same per common gang shape ("32x8")
     queue_delay_mean: float
     queue_delay_p50: float
     queue_delay_p99: float
@@ -132,6 +142,11 @@ class _Shape:
     groups: IntArray  # node -> group id at the shape's best tier
     weight: float
 
+    @property
+    def label(self) -> str:
+        """``pods x GPUs per pod``: 1x8 is one 8-GPU pod, 32x8 a 256-GPU gang."""
+        return f"{self.pods}x{self.gpus // max(self.pods, 1)}"
+
 
 class Fragmentation:
     """FGD-style: expected share of free GPUs a gang of the workload cannot use."""
@@ -166,27 +181,37 @@ class Fragmentation:
     def _best_tier(topo: TopoArrays, fits: IntArray, pods: int) -> int | None:
         if int(fits.max(initial=0)) >= pods:
             return 0
-        dom = topo.domain_sums(fits)
+        dom = topo.index.sum_under(fits)
         ok = np.flatnonzero(dom >= pods)
         return int(topo.tier_of[ok].min()) if len(ok) else None
 
     def measure(self, free: IntArray) -> float:
-        if self.g is None or not self.shapes:
+        """Demand-weighted mean over the shapes of ``by_shape``."""
+        return self.weighted(self.by_shape(free))
+
+    def weighted(self, shares: Sequence[float]) -> float:
+        """``by_shape``'s shares averaged with the shapes' GPU demand as weights."""
+        weights = sum(s.weight for s in self.shapes)
+        if not shares or weights <= 0:
             return 0.0
+        return sum(s.weight * v for s, v in zip(self.shapes, shares, strict=True)) / weights
+
+    def by_shape(self, free: IntArray) -> list[float]:
+        """Per shape: the share of free GPUs that cannot serve a gang of that shape."""
+        if self.g is None or not self.shapes:
+            return []
         free_gpus = int(free[:, self.g].clip(min=0).sum()) // 1000
         if free_gpus <= 0:
-            return 0.0
-        unusable = 0.0
-        weights = 0.0
+            return [0.0] * len(self.shapes)
+        out = []
         for s in self.shapes:
             fits = fit_counts(free, s.request)
             _, inverse = np.unique(s.groups, return_inverse=True)
             per_group = np.bincount(inverse, weights=fits).astype(np.int64)
             copies = int((per_group // s.pods).sum())
             usable = min(copies * s.gpus, free_gpus)
-            unusable += s.weight * (free_gpus - usable) / free_gpus
-            weights += s.weight
-        return unusable / weights if weights else 0.0
+            out.append((free_gpus - usable) / free_gpus)
+        return out
 
 
 @dataclass(slots=True)
@@ -199,6 +224,7 @@ class Recorder:
     records: dict[str, JobRecord] = field(default_factory=dict)
     allocation: list[tuple[float, float]] = field(default_factory=list)
     fragmentation: list[tuple[float, float]] = field(default_factory=list)
+    shape_fragmentation: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     session_wall: list[float] = field(default_factory=list)
     decisions: int = 0
     kills: int = 0
@@ -250,8 +276,16 @@ class Recorder:
             violations=sum(r.violated for r in gangs),
             tier_histogram=dict(sorted(Counter(r.tier_name or "?" for r in gangs).items())),
             slowdown=float(np.mean([r.slowdown for r in gangs])) if gangs else math.nan,
+            contention=float(np.mean([r.contention for r in gangs])) if gangs else math.nan,
+            contended=(
+                sum(r.contention > CONTENDED for r in gangs) / len(gangs) if gangs else math.nan
+            ),
             gpu_allocation=time_weighted(self.allocation, first, last),
             fragmentation=time_weighted(self.fragmentation, first, last),
+            fragmentation_by_shape={
+                label: time_weighted(series, first, last)
+                for label, series in self.shape_fragmentation.items()
+            },
             queue_delay_mean=float(np.mean(delays)) if delays else math.nan,
             queue_delay_p50=percentile(delays, 50),
             queue_delay_p99=percentile(delays, 99),

@@ -69,6 +69,8 @@ COLUMNS: list[tuple[str, str, str, bool | None]] = [
     ("mean tier excess", "tier_excess", "num", True),
     ("hard-limit violations", "violations", "int", True),
     ("mean slowdown (gangs)", "slowdown", "num3", True),
+    ("of which contention", "contention", "num3", True),
+    ("gangs slowed >1% by contention", "contended", "pct", True),
     ("GPU allocation", "gpu_allocation", "pct", False),
     ("fragmentation", "fragmentation", "pct", True),
     ("queueing delay mean", "queue_delay_mean", "sec", True),
@@ -389,7 +391,17 @@ DEFINITIONS = [
         "hard-limit violations",
         "Gangs placed above their highestTierAllowed (only topology-oblivious policies do this).",
     ),
-    ("slowdown", "Run time stretch from the cost model: (1 - c) + c x B_best / B_span, capped."),
+    (
+        "slowdown",
+        "Run time stretch from the cost model: (1 - c) + c x B_best / B_span, capped; B_span "
+        "shrinks while the job shares an oversubscribed uplink with others (contention).",
+    ),
+    (
+        "contention",
+        "Per gang, its run time over the run time it would have had with its uplinks to itself "
+        "(each uplink carries GPUs below it / oversubscription at line rate; neighbours' load "
+        "weighted by their communication share), averaged; and the share slowed by over 1%.",
+    ),
     ("GPU allocation", "Time-weighted share of GPUs allocated while work arrives."),
     (
         "fragmentation",

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from tierra.api.node import Node
 from tierra.sim.clusters import SimCluster
 from tierra.sim.workloads import SimJob
+from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray, TopologyIndex
 
@@ -124,14 +125,6 @@ def background(cluster: SimCluster, capacity: Capacity) -> list[tuple[int, IntAr
         if pod.holds_resources and n is not None and not capacity.axis.missing(pod.requests):
             out.append((n, capacity.axis.vector(pod.requests)))
     return out
-
-
-def fit_counts(free: IntArray, request: IntArray) -> IntArray:
-    """Pods of ``request`` each row of ``free`` can take."""
-    asked = request > 0
-    if not asked.any():
-        return np.full(len(free), 1 << 30, dtype=np.int64)
-    return np.asarray((np.maximum(free[:, asked], 0) // request[asked]).min(axis=1), np.int64)
 
 
 class LedgerPolicy(abc.ABC):
