@@ -142,7 +142,7 @@ def measure(src: Path | None, runs: int) -> dict[str, Any]:
     for name, args in COMMANDS.items():
         times, cpu, code = wall_times(args, env, runs)
         out[name] = {
-            "args": args,
+            "args": [a.replace(f"{ROOT}/", "") for a in args],  # as run from the checkout
             "exit_status": code,
             "seconds": times,
             "median_s": statistics.median(times),
