@@ -30,13 +30,16 @@ def shared_fixtures(fixtures: Path) -> Path:
 # Debian's Chromium, driven by Playwright for Python: Playwright's own browser download needs a
 # network this project does not have, so the system browser is launched by path (`make test`
 # installs it with apt-get). One browser per test module (two modules use one), each test its
-# own page: Playwright's sync API keeps an event loop running in this thread while it is open,
-# and every later test that calls asyncio.run (the Kubernetes tests do) would fail beside it.
+# own page.
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """``playwright.sync_api.Browser`` (imported here: only browser tests need it)."""
+    """``playwright.sync_api.Browser`` (imported here: only browser tests need it).
+
+    Module-scoped: Playwright's sync API keeps an event loop running in the main thread
+    while it is open, so every later ``asyncio.run`` in the session (the Kubernetes tests)
+    would fail with "cannot be called from a running event loop"."""
     from playwright.sync_api import sync_playwright
 
     from tierra.web.testing import CHROMIUM, CHROMIUM_FLAGS

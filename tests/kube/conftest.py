@@ -79,3 +79,19 @@ def run_api(control_plane: ControlPlane) -> Callable[[Callable[[Any], Awaitable[
         return asyncio.run(main())
 
     return run
+
+
+@pytest.fixture(scope="session")
+def tierra_plane() -> Iterator[ControlPlane]:
+    """A second control plane with tierra installed from ``deploy/`` and the identities of
+    its components (see ``deploy_helpers``): its webhook configuration and cluster roles
+    must not leak into the other tests' cluster."""
+    from deploy_helpers import identities, install
+
+    try:
+        binaries = Binaries.find()
+    except ControlPlaneUnavailable as exc:
+        pytest.skip(f"no control plane: {exc}")
+    with ControlPlane(binaries, extra_identities=identities()) as plane:
+        install(plane)
+        yield plane

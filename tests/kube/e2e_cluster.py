@@ -90,6 +90,45 @@ def hypernode(name: str, tier: int, tier_name: str, members: list[Any]) -> dict[
     }
 
 
+async def _gang(
+    kube: Kube,
+    namespace: str,
+    name: str,
+    size: int,
+    group: tuple[Any, str, dict[str, Any]],
+    *,
+    scheduler: str,
+    fabric: Fabric,
+    gpus: int,
+    labels_of: Any = None,
+) -> list[str]:
+    """A PodGroup (``group``: resource, apiVersion, spec) and ``size`` pods joining it:
+    Volcano's by annotation, the Workload API's by ``spec.schedulingGroup``."""
+    resource, api_version, spec = group
+    metadata = {"name": name, "namespace": namespace}
+    await kube.request(
+        "POST",
+        resource.path(namespace),
+        body={"apiVersion": api_version, "kind": "PodGroup", "metadata": metadata, "spec": spec},
+    )
+    volcano = resource == VOLCANO_PODGROUPS
+    names = [f"{name}-{i}" for i in range(size)]
+    for i, pod in enumerate(names):
+        body = pod_manifest(
+            pod,
+            namespace,
+            shape=PodShape(cpu="1", gpus=gpus),
+            scheduler_name=scheduler,
+            node_selector=fabric.label,
+            annotations={"scheduling.k8s.io/group-name": name} if volcano else None,
+            labels=labels_of(i) if labels_of else None,
+        )
+        if not volcano:
+            body["spec"]["schedulingGroup"] = {"podGroupName": name}
+        await kube.request("POST", PODS.path(namespace), body=body)
+    return names
+
+
 async def volcano_gang(
     kube: Kube,
     namespace: str,
@@ -108,29 +147,18 @@ async def volcano_gang(
         spec["networkTopology"] = dict(topology)
     if sub_groups:
         spec["subGroupPolicy"] = sub_groups
-    await kube.request(
-        "POST",
-        VOLCANO_PODGROUPS.path(namespace),
-        body={
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": spec,
-        },
+    group = (VOLCANO_PODGROUPS, "scheduling.volcano.sh/v1beta1", spec)
+    return await _gang(
+        kube,
+        namespace,
+        name,
+        size,
+        group,
+        scheduler=scheduler,
+        fabric=fabric,
+        gpus=gpus,
+        labels_of=labels_of,
     )
-    names = [f"{name}-{i}" for i in range(size)]
-    for i, pod in enumerate(names):
-        body = pod_manifest(
-            pod,
-            namespace,
-            shape=PodShape(cpu="1", gpus=gpus),
-            scheduler_name=scheduler,
-            node_selector=fabric.label,
-            annotations={"scheduling.k8s.io/group-name": name},
-            labels=labels_of(i) if labels_of else None,
-        )
-        await kube.request("POST", PODS.path(namespace), body=body)
-    return names
 
 
 async def workload_gang(
@@ -147,28 +175,10 @@ async def workload_gang(
     spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": size}}}
     if key:
         spec["schedulingConstraints"] = {"topology": [{"key": key}]}
-    await kube.request(
-        "POST",
-        WORKLOAD_PODGROUPS.path(namespace),
-        body={
-            "apiVersion": "scheduling.k8s.io/v1alpha2",
-            "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": spec,
-        },
+    group = (WORKLOAD_PODGROUPS, "scheduling.k8s.io/v1alpha2", spec)
+    return await _gang(
+        kube, namespace, name, size, group, scheduler=scheduler, fabric=fabric, gpus=gpus
     )
-    names = [f"{name}-{i}" for i in range(size)]
-    for pod in names:
-        body = pod_manifest(
-            pod,
-            namespace,
-            shape=PodShape(cpu="1", gpus=gpus),
-            scheduler_name=scheduler,
-            node_selector=fabric.label,
-        )
-        body["spec"]["schedulingGroup"] = {"podGroupName": name}
-        await kube.request("POST", PODS.path(namespace), body=body)
-    return names
 
 
 async def placements(kube: Kube, namespace: str) -> dict[str, str]:

@@ -43,7 +43,7 @@ export:
   kueue: true
   kai: {enabled: false}
   slurm: {configMap: slurm-topology, format: conf}
-guard: {maxDeleteFraction: 0.25}
+guard: {maxDeleteShare: 0.25}
 """
 
 
@@ -82,7 +82,7 @@ def test_a_full_configuration_reads_back() -> None:
     assert config.status_groups == (TIERRA_GROUP,)
     assert config.export.kueue and not config.export.kai and config.export.node_labels
     assert config.export.slurm is not None and config.export.slurm.format == "conf"
-    assert config.max_delete_fraction == 0.25
+    assert config.max_delete_share == 0.25
 
 
 def test_minimal_configuration_defaults() -> None:
@@ -90,7 +90,7 @@ def test_minimal_configuration_defaults() -> None:
     assert config.groups == (TIERRA_GROUP,)
     assert config.status_groups == (TIERRA_GROUP,)
     assert not config.export.any
-    assert config.max_delete_fraction == 0.5 and not config.allow_mass_delete
+    assert config.max_delete_share == 0.5 and not config.allow_mass_delete
 
 
 @pytest.mark.parametrize(
@@ -173,8 +173,8 @@ def test_minimal_configuration_defaults() -> None:
             id="bad-slurm-export",
         ),
         pytest.param(
-            {"sources": [{"name": "dra"}], "guard": {"maxDeleteFraction": 2}},
-            "guard.maxDeleteFraction: must be between 0 and 1",
+            {"sources": [{"name": "dra"}], "guard": {"maxDeleteShare": 2}},
+            "guard.maxDeleteShare: must be between 0 and 1",
             id="bad-fraction",
         ),
         pytest.param(
@@ -195,7 +195,7 @@ def test_every_mistake_is_reported_at_once() -> None:
         {
             "groups": ["nope"],
             "sources": [{"name": "magic"}, {"name": "slurm"}],
-            "guard": {"maxDeleteFraction": -1},
+            "guard": {"maxDeleteShare": -1},
         }
     )
     assert len(found) == 4, found

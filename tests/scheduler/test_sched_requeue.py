@@ -39,9 +39,9 @@ def tried(monkeypatch: pytest.MonkeyPatch) -> Tried:
     calls: Tried = []
     original = Allocator.allocate
 
-    def spy(self: Allocator, plan: GangPlan, trace: object = None) -> Status:
+    def spy(self: Allocator, plan: GangPlan, trace: object = None, budget: object = None) -> Status:
         calls.append(plan.gang.key)
-        return original(self, plan, trace)  # type: ignore[arg-type]
+        return original(self, plan, trace, budget)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Allocator, "allocate", spy)
     return calls

@@ -74,6 +74,18 @@ class Commands(LazyGroup):
             "snapshot",
             "Dump Nodes, Pods, HyperNodes, PodGroups and Queues of a cluster as snapshot files.",
         ),
+        Lazy(
+            "controller",
+            "tierra.cli.controller",
+            "controller",
+            "Run the topology controller until SIGTERM (see deploy/README.md).",
+        ),
+        Lazy(
+            "webhook",
+            "tierra.cli.webhook",
+            "webhook",
+            "Run the admission webhook until SIGTERM (see deploy/README.md).",
+        ),
     )
 
 

@@ -17,6 +17,7 @@ from tierra.cli.common import (
     print_problems,
 )
 from tierra.errors import errors_only
+from tierra.scheduler.queue_tree import QueueTree, podgroup_queue_problems
 from tierra.scheduler.topology_checks import all_podgroup_problems
 from tierra.topology.index import TopologyIndex
 
@@ -33,10 +34,13 @@ def validate(
     """List every problem (not just the first); exit 1 if there are any, 2 if unreadable."""
     snapshot = load_snapshot_or_exit(files, strict=strict)
     index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
+    queues = QueueTree.build(snapshot.queues)
     problems = [
         *snapshot.problems,
         *index.problems,
         *all_podgroup_problems(snapshot.podgroups, index),
+        *queues.problems,
+        *podgroup_queue_problems(snapshot.podgroups, queues),
     ]
     problems.sort(
         key=lambda p: (

@@ -80,6 +80,20 @@ CRDS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
 
+# The topology controller and the webhook (issue 12).
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
+SECRETS = Resource("", "v1", "secrets", "Secret", True)
+RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+VALIDATING_WEBHOOKS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    False,
+)
+KUEUE_TOPOLOGIES = Resource("kueue.x-k8s.io", "v1beta2", "topologies", "Topology", False)
+KAI_TOPOLOGIES = Resource("kai.scheduler", "v1alpha1", "topologies", "Topology", False)
+
 # Always served by a Kubernetes API server; the others may be missing (CRDs not
 # installed, an alpha API switched off).
 BUILT_IN = frozenset({NODES, PODS, NAMESPACES, EVENTS, PRIORITY_CLASSES, LEASES})

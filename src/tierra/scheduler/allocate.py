@@ -8,7 +8,8 @@
    holds it inside its own frame (``unit_frame``); the first candidate where the gang
    becomes ready wins, every other attempt is rolled back;
 3. place the extras (members beyond the minimum) when they fit, as near the gang as its
-   limit allows, each sub-group inside its frame.
+   limit allows, each sub-group inside its frame, and each only while its queue's
+   capability (and the guarantees held for others) allow it (``quota.Budget``).
 
 Every step returns a ``Status``; ``trace`` (explain only) is passed down explicitly.
 Nodes inside a chosen domain are picked by ``node_choice.NodeChoice``.
@@ -26,11 +27,13 @@ from tierra.scheduler.explain import Trace, domain_name, no_fit_reason
 from tierra.scheduler.gang import SubGroup, Tally
 from tierra.scheduler.node_choice import NodeChoice, lowest_common
 from tierra.scheduler.plan import GangPlan, nodes_of
+from tierra.scheduler.quota import Budget
 from tierra.scheduler.search import Search
 from tierra.scheduler.status import (
     Code,
     Status,
     attempt_failed,
+    queue_limited,
     success,
     unschedulable,
 )
@@ -39,6 +42,19 @@ from tierra.scheduler.transaction import Transaction
 
 def root_only(limit: TierLimit) -> TierLimit:
     return replace(limit, tree_max=tuple(-1 for _ in limit.tree_max), root=True)
+
+
+def _left_out(budget: Budget) -> str:
+    n = budget.left_out
+    return f"{n} pending pod{'s' if n != 1 else ''} beyond minMember wait: {budget.refused}"
+
+
+def _placed(domain: int, budget: Budget | None) -> Status:
+    """Success; its reason says which members beyond the minimum the queue's limits kept out."""
+    status = success(domain)
+    if budget is not None and budget.refused is not None:
+        status = replace(status, reason=_left_out(budget))
+    return status
 
 
 class Allocator:
@@ -55,23 +71,33 @@ class Allocator:
 
     # -- a whole gang -----------------------------------------------------------------
 
-    def allocate(self, plan: GangPlan, trace: Trace | None = None) -> Status:
-        """Place ``plan``'s gang or say why not; see the module docstring."""
+    def allocate(
+        self, plan: GangPlan, trace: Trace | None = None, budget: Budget | None = None
+    ) -> Status:
+        """Place ``plan``'s gang or say why not; see the module docstring.
+
+        ``budget``: what the gang's queue may take beyond the core (already admitted);
+        members beyond the minimum it does not allow wait, and a successful status says
+        why in its reason."""
         cache, ix = self.cache, self.cache.index
         frame = plan.frame
         limit, sticky, region = frame.limit, frame.sticky, frame.region
+        budget = budget.copy() if budget is not None else None
         if not plan.demand.count:  # already ready: only extras
             domain = sticky if sticky is not None else ix.root
-            if self._extras(plan, domain, region) == 0:
+            if self._extras(plan, domain, region, budget) == 0:
+                if budget is not None and budget.refused is not None:
+                    return queue_limited(_left_out(budget))
                 return self._extras_failure(plan)
-            return success(domain)
+            return _placed(domain, budget)
         if limit.flat and plan.single:
             status = self.place_unit(
                 plan.demand, limit, region, sticky=None, new_gang=True, scope="gang", trace=trace
             )
             if status.ok:
-                self._extras(plan, region, region)
-            elif status.code is Code.UNSCHEDULABLE:
+                self._extras(plan, region, region, budget)
+                return _placed(region, budget)
+            if status.code is Code.UNSCHEDULABLE:
                 status = replace(status, searched=plan.searched())
             return status
         search: Search | None = None
@@ -99,8 +125,8 @@ class Allocator:
                     status = self._core(plan, h, trace)
                 if status.ok:
                     self._attempt(trace, "gang", h, "chosen")
-                    self._extras(plan, h, region)
-                    return success(h)
+                    self._extras(plan, h, region, budget)
+                    return _placed(h, budget)
                 self.txn.rollback(mark)
                 failure = failure or f"in {domain_name(cache, h)}: {status.reason}"
                 self._attempt(trace, "gang", h, status.reason)
@@ -233,11 +259,12 @@ class Allocator:
         now = [n for p, n, _ in self.txn.assigned if p.key in ours]
         return nodes_of(self.cache, sg.running) + now
 
-    def _extras(self, plan: GangPlan, domain: int, region: int) -> int:
+    def _extras(self, plan: GangPlan, domain: int, region: int, budget: Budget | None) -> int:
         """Members beyond what the gang needs: placed when they fit, near the gang; how many.
 
         A sub-group not whole yet places its first pods together, or none of them; every
-        pod of a sub-group stays inside its ``unit_frame``."""
+        pod of a sub-group stays inside its ``unit_frame``; no pod goes beyond what
+        ``budget`` (its queue's limits) allows."""
         if not plan.extras:
             return 0
         cache, ix, lay = self.cache, self.cache.index, self.cache.layouts
@@ -258,6 +285,10 @@ class Allocator:
                 )
                 if not frame.ok:
                     continue
+                if budget is not None and not budget.allows_all(
+                    extra.first.total, extra.first.count
+                ):
+                    continue
                 assert frame.domain is not None
                 status = self.place_unit(
                     extra.first,
@@ -269,6 +300,8 @@ class Allocator:
                 )
                 if not status.ok:
                     continue
+                if budget is not None:
+                    budget.take(extra.first.total)
                 placed += extra.first.count
             if extra.rest is None:
                 continue
@@ -283,10 +316,18 @@ class Allocator:
             elif not lay.inside(here, within):
                 here = within
             for shape in extra.rest.shapes:
+                pods = shape.pods
+                if budget is not None:
+                    pods = pods[: budget.allows(shape.vec, len(pods))]
+                if not pods:
+                    continue
                 if extra.limit.flat:
-                    placed += self.nodes.pack_flat(shape, shape.pods, within, partial=True)
+                    n = self.nodes.pack_flat(shape, pods, within, partial=True)
                 else:
-                    placed += self.nodes.place_near(shape, shape.pods, here, within)
+                    n = self.nodes.place_near(shape, pods, here, within)
+                if budget is not None:
+                    budget.take(shape.vec * n)
+                placed += n
         return placed
 
     def _extras_failure(self, plan: GangPlan) -> Status:

@@ -85,10 +85,6 @@ class Gang:
     # (they are ready sub-groups for minSubGroups, though there is nothing to place)
     running_whole: Mapping[str, int] = field(default_factory=dict)
 
-    @property
-    def has_policies(self) -> bool:
-        return any(sg.policy for sg in self.sub_groups)
-
 
 class Tally:
     """Running plus placed pods of one gang, as a transaction goes; ``ready`` is the rule."""

@@ -24,7 +24,7 @@ one domain its limit allows (Volcano's gangPreempt, confined to a domain):
 from __future__ import annotations
 
 from collections.abc import Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,7 +34,8 @@ from tierra.scheduler.cache import Cache, gang_key, solo_queue
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.gang import Gang
 from tierra.scheduler.plan import GangPlan
-from tierra.scheduler.status import Code, Status, success
+from tierra.scheduler.quota import Budget
+from tierra.scheduler.status import Code, Status
 from tierra.topology.index import IntArray
 
 MAX_TRIES_PER_DOMAIN = 4
@@ -240,7 +241,7 @@ class Preemptor:
                 kept = trial
         return kept
 
-    def preempt(self, plan: GangPlan) -> Status:
+    def preempt(self, plan: GangPlan, budget: Budget | None = None) -> Status:
         """Evict and place inside the transaction (``Status.domain``: where), or leave it
         untouched. No explain trace: the gang's own search is what explain shows."""
         victims = self.victims(plan.gang)
@@ -261,8 +262,8 @@ class Preemptor:
         mark = self.txn.mark()
         for v in best.victims:
             self.txn.evict(v.key, v.node, v.vec)
-        out = self.allocator.allocate(narrowed)
+        out = self.allocator.allocate(narrowed, budget=budget)
         if not out.ok:
             self.txn.rollback(mark)
             return out
-        return success(best.domain)
+        return replace(out, domain=best.domain)

@@ -51,7 +51,7 @@ from tierra.scheduler.plan import make_plan
 from tierra.scheduler.preemption import Preemptor, queue_of
 from tierra.scheduler.queues import QueueBook, gang_order
 from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
-from tierra.scheduler.status import Status
+from tierra.scheduler.status import Status, queue_limited
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
 
@@ -81,8 +81,7 @@ class _Session:
         self._forget_failures({g.key for g in gangs})
         # 2. queues
         waiting_queues = {g.queue for g in gangs}
-        demands = self._queue_demands(gangs) if len(waiting_queues) > 1 else {}
-        book = QueueBook(self.cache, demands, waiting_queues)
+        book = QueueBook(self.cache, self._queue_demands(gangs), waiting_queues)
         waiting: dict[str, list[Gang]] = {}
         for g in gangs:
             waiting.setdefault(g.queue, []).append(g)
@@ -107,13 +106,27 @@ class _Session:
             self._remember(gang, status)
             if not status.ok:
                 self.unschedulable.append(Unschedulable(gang.key, status))
+            elif status.reason:  # placed, but members beyond the minimum its queue keeps out
+                self.unschedulable.append(Unschedulable(gang.key, queue_limited(status.reason)))
             if trace is not None:
                 explained = self._explanation(gang, status, trace)
         # 4. decisions
         result = SessionResult(
-            tuple(self.bindings), tuple(self.unschedulable), tuple(self.evictions)
+            tuple(self.bindings),
+            tuple(self.unschedulable),
+            tuple(self.evictions),
+            book.statuses(self._still_pending(gangs)),
         )
         return result, explained
+
+    def _still_pending(self, gangs: list[Gang]) -> dict[str, int]:
+        """Per queue, how many of ``gangs`` still have pods waiting."""
+        pending = self.cache.pending
+        out: dict[str, int] = {}
+        for g in gangs:
+            if any(p.key in pending for p in g.pending):
+                out[g.queue] = out.get(g.queue, 0) + 1
+        return out
 
     def _queue_demands(self, gangs: list[Gang]) -> dict[str, IntArray]:
         """Per queue, what its pending pods ask for (fair shares are water-filled by it)."""
@@ -191,17 +204,17 @@ class _Session:
         plan = make_plan(self.cache, gang, self.demands)
         if isinstance(plan, Status):
             return plan
-        if plan.demand.count:
-            admitted = book.admit(gang.queue, plan.demand.total)
-            if not admitted.ok:
-                return admitted
-        status = self.allocator.allocate(plan, trace)
+        admitted = book.admit(gang.queue, plan.demand.total)
+        if not admitted.ok:
+            return admitted
+        budget = book.budget(gang.queue, plan.demand.total)
+        status = self.allocator.allocate(plan, trace, budget)
         if status.ok:
             self.commit(gang, book, "")
             return status
         self.txn.rollback()
         if self._may_preempt(gang):
-            pre = self.preemptor.preempt(plan)
+            pre = self.preemptor.preempt(plan, budget)
             if pre.ok and pre.domain is not None:
                 why = (
                     f"preempted by {gang.key} (priority {gang.priority}) to make room in "
@@ -248,6 +261,8 @@ class _Session:
         summary = f"{len(bound)} of {len(gang.pending)} pending pods bound, within {where}"
         if evicted:
             summary += f", after evicting {len(evicted)} lower-priority pods"
+        if status.reason:  # members beyond the minimum its queue keeps out
+            summary += f"; {status.reason}"
         return Explanation(gang.key, "scheduled", summary, constraint, tiers)
 
 

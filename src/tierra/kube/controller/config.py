@@ -23,7 +23,7 @@ spelled in camelCase::
       kueue: true                    # Topology objects + the node labels they read
       kai: false
       slurm: {configMap: {name: slurm-topology}, format: yaml}
-    guard: {maxDeleteFraction: 0.5}
+    guard: {maxDeleteShare: 0.5}
 
 Each source owns what it writes through the managed-by label, whose value is its
 ``owner`` (default: the source's name); two sources may not share an owner.
@@ -45,6 +45,7 @@ from tierra.api.meta import dns_subdomain_problem
 from tierra.api.regex import compile_pattern
 from tierra.discovery import presets, registry
 from tierra.discovery.labels import LabelTopology
+from tierra.discovery.reconcile import DEFAULT_MAX_DELETE_SHARE
 from tierra.errors import ConfigError, InputError, Origin, Problem, errors_only
 
 GROUPS = {"tierra": TIERRA_GROUP, "volcano": VOLCANO_GROUP}
@@ -157,7 +158,7 @@ class ControllerConfig:
     sources: tuple[SourceConfig, ...] = ()
     status_groups: tuple[str, ...] = (TIERRA_GROUP,)
     export: ExportConfig = field(default_factory=ExportConfig)
-    max_delete_fraction: float = 0.5
+    max_delete_share: float = DEFAULT_MAX_DELETE_SHARE
     allow_mass_delete: bool = False
     resync_seconds: float = 300.0
     debounce_seconds: float = 0.2
@@ -373,16 +374,16 @@ def parse_config(data: Any, origin: Origin | None = None) -> ControllerConfig:
     status = f.obj("status")
     status_groups = _groups(status, "groups", groups)
     guard = f.obj("guard")
-    fraction = guard.number("maxDeleteFraction")
-    if fraction is not None and not 0 <= fraction <= 1:
-        guard.problem("maxDeleteFraction", f"must be between 0 and 1, got {fraction:g}")
-        fraction = None
+    share = guard.number("maxDeleteShare")
+    if share is not None and not 0 <= share <= 1:
+        guard.problem("maxDeleteShare", f"must be between 0 and 1, got {share:g}")
+        share = None
     config = ControllerConfig(
         groups=groups,
         sources=sources,
         status_groups=status_groups,
         export=_export(f.obj("export")),
-        max_delete_fraction=0.5 if fraction is None else fraction,
+        max_delete_share=DEFAULT_MAX_DELETE_SHARE if share is None else share,
         allow_mass_delete=guard.boolean("allowMassDelete"),
         resync_seconds=_duration(f, "resync", 300.0, 10.0),
         debounce_seconds=_duration(f, "debounce", 0.2, 0.0),

@@ -15,7 +15,9 @@ session). Two shapes:
 
 Events go through the rate-limited ``EventRecorder``: ``Unschedulable`` on the PodGroup
 and ``FailedScheduling`` on each of its pending pods with the same message; ``Scheduled``
-on the PodGroup (on the pod, for a pod without one) when bound.
+on the PodGroup (on the pod, for a pod without one) when bound. A gang with fewer pods
+than its minimum gets status but no Events: while a job controller creates its pods the
+reason changes with every pod, and would be an Event per pod for nothing.
 """
 
 from __future__ import annotations
@@ -93,14 +95,16 @@ class StatusWriter:
         self._set(gang, scheduled=True, message=message)
 
     def _waiting(self, gang: str, reason: str) -> None:
+        members = self.feed.cache.members.get(gang, {})
         pending = [
-            p
-            for k in self.feed.cache.members.get(gang, {})
-            if (p := self.feed.cache.pods.get(k)) is not None and not p.bound
+            p for k in members if (p := self.feed.cache.pods.get(k)) is not None and not p.bound
         ]
         if gang in self.feed.sources:
-            self.recorder.record(self._ref(gang), WARNING, "Unschedulable", reason)
             self._set(gang, scheduled=False, message=reason)
+            pg = self.feed.cache.podgroups.get(gang)
+            if pg is not None and len(members) < pg.min_member:
+                return  # its pods are still being created: status says so, no Events
+            self.recorder.record(self._ref(gang), WARNING, "Unschedulable", reason)
         else:
             pod = self.feed.cache.pods.get(gang)
             pending = [pod] if pod is not None and not pod.bound else []

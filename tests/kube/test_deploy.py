@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
+from deploy_helpers import DEPLOY, rendered
 
-from conftest import DEPLOY, rendered
 from tierra.kube.controller.config import config_from_text
 from tierra.kube.testing import ControlPlane
 

@@ -1,0 +1,194 @@
+"""The export pass: Kueue and KAI Topology objects, the node labels they read, Slurm's file.
+
+Runs when the primary group's HyperNode specs or the Nodes' labels change (never for
+status). The desired export comes from ``exports.desired_export`` over every HyperNode
+of the primary group; the writes from ``exports.label_changes`` and
+``exports.object_changes``, so only labels tierra listed and objects carrying its
+managed-by label are ever changed.
+
+With the node-label export off, labels tierra set earlier are still removed (if any
+Node lists some), so turning the export off cleans up after it; that needs the export's
+``nodes: patch`` permission until they are gone. Exported objects are left in place
+when their export is turned off (delete them with
+``kubectl delete topologies.kueue.x-k8s.io -l topology.tierra.dev/managed-by=export``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tierra.errors import InputError
+from tierra.kube.client import MERGE_PATCH, ApiError, Kube
+from tierra.kube.controller.cache import Cache, decode_cached_node
+from tierra.kube.controller.config import ControllerConfig
+from tierra.kube.controller.exports import (
+    Action,
+    LabelPatch,
+    ObjectChange,
+    desired_export,
+    label_changes,
+    object_changes,
+    slurm_configmap,
+)
+from tierra.kube.controller.metrics import Metrics
+from tierra.kube.controller.writes import delete_options
+from tierra.kube.resources import CONFIGMAPS, KAI_TOPOLOGIES, KUEUE_TOPOLOGIES, NODES, Resource
+
+log = logging.getLogger(__name__)
+CONCURRENCY = 16
+SLURM_KEYS = {"conf": "topology.conf", "yaml": "topology.yaml"}
+
+
+@dataclass(slots=True)
+class ExportOutcome:
+    writes: int = 0
+    conflicts: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+class Exporter:
+    def __init__(
+        self, kube: Kube, cache: Cache, config: ControllerConfig, metrics: Metrics, namespace: str
+    ) -> None:
+        self.kube = kube
+        self.cache = cache
+        self.config = config
+        self.metrics = metrics
+        self.namespace = namespace
+
+    @property
+    def wanted(self) -> bool:
+        """Anything to do: an export on, or labels of an earlier export to remove."""
+        return self.config.export.any or any(n.owned for n in self.cache.node_labels())
+
+    async def run_once(self) -> ExportOutcome:
+        out = ExportOutcome()
+        ex = self.config.export
+        slurm = ex.slurm
+        try:
+            want = desired_export(
+                self.cache.hypernode_list(self.config.primary_group),
+                self.cache.node_list(),
+                kueue=ex.kueue,
+                kai=ex.kai,
+                slurm_format=slurm.format if slurm else None,
+            )
+        except InputError as exc:
+            out.errors.append(f"export: {exc}")
+            log.warning("export not written: %s", exc)
+            return out
+        labels = want.labels if ex.node_labels else {}
+        patches, conflicts = label_changes(labels, self.cache.node_labels(), want.frozen)
+        out.conflicts += [str(c) for c in conflicts]
+        out.writes += await self._label_patches(patches, out)
+        keep = not want.frozen  # a half-applied move deletes no exported object
+        if ex.kueue:
+            await self._objects(KUEUE_TOPOLOGIES, want.kueue, out, delete=keep)
+        if ex.kai:
+            immutable = ["spec.levels[].nodeLabel"]
+            await self._objects(KAI_TOPOLOGIES, want.kai, out, delete=keep, immutable=immutable)
+        if slurm is not None and want.slurm is not None:
+            ns = slurm.config_map.namespace or self.namespace
+            cm = slurm_configmap(slurm.config_map.name, ns, SLURM_KEYS[slurm.format], want.slurm)
+            await self._objects(
+                CONFIGMAPS, [cm], out, namespace=ns, fields=("data",), only=slurm.config_map.name
+            )
+        return out
+
+    async def _label_patches(self, patches: Sequence[LabelPatch], out: ExportOutcome) -> int:
+        semaphore = asyncio.Semaphore(CONCURRENCY)
+        done = 0
+
+        async def one(p: LabelPatch) -> None:
+            nonlocal done
+            async with semaphore:
+                try:
+                    raw = await self.kube.request(
+                        "PATCH",
+                        NODES.path(name=p.node),
+                        body=p.body(),
+                        content_type=MERGE_PATCH,
+                        what=f"label Node/{p.node}",
+                    )
+                except ApiError as exc:
+                    if exc.status == 0:
+                        raise
+                    if exc.status != 404:
+                        out.errors.append(str(exc))
+                        self.metrics.write_errors.labels("", "node-labels").inc()
+                    return
+            if isinstance(raw, dict):
+                self.cache.upsert_node(decode_cached_node(raw))
+            done += 1
+            self.metrics.export_writes.labels("node-labels").inc()
+
+        await asyncio.gather(*(one(p) for p in patches))
+        return done
+
+    async def _objects(
+        self,
+        resource: Resource,
+        desired: Sequence[Mapping[str, Any]],
+        out: ExportOutcome,
+        *,
+        namespace: str | None = None,
+        fields: Sequence[str] = ("spec",),
+        immutable: Sequence[str] = (),
+        delete: bool = True,
+        only: str | None = None,
+    ) -> None:
+        what = resource.name
+        try:
+            if only is not None:
+                try:
+                    existing = [await self.kube.get(resource.path(namespace, only))]
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
+                    existing = []
+            else:
+                existing = (await self.kube.get(resource.path(namespace)))["items"] or []
+        except ApiError as exc:
+            if exc.status == 0:
+                raise
+            out.errors.append(f"export {what}: {exc}")
+            return
+        changes, conflicts = object_changes(
+            desired, existing, fields=fields, immutable=immutable, delete=delete
+        )
+        out.conflicts += [str(c) for c in conflicts]
+        for change in changes:
+            try:
+                await self._apply(resource, namespace, change)
+            except ApiError as exc:
+                if exc.status == 0:
+                    raise
+                out.errors.append(str(exc))
+                self.metrics.write_errors.labels("", what).inc()
+                continue
+            out.writes += 1
+            self.metrics.export_writes.labels(resource.kind).inc()
+
+    async def _apply(self, resource: Resource, namespace: str | None, c: ObjectChange) -> None:
+        what = f"{c.action} {resource.kind}/{c.name}"
+        if c.action in (Action.DELETE, Action.REPLACE):
+            await self.kube.request(
+                "DELETE",
+                resource.path(namespace, c.name),
+                body=delete_options(c.resource_version),
+                what=what,
+            )
+        if c.action in (Action.CREATE, Action.REPLACE):
+            await self.kube.request("POST", resource.path(namespace), body=c.body, what=what)
+        elif c.action is Action.UPDATE:
+            await self.kube.request(
+                "PATCH",
+                resource.path(namespace, c.name),
+                body=c.body,
+                content_type=MERGE_PATCH,
+                what=what,
+            )

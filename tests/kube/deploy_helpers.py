@@ -1,0 +1,60 @@
+"""Installing tierra from ``deploy/`` on a test control plane, and each component's identity.
+
+The identities are ServiceAccount user names (``system:serviceaccount:tierra-system:...``)
+with static tokens, so the RoleBindings in ``deploy/`` apply to them exactly as to the
+real ServiceAccounts: running a component with its own token proves its roles.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tierra.kube.testing import ControlPlane, Identity
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+NAMESPACE = "tierra-system"
+CONTROLLER = f"system:serviceaccount:{NAMESPACE}:tierra-controller"
+WEBHOOK = f"system:serviceaccount:{NAMESPACE}:tierra-webhook"
+SA_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
+
+
+def identities() -> list[Identity]:
+    return [
+        Identity(CONTROLLER, SA_GROUPS, "tierra-controller-token"),
+        Identity(WEBHOOK, SA_GROUPS, "tierra-webhook-token"),
+    ]
+
+
+def install(plane: ControlPlane) -> None:
+    """Every overlay applied (so each component holds all the roles any overlay gives it),
+    then the ValidatingWebhookConfiguration removed: with no webhook serving yet, its
+    ``failurePolicy: Fail`` would refuse every HyperNode write. The webhook's own test
+    installs it again, pointed at the webhook it runs."""
+    for overlay in ("standalone", "volcano", "kueue", "kai"):
+        plane.kubectl("apply", "--server-side", "-k", str(DEPLOY / "overlays" / overlay))
+    plane.kubectl("delete", "validatingwebhookconfiguration", "tierra-webhook")
+    crds = ("hypernodes.topology.tierra.dev", "hypernodes.topology.volcano.sh")
+    plane.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{c}" for c in crds)
+    )
+    # Established comes a moment before the storage serves ("storage is (re)initializing").
+    deadline = time.monotonic() + 30
+    for crd in crds:
+        while plane.kubectl("get", crd, check=False).returncode != 0:
+            assert time.monotonic() < deadline, f"{crd} not served"
+            time.sleep(0.2)
+
+
+_RENDERED: dict[Path, str] = {}
+
+
+def rendered(plane: ControlPlane, folder: Path) -> list[dict[str, Any]]:
+    """The objects ``kubectl kustomize`` renders for ``folder`` (rendered once per run)."""
+    if folder not in _RENDERED:
+        _RENDERED[folder] = plane.kubectl("kustomize", str(folder)).stdout
+    return [d for d in yaml.safe_load_all(_RENDERED[folder]) if d]
