@@ -128,6 +128,7 @@ class Explanation:
     summary: str
     constraint: str
     tiers: tuple[TierTrace, ...] = ()
+    notes: tuple[str, ...] = ()  # what preempting or reclaiming would do, or why it cannot
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +137,7 @@ class Explanation:
             "summary": self.summary,
             "constraint": self.constraint,
             "tiers": [t.to_dict() for t in self.tiers],
+            "notes": list(self.notes),
         }
 
 
