@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-scheduler bench-cli clean
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-cli clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ check: lint typecheck
 test: check controlplane-build
 	$(BIN)/python -m pytest -q
 
-bench: bench-topology bench-discovery bench-sim bench-kube-scheduler bench-kube-compare bench-scheduler bench-cli
+bench: bench-topology bench-discovery bench-sim bench-queues bench-kube-scheduler bench-kube-compare bench-scheduler bench-cli
 
 bench-topology: $(STAMP)
 	$(BIN)/python bench/topology_index.py
@@ -48,6 +48,9 @@ bench-cli: $(STAMP)
 bench-sim: $(STAMP)
 	$(BIN)/python bench/sim_scale.py
 	$(BIN)/python bench/quality.py
+
+bench-queues: $(STAMP)
+	$(BIN)/python bench/queues_share.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

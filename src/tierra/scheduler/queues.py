@@ -84,15 +84,7 @@ class QueueBook:
 
     def own_usage(self) -> dict[str, IntArray]:
         """Per queue, what its own pods hold (not its children's), in ledger units."""
-        width = len(self.names)
-        alloc: dict[str, IntArray] = {}
-        for g, used in self.cache.gang_used.items():
-            pg = self.cache.podgroups.get(g)
-            q = pg.queue if pg is not None else DEFAULT_QUEUE
-            alloc[q] = alloc.get(q, np.zeros(width, dtype=np.int64)) + used
-        for q, used in self.cache.solo_used.items():
-            alloc[q] = alloc.get(q, np.zeros(width, dtype=np.int64)) + used
-        return alloc
+        return dict(self.cache.queue_used)
 
     @property
     def quota(self) -> Quota:
@@ -337,12 +329,7 @@ class QueueBook:
     def statuses(self, pending: Mapping[str, int]) -> tuple[QueueStatus, ...]:
         """Every queue as the session leaves it; ``pending``: gangs still waiting, per queue."""
         tree, axis = self.tree, self.axis
-        running: dict[str, int] = {}
-        for g, used in self.cache.gang_used.items():
-            if used.any():
-                pg = self.cache.podgroups.get(g)
-                q = pg.queue if pg is not None else DEFAULT_QUEUE
-                running[q] = running.get(q, 0) + 1
+        running = self.cache.queue_running
         counts: dict[str, tuple[int, int]] = {}
         for q in reversed(tree.order):
             kids = [counts[k] for k in tree.children.get(q, ())]

@@ -84,6 +84,7 @@ class _Session:
         self.reclaimer = Reclaimer(cache, config, self.allocator, self.bound_now)
         self.book: QueueBook | None = None
         self.notes: list[str] = []  # explain: what eviction would do or why it cannot
+        self._reclaim_hint: dict[str, bool] = {}  # queue -> may reclaim (until a commit)
 
     def run(self, explain: str | None) -> tuple[SessionResult, Explanation | None]:
         # 1. gangs
@@ -187,10 +188,14 @@ class _Session:
         book = self.book
         if not self.config.reclaim or book is None:
             return False
-        short = book.contended()
-        if not short.any():
-            return False
-        return any(q != gang.queue and book.above_share(q, short) for q in book.tree.order)
+        found = self._reclaim_hint.get(gang.queue)
+        if found is None:
+            short = book.contended()
+            found = bool(short.any()) and any(
+                q != gang.queue and book.above_share(q, short) for q in book.tree.order
+            )
+            self._reclaim_hint[gang.queue] = found
+        return found
 
     def _skip(self, gang: Gang) -> bool:
         """Report ``gang`` with its earlier status if nothing it needs has changed."""
@@ -369,6 +374,7 @@ class _Session:
             total += vec
         book.charge(gang.queue, total)
         cache.commit(txn)
+        self._reclaim_hint.clear()  # shares moved
 
     def _explanation(self, gang: Gang, status: Status, trace: Trace) -> Explanation:
         limit = resolve(gang.topology, self.cache.index, "spec.networkTopology")
