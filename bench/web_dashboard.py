@@ -184,8 +184,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"after startup, warm = the median of {LOADS - 1} later loads.",
         "Gang table after: from first paint until the gang table is filled (the server's",
         "scheduling dry run, cold). Startup: `tierra serve FILE` until it prints its URL",
-        "(reading the JSON snapshot). RSS: the serving process (VmRSS after start; VmHWM after",
-        "every load and API call).",
+        "(reading the JSON snapshot, building the view the first page reads). RSS: the serving",
+        "process (VmRSS after start; VmHWM after every load and API call).",
         "",
         "| nodes | /api/hypernodes/<cluster> | /api/gangs (warm) | "
         "Chromium first-contentful-paint |",
