@@ -182,7 +182,7 @@ def png_size(path: Path) -> tuple[int, int]:
 def test_ten_thousand_nodes_and_the_screenshots(page: Page, tmp_path: Path) -> None:
     out = REPO / "docs" if os.environ.get("TIERRA_UPDATE_SCREENSHOTS") else tmp_path
     snap = busy_cluster("superpod", 10_000)
-    dash = Dashboard.from_snapshot(snap, source=Source("snapshot", "superpod, 10,000 nodes"))
+    dash = Dashboard.from_snapshot(snap, source=Source("snapshot", "busy_cluster(superpod)"))
     with serving(dash) as url:
         page.set_viewport_size({"width": 1500, "height": 820})
         load(page, url)

@@ -146,6 +146,7 @@ class Explanation:
     summary: str
     constraint: str
     tiers: tuple[TierTrace, ...] = ()
+    notes: tuple[str, ...] = ()  # what preempting or reclaiming would do, or why it cannot
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -154,6 +155,7 @@ class Explanation:
             "summary": self.summary,
             "constraint": self.constraint,
             "tiers": [t.to_dict() for t in self.tiers],
+            "notes": list(self.notes),
         }
 
 
