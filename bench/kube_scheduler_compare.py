@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import random
 import sys
 import tempfile
@@ -219,6 +220,10 @@ def start_tierra(plane: ControlPlane, workdir: Path) -> tuple[ManagedProcess, in
     return process, port
 
 
+def mib(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
 def session_stats(port: int | None) -> dict[str, float]:
     """tierra's own counts from its /metrics: sessions run and the seconds they took."""
     if port is None:
@@ -287,7 +292,7 @@ async def plain_phase(
     t0 = time.monotonic()
     try:
         await wait_for(seen, pods, process, timeout)
-        rss = peak_rss_mib(process.pid)  # run-kube-scheduler.sh execs: the pid is the binary
+        rss = mib(peak_rss_mib(process.pid))  # run-kube-scheduler.sh execs: pid = binary
         stats = session_stats(port)
     finally:
         process.stop()
@@ -410,7 +415,7 @@ async def gang_phase(
             await wait_for(seen, total, process, timeout)
         except (TimeoutError, RuntimeError) as exc:
             refused = f"{exc}; kube-scheduler log tail:\n{process.log_tail(25)}"
-        rss = peak_rss_mib(process.pid)
+        rss = mib(peak_rss_mib(process.pid))
         stats = session_stats(port)
     finally:
         process.stop()
@@ -519,8 +524,9 @@ async def run_all(plane: ControlPlane, args: argparse.Namespace, workdir: Path) 
             )
             if "refused" in res:
                 print(f"bench: gangs, {who}: {res['refused']}", flush=True)
-        out["apiserver_peak_rss_mib"] = peak_rss_mib(plane.processes[1].pid)
-        out["etcd_peak_rss_mib"] = peak_rss_mib(plane.processes[0].pid)
+        out["apiserver_peak_rss_mib"] = mib(peak_rss_mib(plane.processes[1].pid))
+        out["etcd_peak_rss_mib"] = mib(peak_rss_mib(plane.processes[0].pid))
+        out["load_average_at_end"] = round(os.getloadavg()[0], 2)
     return out
 
 
@@ -569,7 +575,7 @@ def write(result: dict[str, Any], out_dir: Path) -> None:
 | nodes used | {ks["nodes_used"]:,} | {t["nodes_used"]:,} |
 | peak RSS (MiB) | {ks["peak_rss_mib"]} | {t["peak_rss_mib"]} |
 
-**tierra / kube-scheduler = {ratio}** (goal: >= 1). tierra ran {t.get("sessions", "?")}
+**tierra / kube-scheduler = {ratio}** (goal: >= 1). tierra ran {t.get("sessions", 0):.0f}
 sessions taking {t.get("session_seconds", "?")} s in all (its first session decides all
 {s["pods"]:,} pods before the first binding is posted).
 
@@ -604,9 +610,12 @@ run). In the core's cache (tracemalloc, {c["nodes"]:,} nodes and {c["pods"]:,} b
 by tierra.kube's decoders): **{c["bytes_per_node"]:,} bytes per Node, {c["bytes_per_pod"]:,}
 bytes per Pod**.
 
-Machine: {m["cores"]} cores ({m["cpu"]}), {m["memory_bytes"] / 2**30:.1f} GiB, load at start
-{m["load_average_at_start"]:.2f}; everything (etcd, API server, schedulers, this client and its
-watch) shares those cores. Versions: {result["versions"]}. Date {result["date"]}.
+Machine: {m["cores"]} cores ({m["cpu"]}), {m["memory_bytes"] / 2**30:.1f} GiB, load average at
+start {m["load_average_at_start"]:.2f}, at end {r.get("load_average_at_end", "not recorded")}
+(the machine is shared with other work; absolute figures move with it, the side-by-side
+ratio less so); everything (etcd, API server, schedulers, this client and its
+watch) shares those cores. Versions: kube-scheduler and kube-apiserver
+{result["versions"]["kube-scheduler"]}. Date {result["date"]}.
 
 Reproduce: `{result["command"]}`
 """
