@@ -13,7 +13,7 @@ import subprocess
 import sys
 import urllib.request
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -280,3 +280,22 @@ async def read(kube: Kube, path: str) -> dict[str, Any] | None:
 
 def load_json(text: str) -> Any:
     return json.loads(text)
+
+
+async def at_first_binding(
+    kube: Kube, namespace: str, start: Callable[[], Awaitable[None]], then: Callable[[], None]
+) -> None:
+    """Watch ``namespace``; run ``start``; call ``then`` the moment a pod is seen bound.
+
+    A watch reacts within milliseconds, where polling a list can miss a whole gang's
+    bindings between two polls on a busy machine."""
+    listing = await kube.get(PODS.path(namespace), query={"limit": 1})
+    query = {"watch": True, "resourceVersion": listing["metadata"]["resourceVersion"]}
+    async with kube.stream(PODS.path(namespace), query=query, read_timeout=120) as lines:
+        await start()
+        async for line in lines:
+            event = json.loads(line)
+            if event.get("type") == "MODIFIED" and event["object"]["spec"].get("nodeName"):
+                then()
+                return
+    raise AssertionError("the watch ended before any pod was bound")

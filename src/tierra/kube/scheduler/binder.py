@@ -175,7 +175,8 @@ class Binder:
             last = max(created, default=0.0)
             if last > 0:
                 self.metrics.gang_latency.observe(max(0.0, time.time() - last))
-            self.on_bound(gang, bindings)
+            # Not while a session runs: the callback reads the cache the session writes.
+            self.feed.apply(lambda: self.on_bound(gang, bindings))
         else:
             self.on_failure()
 
