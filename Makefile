@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-scheduler clean
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-scheduler bench-controller clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ check: lint typecheck
 test: check controlplane-build
 	$(BIN)/python -m pytest -q
 
-bench: bench-topology bench-discovery bench-sim bench-kube-scheduler bench-scheduler
+bench: bench-topology bench-discovery bench-sim bench-kube-scheduler bench-scheduler bench-controller
 
 bench-topology: $(STAMP)
 	$(BIN)/python bench/topology_index.py
@@ -41,6 +41,9 @@ bench-discovery: $(STAMP)
 
 bench-scheduler: $(STAMP)
 	$(BIN)/python bench/scheduler_scale.py
+
+bench-controller: $(STAMP) controlplane-build
+	$(BIN)/python bench/controller_scale.py
 
 bench-sim: $(STAMP)
 	$(BIN)/python bench/sim_scale.py
