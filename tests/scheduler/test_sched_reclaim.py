@@ -128,7 +128,7 @@ def test_the_preemption_delay_holds_reclaim_back() -> None:
     first = run_session(cache, config, memory=memory, now=1000.0)
     assert first.evictions == () and first.bindings == ()
     assert reasons(first)["default/a-job"].endswith(
-        "; it may preempt or reclaim once it has waited the preemption delay (60 s of 60 s left)"
+        "; it may reclaim once it has waited the preemption delay (60 s of 60 s left)"
     )
     _, exp = explain_gang(cache, "default/a-job", config, memory=memory, now=1030.0)
     assert exp.status == "unschedulable"

@@ -60,14 +60,13 @@ class QueueBook:
         cache: Cache,
         demands: Mapping[str, IntArray],
         waiting: set[str],
-        tree: QueueTree | None = None,
     ) -> None:
         """``waiting``: queues with pending gangs; ``demands``: what their pending pods ask
         for (the deserved shares are water-filled by it)."""
         self.cache = cache
         self.axis = cache.capacity.axis
         self.names = self.axis.names
-        self.tree = tree if tree is not None else QueueTree.build(cache.queues.values())
+        self.tree = QueueTree.build(cache.queues.values())
         self.queues: Mapping[str, Queue] = self.tree.queues
         self.waiting = set(waiting)
         self.guarantees = any(q.guarantee for q in self.queues.values())
@@ -79,8 +78,8 @@ class QueueBook:
         self._guarantees: dict[str, IntArray] | None = None
         self._contended: npt.NDArray[np.bool_] | None = None
 
-    # Sums over every running gang and every node: computed on first use only, since a
-    # session with one queue and no limits never needs them.
+    # Computed on first use: a session with one queue and no limits needs only the
+    # statuses at its end.
 
     def own_usage(self) -> dict[str, IntArray]:
         """Per queue, what its own pods hold (not its children's), in ledger units."""
@@ -294,6 +293,11 @@ class QueueBook:
             f"{amount(self.axis, i, alloc[i])}, the gang needs "
             f"{amount(self.axis, i, request[i])})"
         )
+
+    def below_share(self, q: str, dims: npt.NDArray[np.bool_]) -> bool:
+        """Whether ``q`` holds less than its deserved share of some resource in ``dims``."""
+        alloc, deserved = self.allocated[q], self.deserved[q]
+        return bool((dims & (alloc < deserved * (1 - 1e-9) - 1e-6)).any())
 
     def above_share(self, q: str, dims: npt.NDArray[np.bool_]) -> bool:
         """Whether ``q`` holds more than its deserved share of some resource in ``dims``."""

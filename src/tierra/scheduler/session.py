@@ -8,13 +8,17 @@ The recipe, per session (``run_session``):
 3. repeatedly take the next gang (queue priority, fair share, gang priority, name) and:
    a. plan it once (``plan.make_plan``): limits, frame, units, demand -- or why its
       input cannot be honoured;
-   b. ask its queue (``QueueBook.admit``);
+   b. ask its queue (``QueueBook.admit``) for its minimum, and for a ``Budget`` for
+      every further pod (capability up the queue tree, guarantees held for others);
    c. place it inside the transaction (``allocate.Allocator``): lowest feasible tier
       first, whole or not at all;
-   d. if it fits nowhere and preemption is on, evict lower-priority pods inside one
-      domain (``preemption.Preemptor``);
+   d. if it fits nowhere, evict inside one domain: lower-priority pods if preemption is
+      on (``preemption.Preemptor``), else whole gangs of queues above their share if
+      its queue is below its own (``reclaim.Reclaimer``) -- once it has waited the
+      preemption delay by the adapter's clock (``now``);
    e. commit (bindings and evictions recorded, kept in the cache) or roll back;
-4. return the decisions; each gang left waiting carries its ``Status``.
+4. return the decisions; each gang left waiting carries its ``Status``, each queue its
+   ``QueueStatus``.
 
 A gang that failed in an earlier session is skipped, with its earlier status, while
 nothing it depends on has changed (``Cache.unchanged_since``; the failures are kept in
@@ -30,7 +34,8 @@ remembered, so re-tried every session: a queue limit, a domain whose counts fit 
 whose placement failed, and a gang that could preempt now (victims change with every
 binding).
 
-Deterministic: no clocks, no randomness, every order has a final tie-break by name.
+Deterministic: no clocks of its own (the preemption delay reads the ``now`` the adapter
+passes), no randomness, every order has a final tie-break by name.
 """
 
 from __future__ import annotations
@@ -183,16 +188,18 @@ class _Session:
         return self.config.preemption and gang.priority > lowest
 
     def _may_reclaim(self, gang: Gang) -> bool:
-        """Whether reclaim could help ``gang`` (a cheap test: something is short, and
-        another queue holds more than its share of it)."""
+        """Whether reclaim could help ``gang`` (a cheap test: something is short, its queue
+        holds less than its share of it, and another queue more)."""
         book = self.book
         if not self.config.reclaim or book is None:
             return False
         found = self._reclaim_hint.get(gang.queue)
         if found is None:
             short = book.contended()
-            found = bool(short.any()) and any(
-                q != gang.queue and book.above_share(q, short) for q in book.tree.order
+            found = (
+                bool(short.any())
+                and book.below_share(gang.queue, short)
+                and any(q != gang.queue and book.above_share(q, short) for q in book.tree.order)
             )
             self._reclaim_hint[gang.queue] = found
         return found
@@ -271,24 +278,28 @@ class _Session:
         """Preempt, else reclaim, for a gang that fits nowhere: its status when placed
         (committed), a note when the preemption delay holds it back, else None."""
         gang = plan.gang
-        preempt = self._may_preempt(gang)
-        reclaim = self._may_reclaim(gang) and self.reclaimer.refusal(plan, book) is None
-        if explain and self.config.reclaim and not reclaim:
-            why = self.reclaimer.refusal(plan, book) or "no other queue holds more than its share"
-            self.notes.append(f"reclaim: not possible, {why}")
-        if not (preempt or reclaim):
+        kinds = ["preempt"] if self._may_preempt(gang) else []
+        if self.config.reclaim:
+            refused = (
+                self.reclaimer.refusal(plan, book)
+                if self._may_reclaim(gang)
+                else "no other queue holds more than its share of what it asks for"
+            )
+            if refused is None:
+                kinds.append("reclaim")
+            elif explain:
+                self.notes.append(f"reclaim: not possible, {refused}")
+        if not kinds:
             return None
         left = self._delay_left(gang)
         if left > 0:
             if explain:
-                self._would(plan, book, budget, preempt=preempt, reclaim=reclaim, left=left)
+                self._would(plan, book, budget, kinds, left)
             return (
-                f"it may preempt or reclaim once it has waited the preemption delay "
+                f"it may {' or '.join(kinds)} once it has waited the preemption delay "
                 f"({left:.0f} s of {self.config.preemption_delay:g} s left)"
             )
-        for kind in ("preempt", "reclaim"):
-            if (preempt if kind == "preempt" else reclaim) is False:
-                continue
+        for kind in kinds:
             found = self._try_evict(kind, plan, book, budget)
             if found.ok and found.domain is not None:
                 self.commit(gang, book, self._eviction_reason(kind, gang, book, found.domain))
@@ -306,19 +317,10 @@ class _Session:
         return self.reclaimer.reclaim(plan, book, budget)
 
     def _would(
-        self,
-        plan: GangPlan,
-        book: QueueBook,
-        budget: Budget | None,
-        *,
-        preempt: bool,
-        reclaim: bool,
-        left: float,
+        self, plan: GangPlan, book: QueueBook, budget: Budget | None, kinds: list[str], left: float
     ) -> None:
         """Explain: what preempting or reclaiming would evict now (tried, then undone)."""
-        for kind, may in (("preempt", preempt), ("reclaim", reclaim)):
-            if not may:
-                continue
+        for kind in kinds:
             found = self._try_evict(kind, plan, book, budget)
             if found.ok and found.domain is not None:
                 victims = ", ".join(
