@@ -8,6 +8,7 @@ default, so one bad field never hides the next one. Nothing here raises for user
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from tierra.api.quantity import QuantityError, byte_counted, to_milli, too_large
@@ -70,7 +71,7 @@ class Fields:
             if required:
                 self.problem(key, "is required")
             return Fields({}, self.at(key), self.report)
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):  # dict: the fast way
             self.problem(key, f"expected an object, got {_type_name(value)}")
             return Fields({}, self.at(key), self.report)
         return Fields(value, self.at(key), self.report)
@@ -87,7 +88,7 @@ class Fields:
         out: list[Fields] = []
         for i, item in enumerate(value):
             path = f"{self.at(key)}[{i}]"
-            if not isinstance(item, Mapping):
+            if type(item) is not dict and not isinstance(item, Mapping):
                 self.report.add(path, f"expected an object, got {_type_name(item)}")
                 continue
             out.append(Fields(item, path, self.report))
@@ -199,6 +200,12 @@ class Fields:
         if not isinstance(value, Mapping):
             self.problem(key, f"expected a resource list, got {_type_name(value)}")
             return {}
+        try:
+            known = _valid_resources(tuple(value.items()))
+        except TypeError:  # an unhashable amount (a list, an object): reported below
+            known = None
+        if known is not None:
+            return dict(known)
         out: dict[str, int] = {}
         for name, qty in value.items():
             try:
@@ -225,3 +232,20 @@ class Fields:
             self.problem(key, f"must be one of {', '.join(allowed)}; got {value!r}")
             return default
         return value
+
+
+@lru_cache(maxsize=4096)
+def _valid_resources(items: tuple[tuple[Any, Any], ...]) -> dict[str, int] | None:
+    """A ResourceList with nothing to report, in milli-units; None when something is
+    wrong (``Fields.resources`` then says what). Remembered: a cluster's pods repeat a
+    few requests and its nodes a few shapes, a hundred thousand times over."""
+    out: dict[str, int] = {}
+    for name, qty in items:
+        try:
+            milli = to_milli(qty)
+        except QuantityError:
+            return None
+        if milli < 0 or too_large(str(name), milli):
+            return None
+        out[str(name)] = milli
+    return out

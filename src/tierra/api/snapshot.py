@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
 from tierra.api.files import YamlLoader, read_text, yaml_problem
@@ -26,6 +27,7 @@ from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.queue import Queue, decode_queue
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
+from tierra.bulk import building
 from tierra.errors import InputError, Origin, Problem, Severity, errors_only
 
 
@@ -85,7 +87,7 @@ def _parse(name: str, text: str) -> Iterator[Any]:
     stripped = text.lstrip()
     if stripped[:1] in ("{", "["):
         try:
-            doc = json.loads(text)
+            doc = _json(text)
         except json.JSONDecodeError as exc:
             if stripped[:1] == "{" and not name.endswith((".yaml", ".yml")):
                 raise InputError(
@@ -100,6 +102,18 @@ def _parse(name: str, text: str) -> Iterator[Any]:
         raise InputError(yaml_problem(name, exc)) from None
     except RecursionError:
         raise InputError(f"{name}: invalid YAML: nested too deeply") from None
+
+
+_fast_json = msgspec.json.Decoder().decode
+
+
+def _json(text: str) -> Any:
+    """msgspec is a third faster on a 200 MB dump; what it refuses (numbers past 64 bits,
+    NaN, broken JSON) goes through json, which also says where it broke."""
+    try:
+        return _fast_json(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
 
 
 Decoder = Callable[[Mapping[str, Any], Origin, list[Problem]], Any]
@@ -152,6 +166,11 @@ def snapshot_files(paths: Sequence[str | Path]) -> list[Path]:
 
 def load_snapshot(paths: Sequence[str | Path], *, strict: bool = False) -> Snapshot:
     """Read every file (or folder of them); raise ``InputError`` only when one cannot be read."""
+    with building():
+        return _load(paths, strict=strict)
+
+
+def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
     problems: list[Problem] = []
     buckets: dict[str, list[Any]] = {
         k: [] for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs")

@@ -66,15 +66,21 @@ def serve(
             fail(str(exc))
         background.append(feed)
     else:
-        snapshot = load_snapshot_or_exit(files or [])
-        print_problems(snapshot.errors)
-        dash = Dashboard.from_snapshot(
-            snapshot,
-            source=Source("snapshot", ", ".join(str(f) for f in files or [])),
-            config=cfg,
-            report=report,
-        )
-        dash.warm()
+        import gc  # noqa: PLC0415
+
+        from tierra.bulk import building  # noqa: PLC0415
+
+        with building():
+            snapshot = load_snapshot_or_exit(files or [])
+            print_problems(snapshot.errors)
+            dash = Dashboard.from_snapshot(
+                snapshot,
+                source=Source("snapshot", ", ".join(str(f) for f in files or [])),
+                config=cfg,
+                report=report,
+            )
+            dash.warm()
+        gc.freeze()  # all that lives as long as the server: later collections skip it
     try:
         # A live page refetches at most once a second however fast the cluster changes.
         debounce = 1.0 if background else 0.25

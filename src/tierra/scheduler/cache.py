@@ -40,6 +40,7 @@ from tierra.api.pod import PODS, Pod
 from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
+from tierra.bulk import building
 from tierra.errors import Problem
 from tierra.scheduler.filters import NodeFilter
 from tierra.scheduler.layout import Layouts
@@ -123,19 +124,24 @@ class Cache:
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> Cache:
         """Build the index, capacity and health once; then add every queue, group, pod."""
-        cache = cls(
-            nodes=snapshot.nodes, hypernodes=snapshot.hypernodes, problems=snapshot.problems
-        )
-        for q in snapshot.queues:
-            cache.upsert_queue(q)
-        for pg in snapshot.podgroups:
-            cache.upsert_podgroup(pg)
-        cache._add_pods(snapshot.pods)
+        with building():
+            cache = cls(
+                nodes=snapshot.nodes, hypernodes=snapshot.hypernodes, problems=snapshot.problems
+            )
+            for q in snapshot.queues:
+                cache.upsert_queue(q)
+            for pg in snapshot.podgroups:
+                cache.upsert_podgroup(pg)
+            cache._add_pods(snapshot.pods)
         return cache
 
     # -- the index and the ledgers over it --------------------------------------------
 
     def _build(self, by_name: dict[str, Node]) -> None:
+        with building():
+            self._build_index(by_name)
+
+    def _build_index(self, by_name: dict[str, Node]) -> None:
         nodes = list(by_name.values())
         hns = list(self.hypernodes.values())
         self.index = TopologyIndex.build(nodes, hns, self.input_problems)

@@ -81,19 +81,23 @@ class Capacity:
         self.index = index
         self.axis = axis or ResourceAxis(r for n in nodes for r in n.allocatable)
         n_nodes, n_res = len(index.node_names), len(self.axis)
-        rows: list[int] = []
-        cols: list[int] = []
-        amounts: list[int] = []
-        column = self.axis.index
+        # Nodes come in a few shapes: one row per distinct allocatable, then one gather.
+        shapes: dict[tuple[tuple[str, int], ...], int] = {}
+        rows: list[IntArray] = []
+        at: list[int] = []
+        shape_of: list[int] = []
+        node_ix = index.node_ix
         for node in nodes:
-            i = index.node_ix[node.name]
-            for r, amount in node.allocatable.items():
-                rows.append(i)
-                cols.append(column[r])
-                amounts.append(amount)
+            shape = tuple(node.allocatable.items())
+            k = shapes.get(shape)
+            if k is None:
+                k = shapes[shape] = len(rows)
+                rows.append(self.axis.allocatable_vector(node.allocatable))
+            at.append(node_ix[node.meta.name])
+            shape_of.append(k)
         self.node_alloc: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
-        self.node_alloc[rows, cols] = amounts
-        self.node_alloc //= self.axis.scale  # allocatable rounds down in ledger units
+        if rows:  # allocatable rounds down in ledger units
+            self.node_alloc[np.asarray(at, dtype=np.int64)] = np.stack(rows)[shape_of]
         self.node_used: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
         self.dom_alloc: IntArray = index.sum_under(self.node_alloc)
         self.dom_used: IntArray = np.zeros_like(self.dom_alloc)

@@ -120,7 +120,7 @@ class TopologyView:
             n = node_ix.get(pod.node_name)
             if not pod.holds_resources or n is None:
                 continue
-            shape = tuple(sorted(pod.requests.items()))
+            shape = tuple(pod.requests.items())
             vec = vectors.get(shape)
             if vec is None:
                 vec = vectors[shape] = axis.vector(pod.requests)
