@@ -44,7 +44,6 @@ def test_bad_invocations_exit_2_with_a_message(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: Node\n  : : [")
     cases = [
-        ((), "give snapshot files"),
         ((str(CANONICAL), "--kubeconfig", str(CANONICAL)), "not both"),
         ((str(tmp_path / "missing.yaml"),), "missing.yaml"),
         ((str(bad),), "bad.yaml"),
@@ -70,6 +69,18 @@ def test_an_unusable_kubeconfig_exits_2_with_a_message(tmp_path: Path) -> None:
         )
         assert out.returncode == 2, out
         assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_serve_alone_looks_for_a_cluster_and_says_where_it_looked(tmp_path: Path) -> None:
+    """No files, no --kubeconfig: the pod's service account, else $KUBECONFIG or
+    ~/.kube/config; with none of them, exit 2 naming what was looked for."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KUBECONFIG": ""}
+    out = subprocess.run(
+        [*TIERRA, "serve"], capture_output=True, text=True, check=False, env=env, timeout=60
+    )
+    assert out.returncode == 2, out
+    assert "no kubeconfig" in out.stderr and str(tmp_path / ".kube/config") in out.stderr
+    assert "in-cluster service account" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_a_port_in_use_is_a_clear_error() -> None:

@@ -105,11 +105,11 @@ class _TokenBucket:
                 await asyncio.sleep((1 - self.tokens) / self.qps)
 
 
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")  # a pod's token, CA
+
+
 def _in_cluster() -> bool:
-    return (
-        bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
-        and Path("/var/run/secrets/kubernetes.io/serviceaccount/token").is_file()
-    )
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (SERVICE_ACCOUNT / "token").is_file()
 
 
 async def load_configuration(
@@ -120,7 +120,11 @@ async def load_configuration(
     configuration = Configuration()
     if kubeconfig is None and _in_cluster():
         try:
-            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration,
+                token_filename=str(SERVICE_ACCOUNT / "token"),
+                cert_filename=str(SERVICE_ACCOUNT / "ca.crt"),
+            )
         except k8s_config.ConfigException as exc:
             raise KubeConfigError(f"in-cluster configuration: {exc}") from None
         return configuration
