@@ -295,3 +295,48 @@ def test_from_snapshot_with_a_pod_given_twice_keeps_the_last() -> None:
     cache = Cache.from_snapshot(snap)
     assert cache_state(cache) == cache_state(one_by_one(snap))
     assert gpus_used(cache, "node-1") == 4 and gpus_used(cache, "node-0") == 0
+
+
+def rebuilt_state(cache: Cache) -> dict[str, object]:
+    """``cache_state`` but for how many times the index was built."""
+    state = cache_state(cache)
+    del state["generation"]
+    return state
+
+
+@SETTINGS
+@given(worlds(), st.integers(0, 3))
+def test_a_first_list_in_one_batch_equals_from_snapshot(world: World, seed: int) -> None:
+    """What an informer's first list does (every object upserted inside ``batch()``, the
+    nodes kept by name until the one rebuild) leaves the cache as ``from_snapshot`` does;
+    and nodes removed or relabelled inside a batch, as if done before it."""
+    rnd = random.Random(seed)
+    snap = snapshot(world.nodes, world.hypernodes, world.pods, world.podgroups, [queue("q")])
+    cache = Cache()
+    with cache.batch():
+        for n in snap.nodes:
+            cache.upsert_node(n)
+        gone = rnd.choice(snap.nodes)
+        cache.remove_node(gone.name)
+        cache.remove_node("never-there")
+        cache.upsert_node(gone)  # back, at the end of the node order
+        for h in snap.hypernodes:
+            cache.upsert_hypernode(h)
+        for q in snap.queues:
+            cache.upsert_queue(q)
+        for pg in snap.podgroups:
+            cache.upsert_podgroup(pg)
+        for p in snap.pods:
+            cache.upsert_pod(p)
+    moved = [n for n in snap.nodes if n.name != gone.name] + [gone]
+    assert rebuilt_state(cache) == rebuilt_state(
+        Cache.from_snapshot(replace(snap, nodes=tuple(moved)))
+    )
+    if len(moved) < 2:
+        return
+    relabelled = replace(gone, meta=replace(gone.meta, labels={"zone": "z"}))
+    with cache.batch():
+        cache.upsert_node(relabelled)
+        cache.remove_node(moved[0].name)
+    after = replace(snap, nodes=(*moved[1:-1], relabelled))
+    assert rebuilt_state(cache) == rebuilt_state(Cache.from_snapshot(after))

@@ -119,6 +119,7 @@ class Cache:
         self._journal: Journal | None = None  # inside ``trial()``: what commits changed
         self._healthy: tuple[int, IntArray | None] = (-1, None)
         self._stale = False  # topology changed inside a batch: rebuild when it ends
+        self._staged: dict[str, Node] | None = None  # ... and the nodes it will hold
         self._build({n.name: _with_pods(n) for n in nodes})
 
     @classmethod
@@ -142,6 +143,7 @@ class Cache:
             self._build_index(by_name)
 
     def _build_index(self, by_name: dict[str, Node]) -> None:
+        self._staged = None
         nodes = list(by_name.values())
         hns = list(self.hypernodes.values())
         self.index = TopologyIndex.build(nodes, hns, self.input_problems)
@@ -165,14 +167,22 @@ class Cache:
         self.priorities.clear()
         self._hold_all(self.pods.items())
 
+    def _node_set(self) -> dict[str, Node]:
+        """Every node by name as the upserts left them: inside a batch that holds a
+        rebuild back, the one kept for it (so a first list of 100,000 nodes is linear,
+        not a copy of the node set per node); else a fresh dict."""
+        if self._staged is not None:
+            return self._staged
+        return {n.name: n for n in self.nodes}
+
     def _rebuild(self, by_name: dict[str, Node] | None = None) -> None:
         """Rebuild the index now, or once at the end of the current ``batch``."""
-        if by_name is not None:
-            self.nodes = list(by_name.values())  # the index is stale until rebuilt
+        by_name = self._node_set() if by_name is None else by_name
         if self._batching:
             self._stale = True
+            self._staged = by_name  # the index (and ``nodes``) are stale until rebuilt
             return
-        self._build({n.name: n for n in self.nodes} if by_name is None else by_name)
+        self._build(by_name)
 
     @contextmanager
     def batch(self) -> Iterator[Cache]:
@@ -187,7 +197,7 @@ class Cache:
             self._batching -= 1
             if not self._batching and self._stale:
                 self._stale = False
-                self._build({n.name: n for n in self.nodes})
+                self._build(self._node_set())
 
     # -- events -----------------------------------------------------------------------
 
@@ -222,7 +232,7 @@ class Cache:
         node = _with_pods(node)
         i = self.index.node_ix.get(node.name)
         if self._stale or i is None:
-            by_name = {n.name: n for n in self.nodes}
+            by_name = self._node_set()
             if by_name.get(node.name) == node:
                 return
             by_name[node.name] = node
@@ -232,7 +242,9 @@ class Cache:
         if old == node:
             return
         if old.labels != node.labels or old.allocatable != node.allocatable:
-            self._rebuild({**{n.name: n for n in self.nodes}, node.name: node})
+            by_name = self._node_set()
+            by_name[node.name] = node
+            self._rebuild(by_name)
             return
         self.nodes[i] = node
         self.health.update(node)
@@ -240,9 +252,11 @@ class Cache:
         self._freed()
 
     def remove_node(self, name: str) -> None:
-        if all(n.name != name for n in self.nodes):
+        if self._staged is None and name not in self.index.node_ix:
             return
-        self._rebuild({n.name: n for n in self.nodes if n.name != name})
+        by_name = self._node_set()
+        if by_name.pop(name, None) is not None:
+            self._rebuild(by_name)
 
     def upsert_hypernode(self, hypernode: HyperNode) -> None:
         if self.hypernodes.get(hypernode.name) == hypernode:
