@@ -3,8 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The dashboard's tests and benchmark drive Debian's Chromium through Playwright (its own
+# browser download needs a network this project does not have): installed when missing.
+CHROMIUM ?= /usr/bin/chromium
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-scheduler bench-controller clean
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-cli bench-web screenshots clean bench-controller
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,10 +31,19 @@ check: lint typecheck
 
 # The Kubernetes tests run against a real etcd and kube-apiserver built from the Go
 # module proxy (hack/controlplane); the build is skipped when its cache is current.
-test: check controlplane-build
+test: check controlplane-build $(CHROMIUM)
 	$(BIN)/python -m pytest -q
 
-bench: bench-topology bench-discovery bench-sim bench-kube-scheduler bench-scheduler bench-controller
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		chromium fonts-dejavu-core
+
+# Retake the dashboard screenshots under docs/ (the README shows them) from the browser test.
+screenshots: $(STAMP) $(CHROMIUM)
+	TIERRA_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/web/test_web_browser.py -k screenshots
+
+bench: bench-topology bench-discovery bench-sim bench-queues bench-kube-scheduler bench-kube-compare bench-scheduler bench-cli bench-web bench-controller
 
 bench-topology: $(STAMP)
 	$(BIN)/python bench/topology_index.py
@@ -42,12 +55,21 @@ bench-discovery: $(STAMP)
 bench-scheduler: $(STAMP)
 	$(BIN)/python bench/scheduler_scale.py
 
+bench-cli: $(STAMP)
+	$(BIN)/python bench/cli_startup.py
+
+bench-web: $(STAMP) $(CHROMIUM)
+	$(BIN)/python bench/web_dashboard.py
+
 bench-controller: $(STAMP) controlplane-build
 	$(BIN)/python bench/controller_scale.py
 
 bench-sim: $(STAMP)
 	$(BIN)/python bench/sim_scale.py
 	$(BIN)/python bench/quality.py
+
+bench-queues: $(STAMP)
+	$(BIN)/python bench/queues_share.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -10,7 +10,8 @@ Clusters are fat trees from ``tierra.scheduler.testing.fat_tree``: nodes of 8 GP
 1, 2, 4 or 8 GPUs, with a mix of constraints: hard tier 1 where a leaf can hold the
 gang, hard tier 2, soft, and none.
 
-Three measurements per cluster size, each on a ``ClusterState`` built once:
+Three measurements per cluster size, each on a ``Cache`` (and the ``Memory`` beside it)
+built once:
 
 * ``gang64``: the cluster is first filled to about half its GPUs by the scheduler
   itself (the background stream); then 200 gangs of 64 pods x 8 GPUs, hard tier 2, are
@@ -41,7 +42,7 @@ from _machine import machine
 
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup
-from tierra.scheduler import ClusterState, run_session
+from tierra.scheduler import Cache, Memory, run_session
 from tierra.scheduler.testing import fat_tree, pod, podgroup, topology
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,22 +82,24 @@ def mixed_stream(rng: random.Random, prefix: str, gpus: int) -> list[Gang]:
     return out
 
 
-def submit(state: ClusterState, gangs: list[Gang]) -> None:
-    state.add_podgroups([pg for pg, _ in gangs])
-    state.add_pods([p for _, pods in gangs for p in pods])
+def submit(cache: Cache, gangs: list[Gang]) -> None:
+    for pg, pods in gangs:
+        cache.upsert_podgroup(pg)
+        for p in pods:
+            cache.upsert_pod(p)
 
 
-def complete(state: ClusterState, gang: Gang) -> None:
+def complete(cache: Cache, gang: Gang) -> None:
     pg, pods = gang
     for p in pods:
-        state.remove_pod(p.key)
-    state.remove_podgroup(pg.key)
+        cache.remove_pod(p.key)
+    cache.remove_podgroup(pg.key)
 
 
-def gpu_use(state: ClusterState) -> float:
-    g = state.capacity.axis.index["nvidia.com/gpu"]
-    root = state.index.root
-    return float(state.capacity.dom_used[root, g] / max(state.capacity.dom_alloc[root, g], 1))
+def gpu_use(cache: Cache) -> float:
+    g = cache.capacity.axis.index["nvidia.com/gpu"]
+    root = cache.index.root
+    return float(cache.capacity.dom_used[root, g] / max(cache.capacity.dom_alloc[root, g], 1))
 
 
 def quantiles(samples: list[float]) -> dict[str, float]:
@@ -114,17 +117,17 @@ def quantiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def probe(state: ClusterState, gangs: list[Gang]) -> dict[str, Any]:
+def probe(cache: Cache, memory: Memory, gangs: list[Gang]) -> dict[str, Any]:
     """Decide each gang in its own session, then complete it; latency per session."""
     times: list[float] = []
     placed = 0
     for g in gangs:
-        submit(state, [g])
+        submit(cache, [g])
         t = time.perf_counter()
-        result = run_session(state)
+        result = run_session(cache, memory=memory)
         times.append(time.perf_counter() - t)
         placed += bool(result.bindings)
-        complete(state, g)
+        complete(cache, g)
     return {"gangs": len(gangs), "placed": placed, "seconds": quantiles(times)}
 
 
@@ -134,32 +137,33 @@ def run_size(n_nodes: int, seed: int) -> dict[str, Any]:
     nodes, hns = fat_tree(n_nodes)
     generated = time.perf_counter() - t
     t = time.perf_counter()
-    state = ClusterState(nodes=nodes, hypernodes=hns)
+    cache = Cache(nodes=nodes, hypernodes=hns)
+    memory = Memory()
     built = time.perf_counter() - t
     total_gpus = n_nodes * 8
     # background: the scheduler fills about half the GPUs
     background = mixed_stream(rng, "bg", total_gpus // 2)
-    submit(state, background)
+    submit(cache, background)
     t = time.perf_counter()
-    bg = run_session(state)
+    bg = run_session(cache, memory=memory)
     bg_s = time.perf_counter() - t
-    for key in list(state.pending):  # what did not fit is withdrawn
-        state.remove_pod(key)
-    use = gpu_use(state)
+    for key in list(cache.pending):  # what did not fit is withdrawn
+        cache.remove_pod(key)
+    use = gpu_use(cache)
     gc.collect()
     gang64 = [make_gang(f"p{i:04d}", 64, 8, topology(tier=2)) for i in range(200)]
-    gang64_r = probe(state, gang64)
+    gang64_r = probe(cache, memory, gang64)
     mixed: list[Gang] = []
     while len(mixed) < 200:
         mixed += mixed_stream(rng, f"mx{len(mixed)}-", 4096)
-    mixed_r = probe(state, mixed[:200])
+    mixed_r = probe(cache, memory, mixed[:200])
     # one session over a whole stream, on a fresh cluster
-    fresh = ClusterState(nodes=nodes, hypernodes=hns)
+    fresh = Cache(nodes=nodes, hypernodes=hns)
     stream = mixed_stream(random.Random(seed + 1), "s", total_gpus)
     submit(fresh, stream)
     gc.collect()
     t = time.perf_counter()
-    result = run_session(fresh)
+    result = run_session(fresh, memory=Memory())
     session_s = time.perf_counter() - t
     pods = sum(len(p) for _, p in stream)
     return {

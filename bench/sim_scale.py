@@ -137,7 +137,8 @@ def preload(policy: object, cluster: Any, busy: np.ndarray) -> None:
             job = replace(_job(f"fill-{n}", 1, None), roles=(filler,))
             (pod,) = job_pods(job)
             pods.append(replace(pod, node_name=cluster.index.node_names[n]))
-        policy.state.add_pods(pods)
+        for pod in pods:
+            policy.cache.upsert_pod(pod)
     else:  # pragma: no cover
         raise TypeError(type(policy))
 

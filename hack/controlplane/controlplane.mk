@@ -5,13 +5,14 @@
 #   make controlplane-up       run etcd + kube-apiserver in the foreground; prints the
 #                              kubeconfig path; Ctrl-C stops it and removes its folder
 #   make bench-kube-scheduler  kube-scheduler binding 10,000 pods on 5,000 fake nodes
+#   make bench-kube-compare    tierra scheduler beside kube-scheduler: plain pods, gangs, memory
 #
 # KUBEBUILDER_ASSETS, if set, names a folder with existing binaries: nothing is built then.
 
 CONTROLPLANE_HACK := hack/controlplane
 CONTROLPLANE_PY   ?= $(if $(BIN),$(BIN)/python,python3)
 
-.PHONY: controlplane-build controlplane-up bench-kube-scheduler
+.PHONY: controlplane-build controlplane-up bench-kube-scheduler bench-kube-compare
 
 controlplane-build:
 	bash $(CONTROLPLANE_HACK)/build.sh
@@ -21,3 +22,6 @@ controlplane-up: $(STAMP) controlplane-build
 
 bench-kube-scheduler: $(STAMP) controlplane-build
 	$(CONTROLPLANE_PY) bench/kube_scheduler_bind.py
+
+bench-kube-compare: $(STAMP) controlplane-build
+	$(CONTROLPLANE_PY) bench/kube_scheduler_compare.py

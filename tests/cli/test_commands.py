@@ -66,7 +66,9 @@ def test_tree_json_rolls_up_capacity_and_health() -> None:
     assert code == 0
     root = json.loads(out)
     assert root["name"] == "<cluster>" and root["tier"] == 4
-    assert root["gpu"] == {"free": 56, "allocatable": 64}  # one running pod holds 8 GPUs on node-0
+    # one running pod holds 8 GPUs on node-0; node-5 (NotReady) and node-6 (cordoned) hold
+    # 16 that nothing can use: they are unavailable, not free
+    assert root["gpu"] == {"free": 40, "allocatable": 64, "unavailable": 16}
     (s6,) = root["children"]
     s4, s5 = s6["children"]
     assert (s4["name"], s4["health"]["unhealthyNodes"]) == ("s4", 0)

@@ -209,7 +209,7 @@ def test_bookmarks_move_the_resource_version(control_plane: ControlPlane, namesp
                 )
                 await eventually(
                     lambda: informer.stats.bookmarks >= 1 and informer.stats.watches >= 2,
-                    20,
+                    60,
                     "a bookmark and a resumed watch",
                 )
             return informer, mirror, start

@@ -9,7 +9,7 @@ from tierra.api.node import Node
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
-from tierra.scheduler import SchedulerConfig, SessionResult, schedule
+from tierra.scheduler import Cache, Memory, SchedulerConfig, SessionResult, run_session, schedule
 from tierra.scheduler.testing import snapshot
 
 
@@ -37,3 +37,23 @@ def domains(result: SessionResult) -> dict[str, str | None]:
 
 def reasons(result: SessionResult) -> dict[str, str]:
     return {u.podgroup: u.reason for u in result.unschedulable}
+
+
+def add(cache: Cache, *objs: Pod | PodGroup) -> None:
+    """Feed PodGroups and pods to ``cache`` the way an adapter does, one at a time."""
+    for obj in objs:
+        if isinstance(obj, PodGroup):
+            cache.upsert_podgroup(obj)
+        else:
+            cache.upsert_pod(obj)
+
+
+class Scheduler:
+    """A cache and the memory beside it, as a long-running adapter keeps them."""
+
+    def __init__(self, cache: Cache, *, skip_unchanged: bool = True) -> None:
+        self.cache = cache
+        self.memory = Memory(skip_unchanged=skip_unchanged)
+
+    def session(self, config: SchedulerConfig | None = None) -> SessionResult:
+        return run_session(self.cache, config, memory=self.memory)

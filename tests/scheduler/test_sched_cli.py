@@ -26,12 +26,19 @@ def test_schedule_json_contract() -> None:
     code, out = run("schedule", str(EXAMPLE), "-o", "json")
     assert code == 0
     doc = json.loads(out)
-    assert set(doc) == {"bindings", "unschedulable", "evictions"}
+    assert set(doc) == {"bindings", "unschedulable", "evictions", "queues"}  # queues: added
     assert {"pod", "node", "hyperNode"} == set(doc["bindings"][0])
+    queues = {q["name"]: q for q in doc["queues"]}
+    assert set(queues) == {"root", "default", "research"}
+    assert queues["research"]["parent"] == "root"
+    assert queues["research"]["capability"] == {"nvidia.com/gpu": "48"}
+    assert queues["research"]["allocated"]["nvidia.com/gpu"] == "32"  # pretrain: 8 x 4 GPUs
+    assert queues["research"]["runningGangs"] == 1
+    assert queues["default"]["pendingGangs"] == 1  # too-wide
     pretrain = [b for b in doc["bindings"] if b["pod"].startswith("default/pretrain-")]
     assert len(pretrain) == 8 and {b["hyperNode"] for b in pretrain} == {"s4"}
     assert [u["podGroup"] for u in doc["unschedulable"]] == ["default/too-wide"]
-    assert doc["unschedulable"][0]["reason"].startswith("no tier-1 HyperNode can hold 3 pods")
+    assert doc["unschedulable"][0]["reason"].startswith("can never fit within highestTierName")
 
 
 def test_schedule_table_and_yaml() -> None:

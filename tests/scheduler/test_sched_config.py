@@ -8,7 +8,7 @@ import pytest
 
 from tierra.errors import ConfigError
 from tierra.scheduler import DegradedMode, SchedulerConfig, load_config, parse_config
-from tierra.scheduler.policies.binpack import Binpack
+from tierra.scheduler.scoring.binpack import Binpack
 
 
 def test_defaults_are_binpack_and_topology() -> None:

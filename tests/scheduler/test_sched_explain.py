@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from tierra.scheduler import ClusterState, explain_gang
+from tierra.scheduler import Cache, explain_gang
 from tierra.scheduler.testing import canonical, gang, pod, snapshot, topology
 
 
-def state_with(*objs: tuple) -> ClusterState:  # type: ignore[type-arg]
+def state_with(*objs: tuple) -> Cache:  # type: ignore[type-arg]
     nodes, hns = canonical()
     pods, pgs = [], []
     for pg, ps in objs:
         pgs.append(pg)
         pods += ps
     running = [pod("r", node_name="node-6", gpu=8)]
-    return ClusterState.from_snapshot(snapshot(nodes, hns, running + pods, pgs))
+    return Cache.from_snapshot(snapshot(nodes, hns, running + pods, pgs))
 
 
 def test_every_candidate_of_every_tier_with_its_verdict() -> None:
@@ -39,8 +39,10 @@ def test_a_waiting_gang_names_its_best_domain() -> None:
     _, exp = explain_gang(state, "default/job")
     assert exp.status == "unschedulable"
     assert exp.summary == (
-        "no tier-1 HyperNode can hold 3 pods of 1 cpu, 1Gi memory, 8 nvidia.com/gpu: "
-        "best s0 holds 2 (short of nvidia.com/gpu); tier 2 not allowed (highestTierAllowed: 1)"
+        "can never fit within highestTierAllowed: 1: even with every node empty, no allowed"
+        " HyperNode holds 3 pods of 1 cpu, 1Gi memory, 8 nvidia.com/gpu (the most, s0, holds"
+        " 2, short of nvidia.com/gpu); to fit, allow tier 2 (highestTierAllowed: 2; s4 could"
+        " hold it) or shrink the gang to 2 pods"
     )
 
 

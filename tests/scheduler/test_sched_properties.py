@@ -14,12 +14,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.scheduler.helpers import add
 
 from tierra.api.hypernode import HyperNode
 from tierra.api.node import Node
 from tierra.api.pod import GROUP_NAME_ANNOTATION, Pod
 from tierra.api.podgroup import PodGroup
-from tierra.scheduler import ClusterState, run_session, schedule
+from tierra.scheduler import Cache, run_session, schedule
 from tierra.scheduler.testing import hypernode, node, pod, podgroup, policy, snapshot, topology
 
 PART = "volcano.sh/partition-id"
@@ -102,7 +103,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 @given(worlds())
 def test_invariants(world: World) -> None:
     snap = snapshot(world.nodes, world.hypernodes, world.pods, world.podgroups)
-    state = ClusterState.from_snapshot(snap)
+    state = Cache.from_snapshot(snap)
     result = run_session(state)
     ix = state.index
     # nothing over-committed
@@ -164,7 +165,7 @@ def test_same_input_same_output(world: World, rnd: object) -> None:
 @given(worlds(), worlds())
 def test_preemption_never_breaks_a_gang(first: World, second: World) -> None:
     """Session 1 places ``first``; ``second`` arrives at a higher priority and preempts."""
-    state = ClusterState.from_snapshot(
+    state = Cache.from_snapshot(
         snapshot(first.nodes, first.hypernodes, first.pods, first.podgroups)
     )
     run_session(state)
@@ -181,8 +182,7 @@ def test_preemption_never_breaks_a_gang(first: World, second: World) -> None:
         )
         for p in second.pods
     ]
-    state.add_podgroups(urgent_pgs)
-    state.add_pods(urgent_pods)
+    add(state, *urgent_pgs, *urgent_pods)
     result = run_session(state)
     cap = state.capacity
     assert (cap.node_used <= cap.node_alloc).all()

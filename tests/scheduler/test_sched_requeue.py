@@ -1,6 +1,6 @@
 """Gangs that failed are not re-tried until something they need changes.
 
-Each test counts ``Placer.place_gang`` calls: a skipped gang is reported with its
+Each test counts ``Allocator.allocate`` calls: a skipped gang is reported with its
 earlier reason and never reaches placement. The property test runs the same random
 events against two states, one with skipping switched off, and compares decisions.
 """
@@ -12,10 +12,13 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.scheduler.helpers import Scheduler, add
 
 from tierra.api.podgroup import PodGroup
-from tierra.scheduler import ClusterState, SessionResult, run_session
-from tierra.scheduler.placer import Placer
+from tierra.scheduler import Cache, SessionResult
+from tierra.scheduler.allocate import Allocator
+from tierra.scheduler.plan import GangPlan
+from tierra.scheduler.status import Status
 from tierra.scheduler.testing import (
     canonical,
     gang,
@@ -34,22 +37,23 @@ Tried = list[str]
 def tried(monkeypatch: pytest.MonkeyPatch) -> Tried:
     """The gang keys placement was asked about, in order."""
     calls: Tried = []
-    original = Placer.place_gang
+    original = Allocator.allocate
 
-    def spy(self: Placer, g: object, within: int | None = None) -> object:
-        calls.append(g.key)  # type: ignore[attr-defined]
-        return original(self, g, within)  # type: ignore[arg-type]
+    def spy(self: Allocator, plan: GangPlan, trace: object = None, budget: object = None) -> Status:
+        calls.append(plan.gang.key)
+        return original(self, plan, trace, budget)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Placer, "place_gang", spy)
+    monkeypatch.setattr(Allocator, "allocate", spy)
     return calls
 
 
-def full_canonical() -> ClusterState:
+def full_canonical(*, skip_unchanged: bool = True) -> Scheduler:
     """Volcano's canonical tree, every node's 8 GPUs taken; a 2-node tier-1 gang waits."""
     nodes, hns = canonical()
     running = [pod(f"r{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
     pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8)
-    return ClusterState.from_snapshot(snapshot(nodes, hns, running + pods, [pg]))
+    cache = Cache.from_snapshot(snapshot(nodes, hns, running + pods, [pg]))
+    return Scheduler(cache, skip_unchanged=skip_unchanged)
 
 
 def why(result: SessionResult) -> dict[str, str]:
@@ -57,27 +61,26 @@ def why(result: SessionResult) -> dict[str, str]:
 
 
 def test_a_gang_is_skipped_while_nothing_changed(tried: Tried) -> None:
-    state = full_canonical()
-    first = run_session(state)
+    sched = full_canonical()
+    first = sched.session()
     assert tried == ["default/big"]
     # another gang arriving takes room; it frees none, so "big" is not tried again
     other, pods = gang("small", 1, gpu=1)
-    state.add_podgroups([other])
-    state.add_pods(pods)
-    second = run_session(state)
+    add(sched.cache, other, *pods)
+    second = sched.session()
     assert tried == ["default/big", "default/small"]
     assert why(second)["default/big"] == why(first)["default/big"]
     assert "tier-1" in why(second)["default/big"]
 
 
 def test_room_freed_where_the_gang_may_go_retries_it(tried: Tried) -> None:
-    state = full_canonical()
-    run_session(state)
-    state.remove_pod("default/r0")  # s0 now has one free node: not enough for 2
-    run_session(state)
+    sched = full_canonical()
+    sched.session()
+    sched.cache.remove_pod("default/r0")  # s0 now has one free node: not enough for 2
+    sched.session()
     assert tried == ["default/big"]  # s0 still cannot hold 16 GPUs: not re-tried
-    state.remove_pod("default/r1")
-    result = run_session(state)
+    sched.cache.remove_pod("default/r1")
+    result = sched.session()
     assert tried == ["default/big", "default/big"]
     assert {b.node for b in result.bindings} == {"node-0", "node-1"}
 
@@ -86,13 +89,13 @@ def test_room_freed_in_a_disallowed_domain_does_not_retry(tried: Tried) -> None:
     nodes, hns = canonical()
     running = [pod(f"r{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
     pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8, node_selector={"z": "a"})
-    state = ClusterState.from_snapshot(snapshot(nodes, hns, running + pods, [pg]))
-    run_session(state)
-    state.remove_pod("default/r0")
-    state.remove_pod("default/r1")  # s0 has the room, but no node matches the selector
-    run_session(state)
+    sched = Scheduler(Cache.from_snapshot(snapshot(nodes, hns, running + pods, [pg])))
+    sched.session()
+    sched.cache.remove_pod("default/r0")
+    sched.cache.remove_pod("default/r1")  # s0 has the room, but no node matches the selector
+    sched.session()
     assert tried == ["default/big", "default/big"]  # room in an allowed domain: re-tried
-    run_session(state)
+    sched.session()
     assert tried == ["default/big", "default/big"]  # nothing since: skipped
 
 
@@ -100,54 +103,50 @@ def test_a_node_readied_retries_the_gang(tried: Tried) -> None:
     nodes, hns = canonical()
     nodes = [replace(n, conditions=node(n.name, ready=False).conditions) for n in nodes]
     pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8)
-    state = ClusterState.from_snapshot(snapshot(nodes, hns, pods, [pg]))
-    assert run_session(state).bindings == ()
-    run_session(state)
+    sched = Scheduler(Cache.from_snapshot(snapshot(nodes, hns, pods, [pg])))
+    assert sched.session().bindings == ()
+    sched.session()
     assert tried == ["default/big"]
     for name in ("node-2", "node-3"):
-        state.update_node(node(name))
-    result = run_session(state)
+        sched.cache.upsert_node(node(name))
+    result = sched.session()
     assert tried == ["default/big", "default/big"]
     assert {b.node for b in result.bindings} == {"node-2", "node-3"}
 
 
 def test_a_changed_podgroup_or_new_pods_retry_the_gang(tried: Tried) -> None:
-    state = full_canonical()
-    state.remove_pod("default/r0")
-    run_session(state)
-    run_session(state)
+    sched = full_canonical()
+    sched.cache.remove_pod("default/r0")
+    sched.session()
+    sched.session()
     assert tried == ["default/big"]
-    state.add_podgroups([podgroup("big", 1, network_topology=topology(tier=1))])
-    result = run_session(state)
+    add(sched.cache, podgroup("big", 1, network_topology=topology(tier=1)))
+    result = sched.session()
     assert tried == ["default/big", "default/big"]
     assert [b.node for b in result.bindings] == ["node-0"]  # minMember 1 now fits
     # a pod added to a gang that waits for input also re-tries it
-    state.add_podgroups([podgroup("three", 3)])
-    state.add_pods([pod("three-0", group="three", gpu=1)])
-    first = run_session(state)
+    add(sched.cache, podgroup("three", 3), pod("three-0", group="three", gpu=1))
+    first = sched.session()
     assert "minMember is 3" in why(first)["default/three"]
-    assert "minMember is 3" in why(run_session(state))["default/three"]  # skipped
+    assert "minMember is 3" in why(sched.session())["default/three"]  # skipped
     assert "default/three" not in tried
-    state.add_pods([pod(f"three-{i}", group="three", gpu=1) for i in (1, 2)])
-    assert "cannot hold 3 pods" in why(run_session(state))["default/three"]  # the cluster is full
+    add(sched.cache, *(pod(f"three-{i}", group="three", gpu=1) for i in (1, 2)))
+    assert "cannot hold 3 pods" in why(sched.session())["default/three"]  # the cluster is full
     assert tried[-1] == "default/three"
 
 
 def test_a_gang_that_may_preempt_is_always_retried(tried: Tried) -> None:
-    state = full_canonical()
+    sched = full_canonical()
     pg, pods = gang("urgent", 3, network_topology=topology(tier=1), gpu=8, priority=5)
-    state.add_podgroups([pg])
-    state.add_pods(pods)
-    run_session(state)
-    assert "default/urgent" in why(run_session(state))  # 3 nodes: no tier-1 domain holds it
+    add(sched.cache, pg, *pods)
+    sched.session()
+    assert "default/urgent" in why(sched.session())  # 3 nodes: no tier-1 domain holds it
     assert tried.count("default/urgent") >= 2
 
 
 def test_schedule_from_a_snapshot_is_unaffected() -> None:
-    state = full_canonical()
-    state.skip_unchanged = False
-    plain = run_session(state)
-    assert plain == run_session(full_canonical())
+    plain = full_canonical(skip_unchanged=False).session()
+    assert plain == full_canonical().session()
 
 
 # -- skipping never changes a decision ---------------------------------------------
@@ -166,7 +165,7 @@ def events(draw: st.DrawFn) -> list[tuple[str, int, int, int]]:
     return out
 
 
-def _apply(state: ClusterState, event: tuple[str, int, int, int], serial: int) -> None:
+def _apply(cache: Cache, event: tuple[str, int, int, int], serial: int) -> None:
     kind, a, b, c = event
     if kind == "add":
         size, gpus = a % 4 + 1, b
@@ -179,20 +178,19 @@ def _apply(state: ClusterState, event: tuple[str, int, int, int], serial: int) -
             )
             for i in range(size)
         ]
-        state.add_podgroups([pg])
-        state.add_pods(pods)
+        add(cache, pg, *pods)
     elif kind == "solo":
-        state.add_pods([pod(f"s{serial}", gpu=b, priority=c % 3)])
+        add(cache, pod(f"s{serial}", gpu=b, priority=c % 3))
     elif kind == "remove":  # a gang or a lone pod ends
-        targets = sorted(state.members) + sorted(k for k, g in state.gang_of.items() if g is None)
+        targets = sorted(cache.members) + sorted(k for k, g in cache.gang_of.items() if g is None)
         if targets:
             t = targets[(a * 7 + b) % len(targets)]
-            for key in list(state.members.get(t, {t: None})):
-                state.remove_pod(key)
-            state.remove_podgroup(t)
+            for key in list(cache.members.get(t, {t: None})):
+                cache.remove_pod(key)
+            cache.remove_podgroup(t)
     elif kind in ("down", "up"):
         name = f"node-{a}"
-        state.update_node(node(name, ready=kind == "up"))
+        cache.upsert_node(node(name, ready=kind == "up"))
 
 
 def _decisions(result: SessionResult) -> tuple[object, ...]:
@@ -209,11 +207,12 @@ def test_skipping_never_changes_a_decision(
         pod(f"r{i}", node_name=f"node-{i}", gpu=4 + 4 * (i % 2)) for i in range(8 if some else 0)
     ]
     queues = [queue("q2", weight=2)]
-    skipping = ClusterState.from_snapshot(snapshot(nodes, hns, start, queues=queues))
-    plain = ClusterState.from_snapshot(snapshot(nodes, hns, start, queues=queues))
-    plain.skip_unchanged = False
+    skipping = Scheduler(Cache.from_snapshot(snapshot(nodes, hns, start, queues=queues)))
+    plain = Scheduler(
+        Cache.from_snapshot(snapshot(nodes, hns, start, queues=queues)), skip_unchanged=False
+    )
     for serial, event in enumerate([*seq, ("session", 0, 0, 0)]):
-        for state in (skipping, plain):
-            _apply(state, event, serial)
+        for sched in (skipping, plain):
+            _apply(sched.cache, event, serial)
         if event[0] == "session" or serial % 2 == 1:
-            assert _decisions(run_session(skipping)) == _decisions(run_session(plain))
+            assert _decisions(skipping.session()) == _decisions(plain.session())

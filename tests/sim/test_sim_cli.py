@@ -42,6 +42,23 @@ def test_json_output(tmp_path: Path) -> None:
     assert s["finished"] == s["jobs"] > 0
 
 
+def test_the_table_compares_every_baseline_with_tierra() -> None:
+    args = ["--nodes", "64", "--hours", "2", "--policies", "tierra,firstfit", "-j", "1"]
+    code, out = run(*args, "--no-report")
+    assert code == 0, out
+    assert "JCT ratio vs tierra" in out and "on the same jobs" in out
+    code, out = run(*args, "--no-report", "-o", "json")
+    doc = json.loads(out)
+    tierra, firstfit = doc["results"]
+    assert "jctRatioVsTierra" not in tierra
+    ratio = firstfit["jctRatioVsTierra"]
+    assert ratio["low"] <= ratio["ratio"] <= ratio["high"] and ratio["n"] > 0
+    # the ratio of the two runs' mean JCTs (every job finishes in both)
+    assert ratio["ratio"] == pytest.approx(
+        firstfit["summary"]["jct_mean"] / tierra["summary"]["jct_mean"], rel=1e-4
+    )
+
+
 def test_write_cluster_then_use_it(tmp_path: Path) -> None:
     out_dir = tmp_path / "c"
     code, out = run("--cluster", "superpod", "--nodes", "64", "--write-cluster", str(out_dir))

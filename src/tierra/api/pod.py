@@ -119,14 +119,22 @@ def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
         into[k] = into.get(k, 0) + v
 
 
+def _container_requests(container: Fields) -> dict[str, int]:
+    """A container's requests as the API server defaults them: a limit without a request
+    is the request too (so a manifest giving ``limits: {nvidia.com/gpu: 8}`` alone asks
+    for 8 GPUs, as on a cluster)."""
+    resources = container.obj("resources")
+    return {**resources.resources("limits"), **resources.resources("requests")}
+
+
 def effective_requests(spec: Fields) -> dict[str, int]:
     total: dict[str, int] = {}
     for c in spec.objects("containers"):
-        _add(total, c.obj("resources").resources("requests"))
+        _add(total, _container_requests(c))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     for c in spec.objects("initContainers"):
-        req = c.obj("resources").resources("requests")
+        req = _container_requests(c)
         if c.string("restartPolicy") == "Always":  # a sidecar runs beside everything after it
             _add(sidecars, req)
             continue

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -32,6 +32,10 @@ class Output(enum.StrEnum):
     TEXT = "text"
     JSON = "json"
     YAML = "yaml"
+
+
+AnyOutput = Annotated[Output, typer.Option("-o", "--output", help="text, json or yaml")]
+"""``-o`` of a command that prints for people by default and honours all three."""
 
 
 def fail(message: str | InputError) -> NoReturn:

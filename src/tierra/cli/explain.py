@@ -9,7 +9,6 @@ best ``--show`` candidates and summarise the rest.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -26,24 +25,19 @@ from tierra.cli.schedule import (
     config_or_exit,
     warn_unusable_trees,
 )
-from tierra.scheduler import ClusterState, Explanation, TierTrace, Verdict, explain_gang
-
-_RANK = {"chosen": 0, "failed": 1, "fits": 2, "rejected": 3}
-
-
-def _ordered(verdicts: list[Verdict]) -> list[Verdict]:
-    return sorted(verdicts, key=lambda v: (_RANK.get(v.outcome, 9), -(v.score or 0.0), v.domain))
+from tierra.scheduler import Cache, Explanation, TierTrace, Verdict, explain_gang
+from tierra.scheduler.explain import best_first, tally
 
 
 def _summary(rest: list[Verdict]) -> str:
-    kinds = Counter(v.detail.split(" (")[0] if v.outcome == "rejected" else v.outcome for v in rest)
+    kinds = tally(rest)
     parts = [f"{n} {escape(k)}" for k, n in kinds.most_common(4)]
     more = len(kinds) - 4
     return "; ".join(parts) + (f"; {more} other reasons" if more > 0 else "")
 
 
 def _tier_table(tt: TierTrace, show: int) -> Table:
-    verdicts = _ordered(tt.resolved())
+    verdicts = best_first(tt.resolved())
     table = Table(title=f"tier {tt.tier} · {escape(tt.scope)}", title_justify="left")
     table.add_column("HyperNode")
     table.add_column("outcome")
@@ -66,6 +60,8 @@ def _render(exp: Explanation, show: int) -> None:
     if exp.constraint:
         console.print(f"constraint: {escape(exp.constraint)}")
     console.print(escape(exp.summary))
+    for note in exp.notes:
+        console.print(escape(note))
     if not exp.tiers and exp.status == "unschedulable":
         console.print("[dim](rejected before any domain was searched)[/dim]")
     for tt in exp.tiers:
@@ -89,9 +85,9 @@ def explain(
     key = gang if "/" in gang else f"default/{gang}"
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
-    state = ClusterState.from_snapshot(snapshot)
-    warn_unusable_trees(state)
-    _, exp = explain_gang(state, key, cfg)
+    cache = Cache.from_snapshot(snapshot)
+    warn_unusable_trees(cache)
+    _, exp = explain_gang(cache, key, cfg)
     if exp.status == "unknown":
         fail(exp.summary)
     if output is Output.TEXT:

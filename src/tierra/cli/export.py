@@ -6,6 +6,7 @@ Formats are listed in ``FORMATS`` by hand; each maps a snapshot to manifests.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,9 +16,17 @@ import typer
 from tierra.api.hypernode import TIERRA_GROUP, VOLCANO_GROUP, encode_hypernode
 from tierra.api.manifest import dump_json, dump_yaml
 from tierra.api.snapshot import Snapshot
-from tierra.cli.common import Output, console, exit_on_errors, fail, load_snapshot_or_exit
+from tierra.cli.common import (
+    Output,
+    console,
+    err_console,
+    exit_on_errors,
+    fail,
+    load_snapshot_or_exit,
+)
 from tierra.discovery import exporters
 from tierra.errors import InputError
+from tierra.topology.index import TopologyIndex
 
 Exporter = Callable[[Snapshot], list[Mapping[str, Any]]]
 
@@ -52,16 +61,26 @@ def export(
             help="volcano, tierra, kueue, kai, labels, slurm-conf or slurm-yaml",
         ),
     ],
-    files: Annotated[list[Path], typer.Argument(help="Snapshot files holding HyperNodes.")],
-    output: Annotated[Output, typer.Option("-o", "--output", help="yaml or json")] = Output.YAML,
+    files: Annotated[
+        list[Path], typer.Argument(help="Snapshot files holding HyperNodes, or folders of them.")
+    ],
+    output: Annotated[
+        Output | None,
+        typer.Option("-o", "--output", help="yaml or json (manifest formats) [yaml]"),
+    ] = None,
 ) -> None:
     """Convert the HyperNodes in FILES to FORMAT and print them."""
     exporter = FORMATS.get(fmt)
     if exporter is None and fmt not in TEXT_FORMATS:
         known = ", ".join(sorted([*FORMATS, *TEXT_FORMATS]))
         fail(f"unknown export format {fmt!r}; choose one of: {known}")
+    if exporter is not None and output is Output.TEXT:
+        fail(f"{fmt} is written as Kubernetes manifests: -o yaml or -o json, not text")
+    if exporter is None and output is not None:
+        fail(f"{fmt} is written in Slurm's own syntax; -o does not apply to it")
     snapshot = load_snapshot_or_exit(files)
     exit_on_errors(snapshot.problems)
+    _something_to_write(snapshot, files)
     try:
         if exporter is None:
             text = TEXT_FORMATS[fmt](snapshot)
@@ -72,3 +91,31 @@ def export(
         fail(exc)
     text = dump_json(objects) if output is Output.JSON else dump_yaml(objects)
     console.out(text, end="" if text.endswith("\n") else "\n", highlight=False)
+
+
+def _something_to_write(snapshot: Snapshot, files: list[Path]) -> None:
+    """Exit 2 saying why when the input holds no usable HyperNode tree; warn of broken ones.
+
+    An empty result would look like a topology with nothing in it, and a consumer fed it
+    (Kueue, Slurm) would lose the topology it had.
+    """
+    quoted = " ".join(shlex.quote(str(f)) for f in files)
+    if not snapshot.hypernodes:
+        fail(
+            f"nothing to export: {quoted} holds no HyperNodes. Discover them first:"
+            f" `tierra discover --help` lists the sources (node labels, fabric dumps, Slurm)"
+        )
+    index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes)
+    unusable = [t for t in index.trees if not t.usable]
+    if len(unusable) == len(index.trees):
+        fail(
+            f"nothing to export: every HyperNode tree in {quoted} is unusable"
+            f" ({', '.join(t.name for t in unusable)}); `tierra validate {quoted}` says why"
+        )
+    for t in unusable:
+        err_console.print(
+            f"[yellow]warning:[/yellow] tree {t.name} is unusable ({len(t.reasons)} problem(s));"
+            f" `tierra validate {quoted}` says why",
+            markup=True,
+            highlight=False,
+        )

@@ -30,7 +30,7 @@ from tierra.cli.common import (
 )
 from tierra.errors import ConfigError, errors_only
 from tierra.scheduler import (
-    ClusterState,
+    Cache,
     SchedulerConfig,
     SessionResult,
     load_config,
@@ -39,7 +39,11 @@ from tierra.scheduler import (
 
 ConfigOption = Annotated[
     Path | None,
-    typer.Option("--config", help="Scheduler configuration (YAML): policies and weights."),
+    typer.Option(
+        "--config",
+        "--scheduler-config",  # the name simulate uses for the same file
+        help="Scheduler configuration (YAML): policies and weights.",
+    ),
 ]
 NamesOption = Annotated[
     list[str] | None,
@@ -90,9 +94,9 @@ def note_other_schedulers(snapshot: Snapshot, config: SchedulerConfig) -> None:
         )
 
 
-def warn_unusable_trees(state: ClusterState) -> None:
+def warn_unusable_trees(cache: Cache) -> None:
     """Trees the scheduler will not use (cycles, second parents, ...), with why, on stderr."""
-    for tree in state.index.trees:
+    for tree in cache.index.trees:
         if not tree.usable:
             err_console.print(
                 f"[yellow]warning:[/yellow] topology tree {escape(tree.name)} is not used: "
@@ -145,9 +149,9 @@ def schedule(
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
     note_other_schedulers(snapshot, cfg)
-    state = ClusterState.from_snapshot(snapshot)
-    warn_unusable_trees(state)
-    result = run_session(state, cfg)
+    cache = Cache.from_snapshot(snapshot)
+    warn_unusable_trees(cache)
+    result = run_session(cache, cfg)
     if output is Output.TEXT:
         render(result)
     else:

@@ -155,6 +155,10 @@ def simulate(  # typer options, keyword-only
         fail("--hours and --load must be finite and > 0, --session-interval finite and >= 0")
     if seed < 0:
         fail(f"--seed must be >= 0, not {seed}")
+    if not no_report and write_cluster_dir is None and write_workload is None:
+        _check_writable(report, "--report")  # before the run, not after minutes of it
+    if write_workload is not None:
+        _check_writable(write_workload, "--write-workload")
     try:
         cost = load_cost_model(cost_model) if cost_model is not None else default_cost_model()
         the_cluster = _cluster(cluster, nodes, cost)
@@ -199,6 +203,7 @@ def simulate(  # typer options, keyword-only
     )
     if output is Output.TEXT:
         _table(comp)
+        _queue_table(comp)
     else:
         print_document(comp.to_dict(), output)
     if not no_report:
@@ -211,6 +216,18 @@ def simulate(  # typer options, keyword-only
             fail(f"{report}: cannot write the report: {exc.strerror}")
         if output is Output.TEXT:
             console.print(f"report: [bold]{report}[/bold]")
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """Exit 2 unless a file can be created at ``path`` (tried for real, then removed)."""
+    if path.is_dir():
+        fail(f"{option} {path}: is a folder; give a file name")
+    probe = path.with_name(path.name + ".tmp")
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        fail(f"{option} {path}: cannot write there: {exc.strerror or exc}")
 
 
 def _write(
@@ -227,7 +244,7 @@ def _write(
             f"wrote {len(cluster.nodes):,} Nodes and {len(cluster.hypernodes):,} HyperNodes: "
             + ", ".join(str(p) for p in paths)
         )
-        console.print(f"try: tierra tree {paths[1]} {paths[0]}")
+        console.print(f"try: tierra tree {shlex.quote(str(cluster_dir))}")
     if workload_file is not None:
         jobs = _workload(workload, cluster, spec)
         workload_file.write_text(dump_yaml([workload_manifest(jobs)]), "utf-8")
@@ -290,6 +307,39 @@ def _run(
     return comp
 
 
+def _ratio_cell(comp: Comparison, policy: str) -> str:
+    """baseline / tierra mean JCT on the same jobs; green when tierra is surely ahead."""
+    if policy == "tierra" or comp.result("tierra") is None:
+        return "–"
+    r = comp.jct_ratio(policy)
+    if r.wins:
+        return f"[green]{r.text(2)}[/green]"
+    if r.loses:
+        return f"[red]{r.text(2)}[/red]"
+    return r.text(2)
+
+
+def _queue_table(comp: Comparison) -> None:
+    """Per policy and queue, when there is more than one queue: share held vs deserved."""
+    results = [r for r in comp.results if len(r.queues) > 1]
+    if not results:
+        return
+    table = Table(title="queues (share of the GPU-time while work arrives)")
+    for label in ("policy", "queue", "GPU-hours", "used", "deserved", "gangs waiting"):
+        table.add_column(label, justify="left" if label in ("policy", "queue") else "right")
+    for r in results:
+        for q in r.queues:
+            table.add_row(
+                r.policy,
+                q.name,
+                f"{q.gpu_hours:,.0f}",
+                fmt_pct(q.used_share),
+                "–" if q.deserved_share is None else fmt_pct(q.deserved_share),
+                "–" if q.pending is None else fmt_num(q.pending),
+            )
+    console.print(table)
+
+
 def _table(comp: Comparison) -> None:
     optimum = any(r.summary.optimum_gangs for r in comp.results)
     cols = [
@@ -302,6 +352,7 @@ def _table(comp: Comparison) -> None:
         ("frag-\nmentation", "fragmentation", True),
         ("queue\nmean", "queue_delay_mean", True),
         ("JCT\nmean", "jct_mean", True),
+        ("JCT ratio vs tierra\n[95% CI]", "jct_ratio", None),
         ("JCT\np99", "jct_p99", True),
         ("makespan", "makespan", True),
         ("ms per\ndecision", "ms_per_decision", None),
@@ -310,7 +361,17 @@ def _table(comp: Comparison) -> None:
         cols.insert(5, ("gap to\noptimum", "optimum_gap", True))
     if any(r.summary.evictions for r in comp.results):
         cols.insert(-1, ("evic-\ntions", "evictions", None))
-    table = Table(title="placement policies compared (best in bold)", show_lines=False)
+    caption = None
+    if comp.result("tierra") is not None and len(comp.results) > 1:
+        caption = (
+            "JCT ratio: a policy's mean job completion time over tierra's, on the same jobs "
+            "(above 1: tierra's finish sooner; green: with 95% confidence, red: the policy's "
+            "do). The interval resamples hours of arrivals of this one run; across many "
+            "seeds: bench/quality.py."
+        )
+    table = Table(
+        title="placement policies compared (best in bold)", caption=caption, show_lines=False
+    )
     for label, *_ in cols:
         table.add_column(label, justify="left" if label == "policy" else "right")
     best: dict[str, float] = {}
@@ -326,6 +387,9 @@ def _table(comp: Comparison) -> None:
         row = [r.policy]
         for _, key, _lower in cols[1:]:
             assert key is not None
+            if key == "jct_ratio":
+                row.append(_ratio_cell(comp, r.policy))
+                continue
             v = getattr(s, key)
             if key in ("at_lowest_tier", "gpu_allocation", "fragmentation", "optimum_gap"):
                 text = fmt_pct(v)

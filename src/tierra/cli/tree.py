@@ -1,22 +1,30 @@
 """``tierra tree``: the topology forest as a person reads it, or as JSON.
 
 Each HyperNode line carries its tier and tier name, how many nodes it holds, free and
-allocatable GPUs and CPU (bound pods in the snapshot already subtracted), and health.
+allocatable GPUs and CPU (bound pods in the snapshot already subtracted; what sits on a
+NotReady, cordoned or NoExecute node shown as unavailable, not free), and health.
 Unusable trees are shown with the reasons, so a broken topology is never silent.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import typer
 from rich.markup import escape
 from rich.tree import Tree as RichTree
 
 from tierra.api.quantity import format_milli
-from tierra.cli.common import Output, console, load_snapshot_or_exit, print_problems
+from tierra.cli.common import (
+    AnyOutput,
+    Output,
+    console,
+    load_snapshot_or_exit,
+    print_document,
+    print_problems,
+)
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health
 from tierra.topology.index import TopologyIndex
@@ -24,48 +32,83 @@ from tierra.topology.index import TopologyIndex
 GPU = "nvidia.com/gpu"
 
 
+def _people(milli: int) -> str:
+    """``12,288`` for whole units (a person counts digits badly), else ``3.5``."""
+    return f"{milli // 1000:,}" if milli % 1000 == 0 else format_milli(milli)
+
+
 class _View:
+    """What ``tree`` says about each domain: counts, what is free, what cannot be used.
+
+    Free means usable now: GPUs and CPU on a NotReady, cordoned or NoExecute-tainted node
+    are *unavailable*, not free, since the scheduler will place nothing there. Node counts
+    are the nodes in the snapshot; members naming a node the snapshot lacks are counted
+    apart (missing), so the root (every node) is never smaller than a domain under it.
+    """
+
     def __init__(self, index: TopologyIndex, capacity: Capacity, health: Health) -> None:
         self.index, self.capacity, self.health = index, capacity, health
+        healthy = np.asarray(~self.health.node_flags.any(axis=1), dtype=bool)
+        left = np.maximum(capacity.node_alloc - capacity.node_used, 0)
+        self.unavailable = index.sum_under(np.where(healthy[:, None], 0, left))
+        self.nodes = np.diff(index.real_ptr)
+        self.missing = [len(m) for m in index.missing_nodes[:-1]]
+        self.missing.append(len({n for m in index.missing_nodes for n in m}))
 
     def facts(self, h: int) -> dict[str, Any]:
         ix, cap = self.index, self.capacity
         g, c = cap.axis.index[GPU], cap.axis.index["cpu"]
-        alloc, used = cap.dom_alloc[h], cap.dom_used[h]
+        alloc, used, off = cap.dom_alloc[h], cap.dom_used[h], self.unavailable[h]
         out: dict[str, Any] = {
             "name": ix.names[h],
             "tier": int(ix.tier[h]),
-            "nodes": int(ix.node_counts[h]),
-            "gpu": {"free": int(alloc[g] - used[g]) // 1000, "allocatable": int(alloc[g]) // 1000},
+            "nodes": int(self.nodes[h]),
+            "gpu": {
+                "free": int(alloc[g] - used[g] - off[g]) // 1000,
+                "allocatable": int(alloc[g]) // 1000,
+                "unavailable": int(off[g]) // 1000,
+            },
             "cpu": {
-                "free": format_milli(int(alloc[c] - used[c])),
+                "free": format_milli(int(alloc[c] - used[c] - off[c])),
                 "allocatable": format_milli(int(alloc[c])),
+                "unavailable": format_milli(int(off[c])),
             },
             "health": {
                 "unhealthyNodes": int(self.health.unhealthy_nodes[h]),
                 "detail": self.health.describe(h),
             },
         }
+        if self.missing[h]:
+            out["missingNodes"] = (
+                list(ix.missing_nodes[h])
+                if h != ix.root
+                else sorted({n for m in ix.missing_nodes for n in m})
+            )
         if h != ix.root:
             hn = ix.hypernodes[h]
             out["tierName"] = hn.tier_name
             out["usable"] = bool(ix.usable[h])
-            if ix.missing_nodes[h]:
-                out["missingNodes"] = list(ix.missing_nodes[h])
         return out
 
     def label(self, h: int) -> str:
         f = self.facts(h)
         tier = f"tier {f['tier']}" + (f" ({escape(f['tierName'])})" if f.get("tierName") else "")
-        gpu = f["gpu"]
-        cpu = f["cpu"]
-        parts = [
-            f"[bold]{escape(f['name'])}[/bold]",
-            tier,
-            f"{f['nodes']} nodes",
-            f"GPU {gpu['free']}/{gpu['allocatable']} free" if gpu["allocatable"] else "no GPUs",
-            f"CPU {cpu['free']}/{cpu['allocatable']} free",
-        ]
+        nodes = f"{f['nodes']:,} node{'' if f['nodes'] == 1 else 's'}"
+        if self.missing[h]:
+            nodes += f" (+{self.missing[h]:,} listed, not in the snapshot)"
+        parts = [f"[bold]{escape(f['name'])}[/bold]", tier, nodes]
+        cap = self.capacity
+        for name, resource in (("GPU", GPU), ("CPU", "cpu")):
+            k = cap.axis.index[resource]
+            alloc, off = int(cap.dom_alloc[h, k]), int(self.unavailable[h, k])
+            if not alloc:
+                parts.append(f"no {name}s")
+                continue
+            free = alloc - int(cap.dom_used[h, k]) - off
+            text = f"{name} {_people(free)}/{_people(alloc)} free"
+            if off:
+                text += f" ([yellow]{_people(off)} on unavailable nodes[/yellow])"
+            parts.append(text)
         detail = f["health"]["detail"]
         parts.append(f"[yellow]degraded: {detail}[/yellow]" if detail else "[green]healthy[/green]")
         if f.get("usable") is False:
@@ -91,8 +134,10 @@ class _View:
 
 
 def tree(
-    files: Annotated[list[Path], typer.Argument(help="Snapshot files (YAML or JSON).")],
-    output: Annotated[Output, typer.Option("-o", "--output", help="text or json")] = Output.TEXT,
+    files: Annotated[
+        list[Path], typer.Argument(help="Snapshot files (YAML or JSON), or folders of them.")
+    ],
+    output: AnyOutput = Output.TEXT,
     nodes: Annotated[bool, typer.Option("--nodes", help="List the nodes under each leaf.")] = False,
 ) -> None:
     """Show the HyperNode forest with capacity and health."""
@@ -105,12 +150,12 @@ def tree(
         Capacity.with_bound_pods(index, snapshot.nodes, snapshot.pods),
         Health(index, snapshot.nodes),
     )
-    if output is Output.JSON:
+    if output is not Output.TEXT:
         doc = view.as_json(index.root, nodes)
         doc["unusableTrees"] = [
             {"name": t.name, "reasons": list(t.reasons)} for t in index.trees if not t.usable
         ]
-        console.out(json.dumps(doc, indent=2), highlight=False)
+        print_document(doc, output)
         return
     top = RichTree(view.label(index.root))
     for k in index.children[index.root]:

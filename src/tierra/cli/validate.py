@@ -1,34 +1,57 @@
-"""``tierra validate``: every problem in the input, each with file, object and field."""
+"""``tierra validate``: every problem in the input, each with file, object and field.
+
+Beyond the objects themselves: the topology (``TopologyIndex``: cycles, parents, tiers)
+and what ``tierra schedule`` would refuse whatever room is free (``scheduler.refusals``:
+missing PodGroups and queues, minMember above the pods, unknown tier names, gangs too
+big for their tier), in the scheduler's own words.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from tierra.cli.common import EXIT_PROBLEMS, Output, console, load_snapshot_or_exit, print_problems
-from tierra.errors import errors_only
-from tierra.scheduler.topology_checks import all_podgroup_problems
+from tierra.api.snapshot import Snapshot
+from tierra.cli.common import (
+    EXIT_PROBLEMS,
+    AnyOutput,
+    Output,
+    console,
+    load_snapshot_or_exit,
+    print_document,
+    print_problems,
+)
+from tierra.errors import Problem, errors_only
 from tierra.topology.index import TopologyIndex
 
 
 def validate(
-    files: Annotated[list[Path], typer.Argument(help="Snapshot files (YAML or JSON).")],
-    output: Annotated[Output, typer.Option("-o", "--output", help="text or json")] = Output.TEXT,
+    files: Annotated[
+        list[Path], typer.Argument(help="Snapshot files (YAML or JSON), or folders of them.")
+    ],
+    output: AnyOutput = Output.TEXT,
     strict: Annotated[
         bool, typer.Option(help="Also report objects of kinds tierra does not use.")
     ] = False,
+    scheduler_name: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scheduler-name",
+            help="Check pending pods with this spec.schedulerName (repeatable; default tierra).",
+        ),
+    ] = None,
 ) -> None:
     """List every problem (not just the first); exit 1 if there are any, 2 if unreadable."""
     snapshot = load_snapshot_or_exit(files, strict=strict)
-    index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
-    problems = [
-        *snapshot.problems,
-        *index.problems,
-        *all_podgroup_problems(snapshot.podgroups, index),
-    ]
+    pending = any(not p.bound and not p.terminated for p in snapshot.pods)
+    if snapshot.podgroups or snapshot.queues or pending:
+        index, refused = _scheduler_problems(snapshot, tuple(scheduler_name or ()))
+    else:  # a topology file: nothing the scheduler would judge, so it is not even imported
+        index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
+        refused = []
+    problems = [*snapshot.problems, *index.problems, *refused]
     problems.sort(
         key=lambda p: (
             p.origin.file if p.origin else "",
@@ -40,7 +63,7 @@ def validate(
     errors = errors_only(problems)
     if strict:
         errors = problems
-    if output is Output.JSON:
+    if output is not Output.TEXT:
         doc = {
             "valid": not errors,
             "problems": [p.to_dict() for p in problems],
@@ -54,7 +77,7 @@ def validate(
                 for t in index.trees
             ],
         }
-        console.print_json(json.dumps(doc))
+        print_document(doc, output)
     else:
         print_problems(problems, to=console)
         usable = sum(t.usable for t in index.trees)
@@ -72,3 +95,23 @@ def validate(
             console.print(f"[green]valid[/green]: {summary}")
     if errors:
         raise typer.Exit(EXIT_PROBLEMS)
+
+
+def _scheduler_problems(
+    snapshot: Snapshot, scheduler_names: tuple[str, ...]
+) -> tuple[TopologyIndex, list[Problem]]:
+    """The index, the queue tree's problems and what a session would refuse
+    (``scheduler.refusals``), over the cache the scheduler builds (its index included)."""
+    from tierra.scheduler.cache import Cache  # noqa: PLC0415 - only for gangs to judge
+    from tierra.scheduler.config import SchedulerConfig  # noqa: PLC0415
+    from tierra.scheduler.queue_tree import QueueTree, podgroup_queue_problems  # noqa: PLC0415
+    from tierra.scheduler.refusals import refusals  # noqa: PLC0415
+
+    cache = Cache.from_snapshot(snapshot)
+    config = SchedulerConfig().with_scheduler_names(scheduler_names)
+    queues = QueueTree.build(snapshot.queues)
+    return cache.index, [
+        *queues.problems,
+        *podgroup_queue_problems(snapshot.podgroups, queues),
+        *refusals(cache, config),
+    ]

@@ -304,6 +304,31 @@ def _mode(values: list[int] | list[float]) -> float | None:
     return max(v for v, c in counts.items() if c == best)
 
 
+@dataclass(slots=True)
+class _Graph:
+    """Steps 1-2: who is a switch, each host's leaves, and every switch's level."""
+
+    fabric: Fabric
+    is_switch: list[bool]
+    sw_name: dict[int, str]
+    host_of: list[str | None]  # per device: the host a CA belongs to
+    host_leaves: dict[str, set[int]]
+    neighbours: list[set[int]]  # switch adjacency over links that are up
+    leaves: list[int]
+    level: list[int]  # 1 for leaves, 0 for switches reaching no leaf
+    depth: int
+
+
+@dataclass(slots=True)
+class _Tiers:
+    """Steps 3-4: the domains, and which domain holds each switch at each level."""
+
+    domains: list[_Domain]
+    domain_at: dict[tuple[int, int], int]  # (switch, level) -> domain id
+    roots: list[int]
+    top: int | None  # the domain assumed above every fabric, if any
+
+
 def build(
     fabric: Fabric,
     *,
@@ -315,20 +340,56 @@ def build(
     notes: Sequence[Problem] = (),
     origin: str = "",
 ) -> Discovery:
-    """Tiered HyperNodes, link issues and a summary for ``fabric`` (see the module docstring).
+    """Tiered HyperNodes, link issues and a summary for ``fabric``: the steps of the module
+    docstring, one function each.
 
     A fabric in which no host is found is an ``InputError`` saying why (``origin`` names
     the input): an empty result would make a reconcile delete every HyperNode it made.
     """
+    graph = _hosts_and_levels(fabric, hosts)
+    if not graph.host_leaves:
+        why = _why_no_hosts(fabric, graph.is_switch, graph.host_of, hosts)
+        raise InputError(f"{origin + ': ' if origin else ''}found no hosts: {why}")
+    tiers = _tiers(graph, assume_single_fabric=assume_single_fabric)
+    names = _names(graph, tiers, prefix)
+    issues = _link_issues(graph, tiers, names)
+    bandwidth, oversub = _bandwidth(graph, tiers)
+    out = _hypernodes(graph, tiers, names, bandwidth, oversub, owner=owner, prefix=prefix)
+    n, is_switch, level = len(fabric.devices), graph.is_switch, graph.level
+    isolated = sum(1 for i in range(n) if is_switch[i] and level[i] == 0)
+    extra = [*notes, *_host_notes(fabric, is_switch, graph.host_of, hosts)]
+    if isolated:
+        extra.append(note(f"{isolated} switch(es) reach no leaf switch; not used"))
+    summary = {
+        "switches": sum(is_switch),
+        "leaves": len(graph.leaves),
+        "cas": sum(1 for i in range(n) if not is_switch[i]),
+        "hosts": len(graph.host_leaves),
+        "links": len(fabric.links),
+        "levels": max(level) if graph.leaves else 0,
+        "hypernodes": len(out),
+        "degradedLinks": sum(1 for x in issues if x.state is LinkState.DEGRADED),
+        "downLinks": sum(1 for x in issues if x.state is LinkState.DOWN),
+        "unconnectedPorts": fabric.unconnected_ports,
+    }
+    return Discovery(
+        source=source,
+        owner=owner,
+        hypernodes=sorted_hypernodes(out),
+        link_issues=tuple(issues),
+        notes=tuple(extra),
+        summary=summary,
+    )
+
+
+def _hosts_and_levels(fabric: Fabric, hosts: HostNamer) -> _Graph:
+    """Steps 1-2: hosts and their leaves; every other switch one level above its nearest."""
     devs = fabric.devices
     n = len(devs)
     is_switch = [d.kind is DeviceKind.SWITCH for d in devs]
-    sw_name = switch_names(fabric)
     host_of: list[str | None] = [
         None if is_switch[i] else hosts(devs[i].description) for i in range(n)
     ]
-
-    # 1-2. hosts, leaves, switch adjacency over links that are up
     host_leaves: dict[str, set[int]] = defaultdict(set)
     neighbours: list[set[int]] = [set() for _ in range(n)]
     for link in fabric.links:
@@ -344,9 +405,6 @@ def build(
             h = host_of[ca]
             if h is not None:
                 host_leaves[h].add(sw)
-    if not host_leaves:
-        why = _why_no_hosts(fabric, is_switch, host_of, hosts)
-        raise InputError(f"{origin + ': ' if origin else ''}found no hosts: {why}")
     leaves = sorted({s for ls in host_leaves.values() for s in ls})
     level = [0] * n
     frontier = leaves
@@ -362,10 +420,25 @@ def build(
                     nxt.append(t)
         frontier = sorted(nxt)
         depth += 1 if frontier else 0
+    return _Graph(
+        fabric=fabric,
+        is_switch=is_switch,
+        sw_name=switch_names(fabric),
+        host_of=host_of,
+        host_leaves=host_leaves,
+        neighbours=neighbours,
+        leaves=leaves,
+        level=level,
+        depth=depth,
+    )
 
-    # 3. tier 1: leaves sharing a host
+
+def _tiers(graph: _Graph, *, assume_single_fabric: bool) -> _Tiers:
+    """Steps 3-4: tier 1 from leaves sharing a host; tier k from the components of every
+    switch of level <= k that join two or more domains below."""
+    n, leaves, level = len(graph.level), graph.leaves, graph.level
     uf = _UnionFind(n)
-    for ls in host_leaves.values():
+    for ls in graph.host_leaves.values():
         first, *rest = sorted(ls)
         for s in rest:
             uf.union(first, s)
@@ -377,14 +450,13 @@ def build(
     for root, group in sorted(by_root.items()):
         rep[root] = len(domains)
         domains.append(_Domain(tier=1, switches=list(group), level_switches=list(group)))
-    for h, ls in host_leaves.items():
+    for h, ls in graph.host_leaves.items():
         domains[rep[uf.find(next(iter(ls)))]].hosts.add(h)
     domain_at: dict[tuple[int, int], int] = {(s, 1): rep[uf.find(s)] for s in leaves}
 
-    # 4. tier k: components of every switch of level <= k
     edges_at: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for a in range(n):
-        for b in neighbours[a]:
+        for b in graph.neighbours[a]:
             if a < b and level[a] and level[b]:
                 edges_at[max(2, level[a], level[b])].append((a, b))
     by_level: dict[int, list[int]] = defaultdict(list)
@@ -392,7 +464,7 @@ def build(
         if level[s] > 1:
             by_level[level[s]].append(s)
     active = list(leaves)
-    for k in range(2, depth + 1):
+    for k in range(2, graph.depth + 1):
         before = {uf.find(s) for s in active}
         active.extend(by_level.get(k, ()))
         for a, b in edges_at.get(k, ()):
@@ -408,8 +480,7 @@ def build(
             own = sorted(s for s in members[root] if level[s] == k)
             if len(kids) == 1:
                 rep[root] = kids[0]
-                dom = domains[kids[0]]
-                dom.switches.extend(own)
+                domains[kids[0]].switches.extend(own)
             else:
                 rep[root] = len(domains)
                 domains.append(
@@ -421,22 +492,31 @@ def build(
             domain_at[(s, k)] = rep[uf.find(s)]
 
     roots = sorted(set(rep.values()))
+    top = None
     if assume_single_fabric and len(roots) > 1:
         top_tier = max(domains[r].tier for r in roots) + 1
-        top = _Domain(tier=top_tier, switches=[], level_switches=[], children=roots)
+        above = _Domain(tier=top_tier, switches=[], level_switches=[], children=roots)
         for r in roots:
-            top.hosts |= domains[r].hosts
-        domains.append(top)
+            above.hosts |= domains[r].hosts
+        top = len(domains)
+        domains.append(above)
+    return _Tiers(domains=domains, domain_at=domain_at, roots=roots, top=top)
 
-    # names
+
+def _names(graph: _Graph, tiers: _Tiers, prefix: str) -> dict[int, str]:
+    """``<prefix>-t<tier>-<smallest switch name at its level>``, clashes resolved."""
     proposed: dict[int, str] = {}
-    for i, dom in enumerate(domains):
-        own_names = sorted(sw_name[s] for s in dom.level_switches)
+    for i, dom in enumerate(tiers.domains):
+        own_names = sorted(graph.sw_name[s] for s in dom.level_switches)
         anchor = own_names[0] if own_names else "fabric"
         proposed[i] = naming.join(prefix, f"t{dom.tier}", anchor)
-    names = naming.unique_names(proposed)
+    return naming.unique_names(proposed)
 
-    # 5. link issues against the norm of each link class
+
+def _link_issues(graph: _Graph, tiers: _Tiers, names: Mapping[int, str]) -> list[LinkIssue]:
+    """Step 5: links down, or narrower or slower than the norm of their class."""
+    fabric, is_switch, level = graph.fabric, graph.is_switch, graph.level
+    devs, sw_name, domain_at = fabric.devices, graph.sw_name, tiers.domain_at
     class_ids: dict[tuple[str, str], int] = {}
     dev_class = [class_ids.setdefault((str(d.kind), d.model), len(class_ids)) for d in devs]
     link_class = [
@@ -469,7 +549,7 @@ def build(
             d = domain_at.get((a, k)) if level[a] and level[b] else None
             return (names[d] if d is not None else None), ()
         sw, ca = (a, b) if is_switch[a] else (b, a)
-        h = host_of[ca]
+        h = graph.host_of[ca]
         d = domain_at.get((sw, 1))
         return (names[d] if d is not None else None), ((h,) if h else ())
 
@@ -505,8 +585,13 @@ def build(
                 hosts=on_hosts,
             )
         )
+    return issues
 
-    # 6. bandwidth and oversubscription, bottom-up
+
+def _bandwidth(graph: _Graph, tiers: _Tiers) -> tuple[list[float | None], list[float | None]]:
+    """Step 6, bottom-up: per domain, per-GPU bandwidth and oversubscription."""
+    fabric, is_switch, level, host_of = graph.fabric, graph.is_switch, graph.level, graph.host_of
+    domains, domain_at = tiers.domains, tiers.domain_at
     host_gbps: list[float] = [
         g
         for link in fabric.links
@@ -516,18 +601,17 @@ def build(
         and host_of[link.b if is_switch[link.a] else link.a] is not None
     ]
     host_norm = _mode(host_gbps)
-    top_id = len(domains) - 1 if assume_single_fabric and len(roots) > 1 else None
     anc: dict[int, list[int]] = {}
-    for s in range(n):
+    for s in range(len(level)):
         if not is_switch[s] or not level[s]:
             continue
         chain: list[int] = []
-        for k in range(level[s], depth + 1):
+        for k in range(level[s], graph.depth + 1):
             d = domain_at.get((s, k))
             if d is not None and (not chain or chain[-1] != d):
                 chain.append(d)
-        if top_id is not None:
-            chain.append(top_id)
+        if tiers.top is not None:
+            chain.append(tiers.top)
         anc[s] = chain
     up_gbps: list[float] = [0.0] * len(domains)
     down_gbps: list[float] = [0.0] * len(domains)
@@ -545,14 +629,14 @@ def build(
                     break
                 up_gbps[d] += link.gbps
                 below = d
-    bandwidth: list[float | None] = [None] * len(domains)
-    oversub: list[float | None] = [None] * len(domains)
     for link in fabric.links:
         if link.up and is_switch[link.a] != is_switch[link.b] and link.gbps:
             sw, ca_ = (link.a, link.b) if is_switch[link.a] else (link.b, link.a)
             d = domain_at.get((sw, 1))
             if d is not None and host_of[ca_] is not None:
                 down_gbps[d] += link.gbps
+    bandwidth: list[float | None] = [None] * len(domains)
+    oversub: list[float | None] = [None] * len(domains)
     for i in sorted(range(len(domains)), key=lambda i: domains[i].tier):
         dom = domains[i]
         if dom.tier == 1 or not dom.children:
@@ -567,10 +651,22 @@ def build(
             bandwidth[i] = _weighted_median(kid_bw)
         if up_gbps[i] > 0 and down_gbps[i] > 0:
             oversub[i] = max(1.0, round(down_gbps[i] / up_gbps[i], 2))
+    return bandwidth, oversub
 
+
+def _hypernodes(
+    graph: _Graph,
+    tiers: _Tiers,
+    names: Mapping[int, str],
+    bandwidth: Sequence[float | None],
+    oversub: Sequence[float | None],
+    *,
+    owner: str,
+    prefix: str,
+) -> list[HyperNode]:
     out: list[HyperNode] = []
-    for i, dom in enumerate(domains):
-        own_names = sorted(sw_name[s] for s in dom.level_switches)
+    for i, dom in enumerate(tiers.domains):
+        own_names = sorted(graph.sw_name[s] for s in dom.level_switches)
         bw = bandwidth[i]
         out.append(
             hypernode(
@@ -596,31 +692,7 @@ def build(
                 },
             )
         )
-
-    isolated = sum(1 for i in range(n) if is_switch[i] and level[i] == 0)
-    extra = [*notes, *_host_notes(fabric, is_switch, host_of, hosts)]
-    if isolated:
-        extra.append(note(f"{isolated} switch(es) reach no leaf switch; not used"))
-    summary = {
-        "switches": sum(is_switch),
-        "leaves": len(leaves),
-        "cas": sum(1 for i in range(n) if not is_switch[i]),
-        "hosts": len(host_leaves),
-        "links": len(fabric.links),
-        "levels": max(level) if leaves else 0,
-        "hypernodes": len(out),
-        "degradedLinks": sum(1 for x in issues if x.state is LinkState.DEGRADED),
-        "downLinks": sum(1 for x in issues if x.state is LinkState.DOWN),
-        "unconnectedPorts": fabric.unconnected_ports,
-    }
-    return Discovery(
-        source=source,
-        owner=owner,
-        hypernodes=sorted_hypernodes(out),
-        link_issues=tuple(issues),
-        notes=tuple(extra),
-        summary=summary,
-    )
+    return out
 
 
 PLACEHOLDER_HOSTS = frozenset({"localhost", "localhost.localdomain", "none", "x"})

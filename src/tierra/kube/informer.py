@@ -90,6 +90,8 @@ class Informer(Generic[T]):
     ``decode`` turns a raw object into the consumer's type; if it raises, the object is
     logged by name and left out (the informer never stops over one bad object).
     ``on_event`` is called in the event loop, one event at a time, in server order.
+    ``on_list(True)`` / ``on_list(False)`` bracket the delivery of a whole LIST, so a
+    consumer can batch the updates a (re)list brings.
     """
 
     def __init__(
@@ -105,6 +107,7 @@ class Informer(Generic[T]):
         page_size: int = 500,
         watch_timeout: int = 300,
         backoff: Backoff | None = None,
+        on_list: Callable[[bool], None] | None = None,
         name: str = "",
     ) -> None:
         self.kube = kube
@@ -117,6 +120,7 @@ class Informer(Generic[T]):
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.backoff = backoff or Backoff()
+        self.on_list = on_list
         self.name = name or resource.name
         self.synced = asyncio.Event()
         self.resource_version = ""
@@ -163,6 +167,15 @@ class Informer(Generic[T]):
 
     async def _list(self) -> None:
         """One paginated LIST, delivered page by page; deletions found at the end."""
+        if self.on_list is not None:
+            self.on_list(True)
+        try:
+            await self._list_pages()
+        finally:
+            if self.on_list is not None:
+                self.on_list(False)
+
+    async def _list_pages(self) -> None:
         seen: set[str] = set()
         token: str | None = None
         version = ""

@@ -7,8 +7,13 @@ subresource), so adding a kind is one line here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from tierra.kube.client import Kube
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +93,28 @@ VALIDATING_WEBHOOKS = Resource(
 )
 KUEUE_TOPOLOGIES = Resource("kueue.x-k8s.io", "v1beta2", "topologies", "Topology", False)
 KAI_TOPOLOGIES = Resource("kai.scheduler", "v1alpha1", "topologies", "Topology", False)
+
+# Always served by a Kubernetes API server; the others may be missing (CRDs not
+# installed, an alpha API switched off).
+BUILT_IN = frozenset({NODES, PODS, NAMESPACES, EVENTS, PRIORITY_CLASSES, LEASES})
+
+
+async def served(kube: Kube, resources: Iterable[Resource]) -> set[Resource]:
+    """Which of ``resources`` the API server serves (one discovery request per group)."""
+    from tierra.kube.client import ApiError  # noqa: PLC0415 - client imports nothing here
+
+    out: set[Resource] = set()
+    by_group: dict[str, list[Resource]] = {}
+    for res in resources:
+        by_group.setdefault(res.api_version, []).append(res)
+    for api_version, wanted in by_group.items():
+        path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        try:
+            body = await kube.get(path, what=f"discover {api_version}")
+        except ApiError as exc:
+            if exc.status == 404:
+                continue
+            raise
+        plurals = {str(item.get("name")) for item in body.get("resources") or []}
+        out.update(res for res in wanted if res.plural in plurals)
+    return out

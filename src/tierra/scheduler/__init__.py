@@ -1,10 +1,13 @@
 """The topology-aware gang scheduler: one session over a cluster state.
 
-Given a ``ClusterState`` (built once from a snapshot, then updated incrementally by an
-adapter), ``run_session`` decides where pending gangs go and why the others wait, and
-applies its decisions to the state. No Kubernetes client, CLI or rendering here.
+Given a ``Cache`` (built once from a snapshot or an informer's first list, then updated
+incrementally by an adapter), ``run_session`` decides where pending gangs go and why the
+others wait, and keeps its decisions in the cache (bindings assumed, evictions removed);
+a ``Memory`` kept beside the cache lets later sessions skip what must fail again.
+No Kubernetes client, CLI or rendering here.
 """
 
+from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import (
     DegradedMode,
     SchedulerConfig,
@@ -13,18 +16,23 @@ from tierra.scheduler.config import (
     parse_config,
 )
 from tierra.scheduler.explain import Explanation, TierTrace, Verdict
+from tierra.scheduler.memory import Memory
 from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
 from tierra.scheduler.session import explain_gang, run_session, schedule
-from tierra.scheduler.state import ClusterState
+from tierra.scheduler.status import Code, Searched, Status
 
 __all__ = [
     "Binding",
-    "ClusterState",
+    "Cache",
+    "Code",
     "DegradedMode",
     "Eviction",
     "Explanation",
+    "Memory",
     "SchedulerConfig",
+    "Searched",
     "SessionResult",
+    "Status",
     "TierTrace",
     "Unschedulable",
     "Verdict",

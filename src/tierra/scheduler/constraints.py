@@ -21,9 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, TopologyMode
-from tierra.topology.index import TopologyIndex
+from tierra.scheduler.status import Status, unresolvable
+from tierra.topology.arrays import BoolArray, tier_allowed
+from tierra.topology.index import IntArray, TopologyIndex
 
 MODE_ANNOTATION = "volcano.sh/network-topology-mode"
 TIER_ANNOTATION = "volcano.sh/network-topology-highest-tier"
@@ -44,11 +48,17 @@ class TierLimit:
     preferred: tuple[int, ...] | None
     text: str
 
-    def allows(self, index: TopologyIndex, h: int) -> bool:
-        if h == index.root:
-            return self.root
-        t = int(index.tree_of[h])
-        return t >= 0 and bool(index.usable[h]) and int(index.tier[h]) <= self.tree_max[t]
+    def allowed(self, index: TopologyIndex, domains: IntArray) -> BoolArray:
+        """Which ``domains`` this limit allows (``topology.arrays.tier_allowed``)."""
+        return tier_allowed(index, domains, self.tree_max, self.root)
+
+    def highest_allowed(self, index: TopologyIndex, h: int) -> int | None:
+        """The highest domain above ``h`` (itself included) this limit allows, if any.
+
+        Tiers only grow going up, so the allowed ancestors are a run starting at ``h``."""
+        chain = np.asarray(index.ancestors(h), dtype=np.int64)
+        ok = chain[self.allowed(index, chain)]
+        return int(ok[-1]) if len(ok) else None
 
     def highest(self, index: TopologyIndex) -> int:
         """The highest tier allowed anywhere (the root's tier if the root is allowed)."""
@@ -78,8 +88,8 @@ def _by_name(index: TopologyIndex, name: str) -> tuple[int, ...]:
 
 def resolve(
     nt: NetworkTopology | None, index: TopologyIndex, where: str = "networkTopology"
-) -> TierLimit | str:
-    """The limit ``nt`` stands for, or a reason why it cannot be honoured (fail closed)."""
+) -> TierLimit | Status:
+    """The limit ``nt`` stands for, or why it cannot be honoured (fail closed)."""
     if nt is None:
         return flat(index)
     n = len(index.trees)
@@ -90,7 +100,7 @@ def resolve(
     elif nt.preferred_tier_name is not None:
         preferred = _by_name(index, nt.preferred_tier_name)
         if all(p < 0 for p in preferred):
-            return (
+            return unresolvable(
                 f"{where}.preferredTierName {nt.preferred_tier_name!r} names no tier "
                 f"(known tier names: {_known_names(index)})"
             )
@@ -112,7 +122,7 @@ def resolve(
         name = nt.highest_tier_name
         tiers = _by_name(index, name)
         if all(t < 0 for t in tiers):
-            return (
+            return unresolvable(
                 f"{where}.highestTierName {name!r} names no tier (known tier names: "
                 f"{_known_names(index)}); the gang waits rather than run unconstrained"
             )

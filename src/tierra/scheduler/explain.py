@@ -2,7 +2,9 @@
 
 Every unscheduled gang gets a one-line reason naming the best domain tried and what was
 missing, e.g. ``no tier-1 HyperNode can hold 4 pods of 4 cpu, 16Gi memory: best s2
-holds 3 (short of cpu); tier 2 not allowed (highestTierAllowed: 1)``. The domain search
+holds 3 (short of cpu); tier 2 not allowed (highestTierAllowed: 1)``. A gang that no
+allowed domain could hold even with every node empty is told so instead, with what would
+make it fit (``never_fits``): waiting would never help. The domain search
 records a ``Miss`` per tier cheaply (array arg-max) for every gang; the full per-domain
 ``Verdict`` list is kept only for the one gang ``tierra explain`` asks about. Text is
 built here and nowhere else, so the CLI, the simulator and Kubernetes events say the
@@ -11,17 +13,21 @@ same thing.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tierra.api.quantity import format_milli
 
 if TYPE_CHECKING:
+    from tierra.scheduler.cache import Cache
     from tierra.scheduler.constraints import TierLimit
-    from tierra.scheduler.domains import Demand, Shape
-    from tierra.scheduler.state import ClusterState
-    from tierra.topology.capacity import ResourceAxis
+    from tierra.scheduler.demand import Demand, Shape
+    from tierra.topology.arrays import BoolArray
+    from tierra.topology.capacity import Capacity, ResourceAxis
     from tierra.topology.index import IntArray
 
 
@@ -91,6 +97,46 @@ class TierTrace:
         return out
 
 
+_RANK = {"chosen": 0, "failed": 1, "fits": 2, "rejected": 3}
+
+
+def best_first(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """Chosen, then failed, then fitting (best score first), then rejected; by name last."""
+    return sorted(verdicts, key=lambda v: (_RANK.get(v.outcome, 9), -(v.score or 0.0), v.domain))
+
+
+def tally(verdicts: Sequence[Verdict]) -> Counter[str]:
+    """Candidates not listed, counted by kind: the outcome, or a rejection's first words."""
+    return Counter(
+        v.detail.split(" (")[0] if v.outcome == "rejected" else v.outcome for v in verdicts
+    )
+
+
+@dataclass(slots=True)
+class Trace:
+    """Every search made for one gang, tier by tier; kept only for the gang explain asks
+    about (``None`` everywhere else, so ordinary sessions pay nothing)."""
+
+    tiers: list[TierTrace] = field(default_factory=list)
+
+    def add(self, tier_trace: TierTrace) -> None:
+        self.tiers.append(tier_trace)
+
+    def attempt(self, scope: str, tier: int, domain: str, outcome: str) -> None:
+        """Fold a placement attempt into the latest record of its scope and tier."""
+        for tt in reversed(self.tiers):
+            if tt.scope == scope and tt.tier == tier:
+                tt.attempts.append((domain, outcome))
+                return
+
+    def ordered(self) -> tuple[TierTrace, ...]:
+        """Scopes in the order first searched, tiers ascending within each."""
+        first: dict[str, int] = {}
+        for i, tt in enumerate(self.tiers):
+            first.setdefault(tt.scope, i)
+        return tuple(sorted(self.tiers, key=lambda tt: (first[tt.scope], tt.tier)))
+
+
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """What ``tierra explain`` prints for one gang."""
@@ -100,6 +146,7 @@ class Explanation:
     summary: str
     constraint: str
     tiers: tuple[TierTrace, ...] = ()
+    notes: tuple[str, ...] = ()  # what preempting or reclaiming would do, or why it cannot
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +155,7 @@ class Explanation:
             "summary": self.summary,
             "constraint": self.constraint,
             "tiers": [t.to_dict() for t in self.tiers],
+            "notes": list(self.notes),
         }
 
 
@@ -145,13 +193,13 @@ def describe_demand(axis: ResourceAxis, demand: Demand) -> str:
     return f"{demand.count} pods ({inner})"
 
 
-def domain_name(state: ClusterState, h: int) -> str:
-    return "the whole cluster" if h == state.index.root else state.index.names[h]
+def domain_name(cache: Cache, h: int) -> str:
+    return "the whole cluster" if h == cache.index.root else cache.index.names[h]
 
 
-def describe_shortfall(state: ClusterState, demand: Demand, h: int, holds: int) -> str:
+def describe_shortfall(cache: Cache, demand: Demand, h: int, holds: int) -> str:
     """Why domain ``h`` cannot take ``demand``: roll-up short, or node-by-node short."""
-    cap = state.capacity
+    cap = cache.capacity
     free = cap.dom_alloc[h] - cap.dom_used[h]
     axis = cap.axis
     lacking = [
@@ -166,6 +214,21 @@ def describe_shortfall(state: ClusterState, demand: Demand, h: int, holds: int) 
     return f"holds {holds} of {demand.count} pods (counted node by node)"
 
 
+def short_of(
+    capacity: Capacity, request: IntArray, mask: BoolArray, nodes: IntArray, need: int
+) -> list[str]:
+    """Which resources, counted node by node over ``nodes``, hold fewer than ``need`` pods."""
+    alloc, used = capacity.node_alloc[nodes], capacity.node_used[nodes]
+    m = mask[nodes]
+    out: list[tuple[int, str]] = []
+    for r in np.flatnonzero(request > 0).tolist():
+        per = np.maximum(alloc[:, r] - used[:, r], 0) // request[r]
+        pods = int(np.where(m, per, 0).sum())
+        if pods < need:
+            out.append((pods, capacity.axis.names[r]))
+    return [name for _, name in sorted(out)]
+
+
 def _excluded(demand: Demand) -> str:
     texts = [s.eligibility.describe() for s in demand.shapes if s.eligibility.excluded]
     return f"; nodes excluded: {texts[0]}" if texts else ""
@@ -177,17 +240,108 @@ def _tiers_text(tiers: Sequence[int]) -> str:
     return f"tier {tiers[0]}-{tiers[-1]}"
 
 
-def _next_tier_note(state: ClusterState, limit: TierLimit) -> str:
+def _next_tier_note(cache: Cache, limit: TierLimit) -> str:
     if limit.root or limit.flat:
         return ""
-    top = limit.highest(state.index)
-    above = [t for t in state.layouts.tiers if t > top]
-    nxt = above[0] if above else state.layouts.root_tier
+    top = limit.highest(cache.index)
+    above = [t for t in cache.layouts.tiers if t > top]
+    nxt = above[0] if above else cache.layouts.root_tier
     return f"; tier {nxt} not allowed ({limit.text})"
 
 
+def _empty_holds(cache: Cache, demand: Demand, domains: IntArray) -> tuple[BoolArray, IntArray]:
+    """Per domain: whether ``demand`` could fit with nothing running (a necessary check:
+    the roll-up, and each shape counted node by node), and how many of its pods it holds."""
+    cap = cache.capacity
+    ok: BoolArray = np.asarray((cap.dom_alloc[domains] >= demand.total).all(axis=1), dtype=bool)
+    holds = np.zeros(len(domains), dtype=np.int64)
+    for shape in demand.shapes:
+        n = len(shape.pods)
+        fit = cap.domain_fit(shape.vec, domains, shape.eligibility.mask, empty=True)
+        ok &= fit >= n
+        holds += np.minimum(fit, n)
+    return ok, holds
+
+
+def _short_when_empty(cache: Cache, demand: Demand, h: int) -> list[str]:
+    """What ``h`` lacks for ``demand`` with nothing running: in all (the roll-up), or on
+    every single node (no node big enough for one pod)."""
+    cap, axis = cache.capacity, cache.capacity.axis
+    nodes = cache.index.real_nodes[h]
+    alloc = cap.node_alloc[nodes]
+    lacking = {i for i in range(len(axis)) if cap.dom_alloc[h, i] < demand.total[i]}
+    for shape in demand.shapes:
+        eligible = alloc[shape.eligibility.mask[nodes]]
+        for i in np.flatnonzero(shape.vec > 0).tolist():
+            if not (eligible[:, i] >= shape.vec[i]).any():
+                lacking.add(i)
+    return [axis.names[i] for i in sorted(lacking) if axis.names[i] != "pods"]
+
+
+def never_fits(cache: Cache, demand: Demand, limit: TierLimit, region: int) -> str | None:
+    """Why ``demand`` fits no domain ``limit`` allows even with every node empty, and what
+    would make it fit; None when some allowed domain could hold it once room frees.
+
+    Without this a gang too big for its tier read like a wait for capacity ("best s0
+    holds 2"), and would wait forever.
+    """
+    ix, lay = cache.index, cache.layouts
+    req = describe_demand(cache.capacity.axis, demand)
+    every = np.arange(ix.root + 1, dtype=np.int64)
+    within = np.array([lay.inside(h, region) for h in range(ix.root + 1)], dtype=bool)
+    if limit.flat:
+        allowed = np.array([region], dtype=np.int64)
+    else:
+        allowed = every[limit.allowed(ix, every) & within]
+    if not len(allowed):
+        return None
+    ok, holds = _empty_holds(cache, demand, allowed)
+    if ok.any():
+        return None
+    best = int(np.argmax(holds))
+    most = int(holds[best])
+    lacking = ", ".join(_short_when_empty(cache, demand, int(allowed[best])))
+    shrink = (
+        f"shrink the gang to {most} pod{'' if most == 1 else 's'}"
+        if most
+        else "shrink its pods' requests"
+    )
+    if limit.flat or limit.root:
+        where = "the whole cluster" if region == ix.root else domain_name(cache, region)
+        return (
+            f"can never fit: even with every node empty, {where} holds only {most} of "
+            f"{req}{f' (short of {lacking})' if lacking else ''}{_excluded(demand)};"
+            f" add nodes or {shrink}"
+        )
+    name = domain_name(cache, int(allowed[best]))
+    top = limit.highest(ix)
+    fix = f"or {shrink}"
+    for t in sorted({int(x) for x in ix.tier[: ix.root]} | {lay.root_tier}):
+        if t <= top:
+            continue
+        above = every[(ix.tier == t) & ix.usable & within]
+        fits, _ = _empty_holds(cache, demand, above) if len(above) else (above > 0, above)
+        if fits.any():
+            h = int(above[int(np.argmax(fits))])
+            tier_name = ix.hypernodes[h].tier_name if h != ix.root else None
+            if t == lay.root_tier:
+                allow = "mode: soft"
+            elif tier_name and limit.text.startswith("highestTierName"):
+                allow = f"highestTierName: {tier_name}"
+            else:
+                allow = f"highestTierAllowed: {t}"
+            fix = f"allow tier {t} ({allow}; {domain_name(cache, h)} could hold it) {fix}"
+            break
+    return (
+        f"can never fit within {limit.text}: even with every node empty, no allowed"
+        f" HyperNode holds {req} (the most, {name}, holds {most}"
+        f"{f', short of {lacking}' if lacking else ''}){_excluded(demand)};"
+        f" to fit, {fix}"
+    )
+
+
 def no_fit_reason(
-    state: ClusterState,
+    cache: Cache,
     demand: Demand,
     limit: TierLimit,
     misses: Sequence[Miss],
@@ -197,14 +351,16 @@ def no_fit_reason(
     what: str = "",
 ) -> str:
     """The one-line reason a demand fits no allowed domain."""
-    req = describe_demand(state.capacity.axis, demand)
-    ix = state.index
+    req = describe_demand(cache.capacity.axis, demand)
+    ix = cache.index
     if not ix.node_names:
         return f"{what}the snapshot holds no nodes"
-    root_tier = state.layouts.root_tier
+    root_tier = cache.layouts.root_tier
     prefix = what
     if sticky is not None:
-        prefix += f"its running pods occupy {domain_name(state, sticky)}; "
+        prefix += f"its running pods occupy {domain_name(cache, sticky)}; "
+    elif (never := never_fits(cache, demand, limit, region)) is not None:
+        return prefix + never
     inside = "" if region == ix.root else f" inside {ix.names[region]}"
     real = [m for m in misses if m.tier != root_tier]
     with_cands = [m for m in real if m.candidates]
@@ -214,7 +370,7 @@ def no_fit_reason(
             return f"{prefix}no node can take any pod of {req}{_excluded(demand)}"
         return (
             f"{prefix}no usable HyperNode{inside} is allowed by {limit.text}"
-            f"{_next_tier_note(state, limit)}"
+            f"{_next_tier_note(cache, limit)}"
         )
     if not with_cands and root_miss is not None:
         short = f" (short of {', '.join(root_miss.short)})" if root_miss.short else ""
@@ -234,4 +390,4 @@ def no_fit_reason(
     )
     if root_miss is not None:
         text += f"; the whole cluster has room for {root_miss.holds}"
-    return text + _next_tier_note(state, limit) + _excluded(demand)
+    return text + _next_tier_note(cache, limit) + _excluded(demand)

@@ -19,6 +19,7 @@ missing queue) makes the gang wait with a reason instead.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,12 +27,14 @@ from dataclasses import dataclass, field
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
+from tierra.scheduler.cache import DEFAULT_QUEUE, Cache, gang_key, solo_queue
 from tierra.scheduler.constraints import from_annotations
+from tierra.scheduler.memory import Memory
 from tierra.scheduler.result import Unschedulable
-from tierra.scheduler.state import QUEUE_ANNOTATION, ClusterState, gang_key
+from tierra.scheduler.status import unresolvable
 
 TASK_SPEC = "volcano.sh/task-spec"
-DEFAULT_QUEUE = "default"
+_ATOI = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
 def pod_order(pod: Pod) -> tuple[object, ...]:
@@ -81,10 +84,6 @@ class Gang:
     # per policy, sub-groups with no pending pod that are whole by their running pods
     # (they are ready sub-groups for minSubGroups, though there is nothing to place)
     running_whole: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def has_policies(self) -> bool:
-        return any(sg.policy for sg in self.sub_groups)
 
 
 class Tally:
@@ -140,16 +139,15 @@ def _sub_group_of(pod: Pod, policies: Sequence[SubGroupPolicy]) -> tuple[str, st
         values = [labels.get(k, "") for k in p.match_label_keys]
         if not all(values):
             continue
-        try:
-            index = int(values[0])
-        except ValueError:
-            index = 0
+        # Volcano's MatchIndex is strconv.Atoi of the first value: ASCII digits only
+        # (Python's int would also take "٣" or "1_0"), else 0
+        index = int(values[0]) if _ATOI.fullmatch(values[0]) else 0
         return f"{p.name}-{'-'.join(values)}", p.name, index
     return None
 
 
 def _problem(
-    pg: PodGroup, state: ClusterState, running: Sequence[Pod], pending: Sequence[Pod]
+    pg: PodGroup, state: Cache, running: Sequence[Pod], pending: Sequence[Pod]
 ) -> str | None:
     if pg.queue != DEFAULT_QUEUE and pg.queue not in state.queues:
         known = ", ".join(sorted({DEFAULT_QUEUE, *state.queues}))
@@ -180,19 +178,21 @@ def _problem(
 def _build(
     key: str,
     pg: PodGroup | None,
-    state: ClusterState,
+    state: Cache,
     pending: list[Pod],
     running: list[Pod],
 ) -> Gang:
     pending.sort(key=pod_order)
     running.sort(key=pod_order)
     priority = max((p.priority for p in pending), default=0)
+    if pg is not None and pg.priority_class_name in state.priority_classes:
+        priority = state.priority_classes[pg.priority_class_name]  # as Volcano's cache
     if pg is None:
         pod = pending[0]
         return Gang(
             key=key,
             podgroup=None,
-            queue=pod.meta.annotations.get(QUEUE_ANNOTATION, DEFAULT_QUEUE),
+            queue=solo_queue(pod),
             priority=priority,
             min_member=1,
             min_task_member={},
@@ -281,34 +281,29 @@ def _build(
     )
 
 
-def _cached(state: ClusterState, key: str, alone: bool) -> Gang | None:
+def _cached(cache: Cache, memory: Memory, key: str, alone: bool) -> Gang | None:
     """The gang built for ``key`` in an earlier session, if nothing it reads changed since
     (its PodGroup and pods: ``gang_changed_at``; queues, nodes: ``freed_at``)."""
-    hit = state.built.get(key)
+    hit = memory.built.get(key)
     if hit is None:
         return None
     at, gang = hit
-    if not isinstance(gang, Gang) or (gang.podgroup is None) != alone:
-        return None
-    if not state.unchanged_since(key, at):
+    if (gang.podgroup is None) != alone or not cache.unchanged_since(key, at):
         return None
     return gang
 
 
 def collect(
-    state: ClusterState, scheduler_names: Sequence[str]
+    cache: Cache, scheduler_names: Sequence[str], memory: Memory
 ) -> tuple[list[Gang], list[Unschedulable]]:
     """Every gang with pending pods of ours, and reasons for pods naming no PodGroup.
 
     A gang whose inputs have not changed since an earlier session is reused as built."""
     names = set(scheduler_names)
-    if state.built_for != names:
-        state.built.clear()
-        state.built_for = names
     grouped: dict[str, list[Pod]] = {}
     solo: list[Pod] = []
-    pods, gang_of = state.pods, state.gang_of
-    for key in state.pending:
+    pods, gang_of = cache.pods, cache.gang_of
+    for key in cache.pending:
         pod = pods[key]
         if pod.scheduler_name not in names:
             continue
@@ -319,40 +314,39 @@ def collect(
             grouped.setdefault(g, []).append(pod)
     gangs: list[Gang] = []
     orphans: list[Unschedulable] = []
+    built = memory.built
     for g, pending in sorted(grouped.items()):
-        pg = state.podgroups.get(g)
+        pg = cache.podgroups.get(g)
         if pg is None:
             pending.sort(key=pod_order)
             example = pending[0].key
             more = f" and {len(pending) - 1} more name" if len(pending) > 1 else " names"
-            orphans.append(
-                Unschedulable(
-                    g,
-                    f"PodGroup {g} does not exist; pod {example}{more} it in annotation "
-                    "scheduling.k8s.io/group-name",
-                )
+            why = (
+                f"PodGroup {g} does not exist; pod {example}{more} it in annotation "
+                "scheduling.k8s.io/group-name"
             )
+            orphans.append(Unschedulable(g, unresolvable(why)))
             continue
-        gang = _cached(state, g, alone=False)
+        gang = _cached(cache, memory, g, alone=False)
         if gang is None:
-            running = [p for p in state.gang_pods(g) if p.holds_resources]
-            gang = _build(g, pg, state, pending, running)
-            state.built[g] = (state.clock, gang)
+            running = [p for p in cache.gang_pods(g) if p.holds_resources]
+            gang = _build(g, pg, cache, pending, running)
+            built[g] = (cache.clock, gang)
         gangs.append(gang)
     for pod in sorted(solo, key=lambda p: p.key):
-        gang = _cached(state, pod.key, alone=True)
+        gang = _cached(cache, memory, pod.key, alone=True)
         if gang is None:
-            gang = _build(pod.key, None, state, [pod], [])
-            state.built[pod.key] = (state.clock, gang)
+            gang = _build(pod.key, None, cache, [pod], [])
+            built[pod.key] = (cache.clock, gang)
         gangs.append(gang)
-    if len(state.built) > len(gangs):
+    if len(built) > len(gangs):
         keep = {g.key for g in gangs}
-        for key in [k for k in state.built if k not in keep]:
-            del state.built[key]
+        for key in [k for k in built if k not in keep]:
+            del built[key]
     return gangs, orphans
 
 
-def rebuild(state: ClusterState, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
+def rebuild(state: Cache, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
     """``gang`` as the state holds it now (after evictions earlier in the session)."""
     if gang.podgroup is None:
         return gang

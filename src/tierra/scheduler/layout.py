@@ -14,12 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
+from tierra.topology.arrays import BoolArray, segment_sums
 from tierra.topology.index import IntArray, TopologyIndex
-
-BoolArray = npt.NDArray[np.bool_]
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,20 +30,10 @@ class TierLayout:
     end: IntArray  # per domain: one past its last entry
     nodes: IntArray  # every domain's real nodes, concatenated
 
-    def span(self, lo: int, hi: int) -> tuple[int, int]:
-        """The entries of domains ``lo:hi`` (a contiguous run)."""
-        if hi <= lo:
-            return 0, 0
-        return int(self.start[lo]), int(self.end[hi - 1])
-
     def counts(self, lo: int, hi: int, per_node: IntArray) -> IntArray:
-        """Sum of ``per_node`` over each domain in ``lo:hi``."""
-        e0, e1 = self.span(lo, hi)
-        if e1 <= e0:
-            return np.zeros(max(hi - lo, 0), dtype=np.int64)
-        cs = np.zeros(e1 - e0 + 1, dtype=np.int64)
-        np.cumsum(per_node[self.nodes[e0:e1]], out=cs[1:])
-        return cs[self.end[lo:hi] - e0] - cs[self.start[lo:hi] - e0]
+        """Sum of ``per_node`` (a vector or a ``[nodes, k]`` matrix) over each domain in
+        ``lo:hi``: their nodes lie end to end, so it is one ``segment_sums``."""
+        return segment_sums(per_node, self.nodes, self.start[lo:hi], self.end[lo:hi])
 
 
 class Layouts:

@@ -24,15 +24,18 @@ one domain its limit allows (Volcano's gangPreempt, confined to a domain):
 from __future__ import annotations
 
 from collections.abc import Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tierra.api.natural import natural_key
+from tierra.scheduler.allocate import Allocator
+from tierra.scheduler.cache import Cache, gang_key, solo_queue
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.gang import DEFAULT_QUEUE, Gang
-from tierra.scheduler.placer import Outcome, Placer
-from tierra.scheduler.state import QUEUE_ANNOTATION, ClusterState, gang_key
+from tierra.scheduler.gang import Gang
+from tierra.scheduler.plan import GangPlan
+from tierra.scheduler.quota import Budget
+from tierra.scheduler.status import Code, Status
 from tierra.topology.index import IntArray
 
 MAX_TRIES_PER_DOMAIN = 4
@@ -63,12 +66,14 @@ class Bundle:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class Choice:
+    """A domain to preempt in, and the victims that make room there."""
+
     domain: int
     victims: tuple[Victim, ...]
 
-    def key(self, state: ClusterState) -> tuple[object, ...]:
-        ix = state.index
+    def key(self, cache: Cache) -> tuple[object, ...]:
+        ix = cache.index
         return (
             max((v.priority for v in self.victims), default=0),
             len(self.victims),
@@ -78,61 +83,62 @@ class Plan:
         )
 
 
-def queue_of(state: ClusterState, key: str) -> str:
-    pod = state.pods[key]
+def queue_of(cache: Cache, key: str) -> str:
+    pod = cache.pods[key]
     g = gang_key(pod)
-    if g is not None and g in state.podgroups:
-        return state.podgroups[g].queue
-    return pod.meta.annotations.get(QUEUE_ANNOTATION, DEFAULT_QUEUE)
+    if g is not None and g in cache.podgroups:
+        return cache.podgroups[g].queue
+    return solo_queue(pod)
 
 
 class Preemptor:
     def __init__(
         self,
-        state: ClusterState,
+        cache: Cache,
         config: SchedulerConfig,
-        placer: Placer,
+        allocator: Allocator,
         bound_now: Set[str],
     ) -> None:
-        self.state = state
+        self.cache = cache
         self.config = config
-        self.placer = placer
+        self.allocator = allocator
+        self.txn = allocator.txn
         self.bound_now = bound_now
 
     def victims(self, gang: Gang) -> list[Victim]:
-        st = self.state
+        cache = self.cache
         names = set(self.config.scheduler_names)
         mine = {p.key for p in gang.running}
         out: list[Victim] = []
-        for key, node in st.node_of.items():
+        for key, node in cache.node_of.items():
             if key in mine or key in self.bound_now:
                 continue
-            pod = st.pods[key]
+            pod = cache.pods[key]
             if pod.priority >= gang.priority or pod.scheduler_name not in names:
                 continue
-            q = queue_of(st, key)
-            queue = st.queues.get(q)
+            q = queue_of(cache, key)
+            queue = cache.queues.get(q)
             if queue is not None and not queue.reclaimable and q != gang.queue:
                 continue
-            out.append(Victim(key, node, st.vec_of[key], pod.priority))
+            out.append(Victim(key, node, cache.vec_of[key], pod.priority))
         return out
 
     def _bundles(self, victims: list[Victim], inside: np.ndarray) -> list[Bundle]:
-        st = self.state
+        cache = self.cache
         eligible = {v.key: v for v in victims}
         by_gang: dict[str, list[Victim]] = {}
         bundles: list[Bundle] = []
         for v in victims:
             if not inside[v.node]:
                 continue
-            g = gang_key(st.pods[v.key])
-            if g is None or g not in st.podgroups:
+            g = gang_key(cache.pods[v.key])
+            if g is None or g not in cache.podgroups:
                 bundles.append(Bundle((v,), False, v.key))
             else:
                 by_gang.setdefault(g, []).append(v)
         for g, here in sorted(by_gang.items()):
-            running = [k for k in st.members.get(g, {}) if k in st.node_of]
-            surplus = max(0, len(running) - st.podgroups[g].min_member)
+            running = [k for k in cache.members.get(g, {}) if k in cache.node_of]
+            surplus = max(0, len(running) - cache.podgroups[g].min_member)
             here.sort(key=lambda v: (v.priority, natural_key(v.key)), reverse=False)
             singles = here[:surplus]
             bundles.extend(Bundle((v,), False, v.key) for v in singles)
@@ -143,13 +149,15 @@ class Preemptor:
         bundles.sort(key=Bundle.order)
         return bundles
 
-    def _candidates(self, gang: Gang, total: IntArray, victims: list[Victim]) -> list[int]:
-        st = self.state
-        ix, lay, cap = st.index, st.layouts, st.capacity
-        frame = self.placer.frame(gang)
-        if isinstance(frame, str):
-            return []
-        limit, region = frame.limit, frame.region
+    def admits(self, chosen: list[Bundle], bundle: Bundle) -> bool:
+        """Whether ``bundle`` may join the victims ``chosen`` so far (reclaim narrows it)."""
+        del chosen, bundle
+        return True
+
+    def _candidates(self, plan: GangPlan, total: IntArray, victims: list[Victim]) -> list[int]:
+        cache = self.cache
+        ix, lay, cap = cache.index, cache.layouts, cache.capacity
+        limit, region = plan.frame.limit, plan.frame.region
         evictable = np.zeros_like(cap.node_used)
         for v in victims:
             evictable[v.node] += v.vec
@@ -164,15 +172,9 @@ class Preemptor:
             doms = tl.domains[lo:hi]
             if len(doms) == 0:
                 continue
-            if t == lay.root_tier:
-                allowed = np.array([limit.root], dtype=bool)
-            else:
-                allowed = np.array(limit.tree_max, dtype=np.int64)[ix.tree_of[doms]] >= t
+            allowed = limit.allowed(ix, doms)
             free = cap.dom_alloc[doms] - cap.dom_used[doms]
-            extra = np.stack(
-                [tl.counts(lo, hi, evictable[:, r]) for r in range(evictable.shape[1])], axis=1
-            )
-            room = free + extra
+            room = free + tl.counts(lo, hi, evictable)
             ok = allowed & (room >= total).all(axis=1)
             idx = np.flatnonzero(ok)
             deficit = np.maximum(total - free[idx], 0).sum(axis=1)
@@ -180,23 +182,28 @@ class Preemptor:
             out.extend(int(h) for h in doms[idx][order][: self.config.preemption_max_domains])
         return out
 
-    def _try(self, gang: Gang, h: int, total: IntArray, victims: list[Victim]) -> Plan | None:
-        st, txn = self.state, self.placer.txn
-        inside = np.zeros(len(st.index.node_names), dtype=bool)
-        inside[st.index.real_nodes[h]] = True
+    def _try(self, plan: GangPlan, h: int, total: IntArray, victims: list[Victim]) -> Choice | None:
+        cache, txn = self.cache, self.txn
+        narrowed = plan.within(cache, h)
+        if isinstance(narrowed, Status):
+            return None
+        inside = np.zeros(len(cache.index.node_names), dtype=bool)
+        inside[cache.index.real_nodes[h]] = True
         mark = txn.mark()
         chosen: list[Bundle] = []
         tries = 0
         found = False
         for b in self._bundles(victims, inside):
+            if not self.admits(chosen, b):
+                continue
             for v in b.victims:
                 txn.evict(v.key, v.node, v.vec)
             chosen.append(b)
-            free = st.capacity.dom_alloc[h] - st.capacity.dom_used[h]
+            free = cache.capacity.dom_alloc[h] - cache.capacity.dom_used[h]
             if not (free >= total).all():
                 continue
             inner = txn.mark()
-            out = self.placer.place_gang(gang, within=h)
+            out = self.allocator.allocate(narrowed)
             txn.rollback(inner)
             if out.ok:
                 found = True
@@ -207,69 +214,63 @@ class Preemptor:
         txn.rollback(mark)
         if not found:
             return None
-        kept = self._prune(gang, h, total, chosen)
-        return Plan(h, tuple(v for b in kept for v in b.victims))
+        kept = self._prune(narrowed, h, total, chosen)
+        return Choice(h, tuple(v for b in kept for v in b.victims))
 
-    def _fits_without(self, gang: Gang, h: int, total: IntArray, bundles: list[Bundle]) -> bool:
-        """Whether ``gang`` fits in ``h`` when exactly ``bundles`` are evicted."""
-        st, txn = self.state, self.placer.txn
+    def _fits_without(self, plan: GangPlan, h: int, total: IntArray, bundles: list[Bundle]) -> bool:
+        """Whether the gang fits in ``h`` when exactly ``bundles`` are evicted."""
+        cache, txn = self.cache, self.txn
         mark = txn.mark()
         try:
             for b in bundles:
                 for v in b.victims:
                     txn.evict(v.key, v.node, v.vec)
-            free = st.capacity.dom_alloc[h] - st.capacity.dom_used[h]
-            return bool((free >= total).all()) and self.placer.place_gang(gang, within=h).ok
+            free = cache.capacity.dom_alloc[h] - cache.capacity.dom_used[h]
+            return bool((free >= total).all()) and self.allocator.allocate(plan).ok
         finally:
             txn.rollback(mark)
 
-    def _prune(self, gang: Gang, h: int, total: IntArray, chosen: list[Bundle]) -> list[Bundle]:
+    def _prune(self, plan: GangPlan, h: int, total: IntArray, chosen: list[Bundle]) -> list[Bundle]:
         """``chosen`` without the bundles the gang does not need (see the module doc)."""
         if len(chosen) < 2:
             return chosen
-        st = self.state
+        cache = self.cache
         kept = list(chosen)
         order = sorted(range(len(chosen)), key=lambda i: (-chosen[i].priority, -i))
         for i in order:
             b = chosen[i]
             if not b.whole:
-                owner = gang_key(st.pods[b.victims[0].key])
+                owner = gang_key(cache.pods[b.victims[0].key])
                 if any(k.whole and k.name == owner for k in kept):
                     continue  # the rest of its gang goes: this pod must go too
             trial = [k for k in kept if k is not b]
-            if self._fits_without(gang, h, total, trial):
+            if self._fits_without(plan, h, total, trial):
                 kept = trial
         return kept
 
-    def preempt(self, gang: Gang) -> tuple[Outcome, Plan | None]:
-        """Evict and place inside the transaction, or leave it untouched."""
-        victims = self.victims(gang)
-        if not victims:
-            return Outcome(False), None
-        core, _ = self.placer.split(gang)
-        if core is None:
-            return Outcome(False), None
-        whole = self.placer.demand([p for _, pods in core for p in pods])
-        if isinstance(whole, str) or whole.count == 0:
-            return Outcome(False), None
-        trace, self.placer.trace = self.placer.trace, None
-        try:
-            plans = [
-                p
-                for h in self._candidates(gang, whole.total, victims)
-                if (p := self._try(gang, h, whole.total, victims)) is not None
-            ]
-        finally:
-            self.placer.trace = trace
-        if not plans:
-            return Outcome(False), None
-        best = min(plans, key=lambda p: p.key(self.state))
-        txn = self.placer.txn
-        mark = txn.mark()
+    def preempt(self, plan: GangPlan, budget: Budget | None = None) -> Status:
+        """Evict and place inside the transaction (``Status.domain``: where), or leave it
+        untouched. No explain trace: the gang's own search is what explain shows."""
+        victims = self.victims(plan.gang)
+        if not victims or plan.demand.count == 0:
+            return Status(Code.UNSCHEDULABLE)
+        total = plan.demand.total
+        choices = [
+            c
+            for h in self._candidates(plan, total, victims)
+            if (c := self._try(plan, h, total, victims)) is not None
+        ]
+        if not choices:
+            return Status(Code.UNSCHEDULABLE)
+        best = min(choices, key=lambda c: c.key(self.cache))
+        narrowed = plan.within(self.cache, best.domain)
+        if isinstance(narrowed, Status):
+            return narrowed
+        mark = self.txn.mark()
         for v in best.victims:
-            txn.evict(v.key, v.node, v.vec)
-        out = self.placer.place_gang(gang, within=best.domain)
+            self.txn.evict(v.key, v.node, v.vec)
+        out = self.allocator.allocate(narrowed, budget=budget)
         if not out.ok:
-            txn.rollback(mark)
-            return Outcome(False), None
-        return out, best
+            self.txn.rollback(mark)
+            return out
+        return replace(out, domain=best.domain)

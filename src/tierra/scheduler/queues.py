@@ -1,24 +1,31 @@
 """Queues: which gang goes next, and whether its queue may take more.
 
-Order (per session, re-evaluated after every gang): queues by ``priority`` descending,
-then by weighted dominant-resource share (the largest fraction of any cluster resource
-the queue holds, divided by its weight) ascending, then name; inside a queue, gangs by
-priority descending, then name. So a light queue's gang goes before a heavy one's.
+Queues form a tree (``queue_tree.py``: ``spec.parent``, the root queue, pods in leaves
+only). Order (per session, re-evaluated after every gang): walking down from the root,
+at the first level where two leaves' paths part, the sibling with the higher
+``priority`` goes first, then the one with the lower weighted dominant-resource share
+(the largest fraction of any cluster resource its subtree holds, divided by its
+weight), then by name; inside a queue, gangs by priority descending, then name. So a
+light queue's gang goes before a heavy one's, and a light team's before a heavy team's.
 
 Limits, each a reason the gang waits with:
 
-* ``capability``: the queue's allocation plus the gang's request may not exceed it;
+* the tree: a queue with children, or one hanging under a missing parent or in a cycle,
+  takes no pods (``UNRESOLVABLE``: only a queue change helps);
+* ``capability``: the queue's and every ancestor's allocation plus the request may not
+  exceed it, checked for the gang's minimum as a whole and then for every further pod
+  (``quota.py``, ``budget``);
 * ``guarantee``: resources other queues are guaranteed and do not use yet are held
-  back for them;
-* fair share (Volcano's proportion plugin): each queue *deserves* a weight-proportional
-  slice of the cluster, water-filled by demand (a queue never deserves more than it
-  asks for; what it leaves goes to the others), at least its guarantee, at most its
-  capability. While another queue has gangs waiting, a queue already holding its
+  back for them (for every pod, like capability);
+* fair share: each queue *deserves* a slice of its parent's share, water-filled by
+  weight and demand (``shares.py``: at least its guarantee, at most what it wants and its
+  capability). While another queue has gangs waiting, a queue already holding its
   deserved amount of a resource the gang asks for waits. (A queue below its share may
   take a whole gang that lifts it above: gangs are indivisible, and refusing them
-  would leave the cluster idle.)
+  would leave the cluster idle.) Reclaim (``reclaim.py``) takes room back for a queue
+  below its share from queues above theirs.
 
-The queue ``default`` always exists (weight 1), as in Volcano.
+The queues ``root`` and ``default`` always exist (weight 1), as in Volcano.
 """
 
 from __future__ import annotations
@@ -28,12 +35,16 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from tierra.api.meta import ObjectMeta
 from tierra.api.natural import natural_key
 from tierra.api.queue import Queue
-from tierra.scheduler.explain import amount, amounts
-from tierra.scheduler.gang import DEFAULT_QUEUE, Gang
-from tierra.scheduler.state import ClusterState
+from tierra.scheduler.cache import DEFAULT_QUEUE, Cache
+from tierra.scheduler.explain import amount, amounts, quantity
+from tierra.scheduler.gang import Gang
+from tierra.scheduler.queue_status import QueueStatus
+from tierra.scheduler.queue_tree import QueueTree
+from tierra.scheduler.quota import UNLIMITED, Budget, Limit, Quota
+from tierra.scheduler.shares import Limits, deserved_shares
+from tierra.scheduler.status import OK, Status, queue_limited, unresolvable
 from tierra.topology.index import IntArray
 
 FloatArray = npt.NDArray[np.float64]
@@ -46,101 +57,95 @@ def gang_order(gang: Gang) -> tuple[object, ...]:
 class QueueBook:
     def __init__(
         self,
-        state: ClusterState,
+        cache: Cache,
         demands: Mapping[str, IntArray],
         waiting: set[str],
     ) -> None:
-        """``waiting``: queues with pending gangs; ``demands`` (their pending requests) are
-        needed only when more than one queue waits (fair shares are then computed)."""
-        self.state = state
-        self.names = state.capacity.axis.names
-        self.queues: dict[str, Queue] = dict(state.queues)
-        self.queues.setdefault(DEFAULT_QUEUE, Queue(meta=ObjectMeta(name=DEFAULT_QUEUE)))
+        """``waiting``: queues with pending gangs; ``demands``: what their pending pods ask
+        for (the deserved shares are water-filled by it)."""
+        self.cache = cache
+        self.axis = cache.capacity.axis
+        self.names = self.axis.names
+        self.tree = QueueTree.build(cache.queues.values())
+        self.queues: Mapping[str, Queue] = self.tree.queues
         self.waiting = set(waiting)
         self.guarantees = any(q.guarantee for q in self.queues.values())
+        self.capabilities = any(q.capability for q in self.queues.values())
         self._demands = demands
-        self._allocated: dict[str, IntArray] | None = None
+        self._quota: Quota | None = None
         self._total: IntArray | None = None
         self._deserved: dict[str, FloatArray] | None = None
+        self._guarantees: dict[str, IntArray] | None = None
+        self._contended: npt.NDArray[np.bool_] | None = None
 
-    # Sums over every running gang and every node: computed on first use only, since a
-    # session with one queue and no limits never needs them.
+    # Computed on first use: a session with one queue and no limits needs only the
+    # statuses at its end.
+
+    def own_usage(self) -> dict[str, IntArray]:
+        """Per queue, what its own pods hold (not its children's), in ledger units."""
+        return dict(self.cache.queue_used)
 
     @property
-    def allocated(self) -> dict[str, IntArray]:
-        if self._allocated is None:
-            width = len(self.names)
-            alloc = {q: np.zeros(width, dtype=np.int64) for q in self.queues}
-            for g, used in self.state.gang_used.items():
-                pg = self.state.podgroups.get(g)
-                q = pg.queue if pg is not None else DEFAULT_QUEUE
-                if q in alloc:
-                    alloc[q] += used
-            for q, used in self.state.solo_used.items():
-                if q in alloc:
-                    alloc[q] += used
-            self._allocated = alloc
-        return self._allocated
+    def quota(self) -> Quota:
+        if self._quota is None:
+            self._quota = Quota(self.tree, self.axis, self.own_usage())
+        return self._quota
+
+    @property
+    def allocated(self) -> Mapping[str, IntArray]:
+        """Per queue in the tree, what its whole subtree holds now."""
+        return self.quota.used
 
     @property
     def total(self) -> IntArray:
         if self._total is None:
-            self._total = self.state.healthy_total()
+            self._total = self.cache.healthy_total()
         return self._total
 
     @property
     def deserved(self) -> dict[str, FloatArray]:
+        """Per queue in the tree, its deserved share (ledger units)."""
         if self._deserved is None:
-            many = len(self.waiting) > 1
-            self._deserved = self._water_fill(self._demands) if many else {}
+            self._deserved = self._water_fill()
         return self._deserved
 
     def has_limits(self, q: str) -> bool:
-        """Whether ``blocked`` can say anything for queue ``q`` (skip the work if not)."""
-        queue = self.queues.get(q)
+        """Whether a queue limit can apply to ``q`` at all (``admit`` is free otherwise)."""
         return (
-            queue is None
-            or bool(queue.capability)
+            q != DEFAULT_QUEUE
+            or self.capabilities
             or self.guarantees
+            or q in self.tree.children
+            or q in self.tree.broken
             or len(self.waiting - {q}) > 0
         )
 
     def _vec(self, amounts_: Mapping[str, int]) -> IntArray:
         """API amounts (a guarantee) in ledger units, rounded down like an offer."""
-        axis = self.state.capacity.axis
+        axis = self.axis
         return axis.allocatable_vector({r: v for r, v in amounts_.items() if r in axis.index})
 
-    def _cap(self, q: Queue) -> FloatArray:
-        """The queue's capability in ledger units; unlimited where it names nothing."""
-        cap = np.full(len(self.names), np.inf)
-        vec = self._vec(q.capability)
-        for r in q.capability:
-            i = self.state.capacity.axis.index.get(r)
-            if i is not None:
-                cap[i] = vec[i]
-        return cap
+    def limits(self, name: str) -> Limits:
+        """A queue's own limits in ledger units, for the water-filling."""
+        q = self.queues[name]
+        cap = self.quota.cap[name].astype(np.float64)
+        cap[self.quota.cap[name] >= UNLIMITED] = np.inf
+        deserved = np.full(len(self.names), np.nan)
+        named = {r: v for r, v in q.deserved.items() if r in self.axis.index}
+        vec = self._vec(named)
+        for r in named:
+            deserved[self.axis.index[r]] = vec[self.axis.index[r]]
+        return Limits(float(q.weight), cap, self._vec(q.guarantee).astype(np.float64), deserved)
 
-    def _water_fill(self, demands: Mapping[str, IntArray]) -> dict[str, FloatArray]:
-        total = self.total.astype(np.float64)
-        want: dict[str, FloatArray] = {}
-        for name, q in self.queues.items():
-            d = self.allocated[name] + demands.get(name, np.zeros(len(self.names), np.int64))
-            want[name] = np.minimum(d.astype(np.float64), self._cap(q))
-        deserved = {
-            name: np.minimum(self._vec(q.guarantee).astype(np.float64), want[name])
-            for name, q in self.queues.items()
+    def _water_fill(self) -> dict[str, FloatArray]:
+        own = self.own_usage()
+        zero = np.zeros(len(self.names), dtype=np.int64)
+        want = {
+            q: (own.get(q, zero) + self._demands.get(q, zero)).astype(np.float64)
+            for q in self.tree.order
         }
-        active = {n for n in self.queues if (deserved[n] < want[n]).any()}
-        for _ in range(64):
-            remaining = np.maximum(total - sum(deserved.values(), np.zeros_like(total)), 0)
-            weight = sum(self.queues[n].weight for n in active)
-            if not active or weight <= 0 or not (remaining > 1e-9).any():
-                break
-            for n in sorted(active):
-                share = remaining * (self.queues[n].weight / weight)
-                deserved[n] = np.minimum(deserved[n] + share, want[n])
-            active = {n for n in active if (deserved[n] < want[n] - 1e-9).any()}
-        return deserved
+        lims = {q: self.limits(q) for q in self.tree.order}
+        return deserved_shares(self.tree, self.total.astype(np.float64), want, lims)
 
     # -- order ------------------------------------------------------------------------
 
@@ -153,9 +158,12 @@ class QueueBook:
         return dominant / queue.weight if queue.weight > 0 else float("inf")
 
     def key(self, q: str) -> tuple[object, ...]:
-        if q not in self.queues:  # its gangs wait with a reason; take them first
-            return (float("-inf"), 0.0, q)
-        return (-self.queues[q].priority, self.share(q), q)
+        """Per level from the root's child down to ``q``: priority, share, name."""
+        if self.tree.leaf_problem(q) is not None:  # its gangs wait with a reason: first
+            return ((float("-inf"), 0.0, natural_key(q)),)
+        return tuple(
+            (-self.queues[x].priority, self.share(x), natural_key(x)) for x in self.tree.path(q)
+        )
 
     def next_queue(self, candidates: Iterable[str]) -> str:
         names = list(candidates)
@@ -163,52 +171,204 @@ class QueueBook:
 
     # -- limits -----------------------------------------------------------------------
 
-    def blocked(self, q: str, request: IntArray) -> str | None:
-        """Why queue ``q`` may not take ``request`` now, or None."""
-        queue = self.queues.get(q)
-        if queue is None:
-            return f"queue {q!r} does not exist"
-        alloc = self.allocated[q]
-        names = self.names
-        axis = self.state.capacity.axis
-        cap = self._cap(queue)
-        over_cap = (request > 0) & (alloc + request > cap)
-        if over_cap.any():
-            i = int(np.flatnonzero(over_cap)[0])
-            return (
-                f"queue {q} capability: {amount(axis, i, cap[i])} allowed, "
-                f"{amount(axis, i, alloc[i])} in use, the gang needs "
-                f"{amount(axis, i, request[i])} more"
-            )
-        held = np.zeros(len(names), dtype=np.int64)
-        for other, oq in self.queues.items():
-            if other != q and oq.guarantee:
-                held += np.maximum(self._vec(oq.guarantee) - self.allocated[other], 0)
-        if held.any():
-            ledger = self.state.capacity
-            root = ledger.index.root
-            free = ledger.dom_alloc[root] - ledger.dom_used[root]
+    def admit(self, q: str, request: IntArray) -> Status:
+        """Whether queue ``q`` may take ``request`` (a gang's minimum) now."""
+        if not self.has_limits(q):
+            return OK
+        problem = self.tree.leaf_problem(q)
+        if problem is not None:
+            return unresolvable(problem)
+        refused = self.quota.refusal(q, request)
+        if refused is not None:
+            return queue_limited(refused)
+        held = self.held_back(q)
+        if held is not None:
+            free = self.free()
             over = (request > 0) & (request > free - held)
             if over.any():
-                return (
-                    "the free resources are guaranteed to other queues "
-                    f"({amounts(axis, np.where(over, held, 0))} held back)"
-                )
-        deserved = self.deserved.get(q)
+                return queue_limited(self._held_text(np.where(over, held, 0)))
         rivals = self.waiting - {q}
-        if deserved is not None and rivals:
+        if rivals:
+            alloc, deserved = self.allocated[q], self.deserved[q]
             at_share = (request > 0) & (alloc.astype(np.float64) >= deserved * (1 - 1e-9))
             if at_share.any():
                 i = int(np.flatnonzero(at_share)[0])
-                r = names[i]
-                return (
-                    f"queue {q} holds its fair share of {r} already (deserved "
-                    f"{amount(axis, i, deserved[i])}, in use "
-                    f"{amount(axis, i, alloc[i])}, weight {queue.weight}) while "
-                    f"queue {sorted(rivals)[0]} waits"
+                return queue_limited(
+                    f"queue {q} holds its fair share of {self.names[i]} already (deserved "
+                    f"{amount(self.axis, i, deserved[i])}, in use "
+                    f"{amount(self.axis, i, alloc[i])}, weight {self.queues[q].weight}) while "
+                    f"queue {sorted(rivals, key=natural_key)[0]} waits"
                 )
-        return None
+        return OK
+
+    def free(self) -> IntArray:
+        ledger = self.cache.capacity
+        root = ledger.index.root
+        return np.asarray(ledger.dom_alloc[root] - ledger.dom_used[root], dtype=np.int64)
+
+    def held_back(self, q: str) -> IntArray | None:
+        """What other queues are guaranteed and do not hold yet (None when nothing is).
+
+        Walking up from ``q``, each sibling subtree on the way holds back the part of
+        its guarantee (or its children's, if more) it does not use."""
+        if not self.guarantees:
+            return None
+        held = np.zeros(len(self.names), dtype=np.int64)
+        at = q
+        for up in self.tree.ancestors(q):
+            for sib in self.tree.children.get(up, ()):
+                if sib != at:
+                    held += np.maximum(self._guarantee(sib) - self.allocated[sib], 0)
+            at = up
+        return held if held.any() else None
+
+    def _guarantee(self, q: str) -> IntArray:
+        """A subtree's guarantee: its own, or its children's together if that is more."""
+        if self._guarantees is None:
+            out: dict[str, IntArray] = {}
+            for x in reversed(self.tree.order):
+                kids = [out[k] for k in self.tree.children.get(x, ())]
+                own = self._vec(self.queues[x].guarantee)
+                out[x] = np.maximum(own, sum(kids, np.zeros_like(own)))
+            self._guarantees = out
+        return self._guarantees[q]
+
+    def _held_text(self, held: IntArray) -> str:
+        what = amounts(self.axis, held)
+        return f"the free resources are guaranteed to other queues ({what} held back)"
+
+    def budget(self, q: str, minimum: IntArray) -> Budget | None:
+        """What queue ``q`` may take beyond a gang's ``minimum`` (already admitted), pod by
+        pod: each capability on its way up and the guarantees held for others."""
+        if not (self.capabilities or self.guarantees):
+            return None
+        limits: list[Limit] = []
+        quota = self.quota
+        for x in quota.chain(q):
+            if (quota.cap[x] < UNLIMITED).any():
+                limits.append(Limit(quota.cap[x] - quota.used[x] - minimum, quota.describe(q, x)))
+        held = self.held_back(q)
+        if held is not None:
+            text = self._held_text(held)
+            limits.append(Limit(self.free() - held - minimum, lambda i, need, room: text))
+        return Budget(limits) if limits else None
 
     def charge(self, q: str, vec: IntArray) -> None:
-        if self._allocated is not None and q in self._allocated:
-            self._allocated[q] = self._allocated[q] + vec
+        if self._quota is not None:
+            self._quota.charge(q, vec)
+
+    # -- reclaim ----------------------------------------------------------------------
+
+    def contended(self) -> npt.NDArray[np.bool_]:
+        """Per resource, whether the queues want more of it than the cluster has."""
+        if self._contended is None:
+            own = self.own_usage()
+            zero = np.zeros(len(self.names), dtype=np.int64)
+            want = sum(
+                (own.get(q, zero) + self._demands.get(q, zero) for q in self.tree.order), zero
+            )
+            self._contended = np.asarray(want > self.total)
+        return self._contended
+
+    def apart(self, q: str, v: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The queues on ``q``'s and on ``v``'s way up below where the two ways meet."""
+        up_q, up_v = (q, *self.tree.ancestors(q)), (v, *self.tree.ancestors(v))
+        common = set(up_q) & set(up_v)
+        return (
+            tuple(x for x in up_q if x not in common),
+            tuple(x for x in up_v if x not in common),
+        )
+
+    def over_share(self, q: str, request: IntArray, dims: npt.NDArray[np.bool_]) -> str | None:
+        """Why ``q`` would hold more than its deserved share of a resource in ``dims`` with
+        ``request`` added (so it may not reclaim it), or None."""
+        alloc, deserved = self.allocated[q], self.deserved[q]
+        over = dims & (alloc + request > deserved * (1 + 1e-9) + 1e-6)
+        if not over.any():
+            return None
+        i = int(np.flatnonzero(over)[0])
+        return (
+            f"queue {q} would hold more than its deserved share of {self.names[i]} "
+            f"(deserved {amount(self.axis, i, deserved[i])}, in use "
+            f"{amount(self.axis, i, alloc[i])}, the gang needs "
+            f"{amount(self.axis, i, request[i])})"
+        )
+
+    def below_share(self, q: str, dims: npt.NDArray[np.bool_]) -> bool:
+        """Whether ``q`` holds less than its deserved share of some resource in ``dims``."""
+        alloc, deserved = self.allocated[q], self.deserved[q]
+        return bool((dims & (alloc < deserved * (1 - 1e-9) - 1e-6)).any())
+
+    def above_share(self, q: str, dims: npt.NDArray[np.bool_]) -> bool:
+        """Whether ``q`` holds more than its deserved share of some resource in ``dims``."""
+        alloc, deserved = self.allocated[q], self.deserved[q]
+        return bool((dims & (alloc > deserved * (1 + 1e-9) + 1e-6)).any())
+
+    def keeps_share(self, q: str, taken: IntArray, dims: npt.NDArray[np.bool_]) -> bool:
+        """Whether ``q`` still holds its deserved share once ``taken`` is gone, and its
+        guarantee on every resource.
+
+        A share is a queue's dominant one (as DRF): it holds its share while it holds
+        its deserved amount of at least one resource in ``dims`` it deserves some of.
+        (Resource by resource, water-filling cuts each to a different fraction -- a
+        queue asking for little memory deserves more GPUs than memory, in proportion
+        -- so asking every resource to stay at its deserved amount would stop reclaim
+        at the least-fitting one.)"""
+        left, deserved = self.allocated[q] - taken, self.deserved[q]
+        some = dims & (deserved > 0)
+        if some.any() and not (some & (left >= deserved * (1 - 1e-9) - 1e-6)).any():
+            return False
+        return not ((taken > 0) & (left < self._guarantee(q))).any()
+
+    def share_text(self, q: str, i: int) -> str:
+        """``queue b (in use 32, deserved 16 nvidia.com/gpu)``."""
+        alloc, deserved = self.allocated[q][i], self.deserved[q][i]
+        return (
+            f"queue {q} (in use {quantity(self.axis, i, alloc)}, deserved "
+            f"{amount(self.axis, i, deserved)})"
+        )
+
+    # -- status -----------------------------------------------------------------------
+
+    def statuses(self, pending: Mapping[str, int]) -> tuple[QueueStatus, ...]:
+        """Every queue as the session leaves it; ``pending``: gangs still waiting, per queue."""
+        tree, axis = self.tree, self.axis
+        running = self.cache.queue_running
+        counts: dict[str, tuple[int, int]] = {}
+        for q in reversed(tree.order):
+            kids = [counts[k] for k in tree.children.get(q, ())]
+            counts[q] = (
+                pending.get(q, 0) + sum(k[0] for k in kids),
+                running.get(q, 0) + sum(k[1] for k in kids),
+            )
+        out: list[QueueStatus] = []
+        deserved = self.deserved
+        for q in tree.order:
+            whole = np.floor(deserved[q] + 1e-6).astype(np.int64)
+            out.append(
+                QueueStatus(
+                    name=q,
+                    parent=tree.parent.get(q),
+                    allocated=axis.to_dict(self.allocated[q]),
+                    deserved=axis.to_dict(whole),
+                    capability=tree.capability(q),
+                    pending=counts[q][0],
+                    running=counts[q][1],
+                )
+            )
+        own = self.own_usage()
+        for q in sorted(tree.broken, key=natural_key):
+            zero = np.zeros(len(self.names), dtype=np.int64)
+            out.append(
+                QueueStatus(
+                    name=q,
+                    parent=None,
+                    allocated=axis.to_dict(own.get(q, zero)),
+                    deserved={},
+                    capability=dict(self.queues[q].capability),
+                    pending=pending.get(q, 0),
+                    running=running.get(q, 0),
+                    problem=tree.broken[q],
+                )
+            )
+        return tuple(out)

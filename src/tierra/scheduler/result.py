@@ -2,13 +2,17 @@
 
 These values are what adapters apply (the simulator moves pods; the Kubernetes binder
 posts Bindings and evictions) and ``to_dict`` is the JSON contract of
-``tierra schedule -o json`` (see DESIGN.md). Bindings hold complete gangs only.
+``tierra schedule -o json`` (see DESIGN.md), with ``queues`` added (each queue's
+status, ``queue_status.py``). Bindings hold complete gangs only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from tierra.scheduler.queue_status import QueueStatus
+from tierra.scheduler.status import Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +31,14 @@ class Binding:
 @dataclass(frozen=True, slots=True)
 class Unschedulable:
     """A gang (``ns/name`` of its PodGroup, or of the pod for a pod without one) that
-    stays pending, with one reason a person can act on."""
+    stays pending; its ``status`` has the code and one reason a person can act on."""
 
     podgroup: str
-    reason: str
+    status: Status
+
+    @property
+    def reason(self) -> str:
+        return self.status.reason
 
     def to_dict(self) -> dict[str, Any]:
         return {"podGroup": self.podgroup, "reason": self.reason}
@@ -59,10 +67,12 @@ class SessionResult:
     bindings: tuple[Binding, ...] = ()
     unschedulable: tuple[Unschedulable, ...] = ()
     evictions: tuple[Eviction, ...] = ()
+    queues: tuple[QueueStatus, ...] = ()  # every queue as the session leaves it
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "bindings": [b.to_dict() for b in self.bindings],
             "unschedulable": [u.to_dict() for u in self.unschedulable],
             "evictions": [e.to_dict() for e in self.evictions],
+            "queues": [q.to_dict() for q in self.queues],
         }

@@ -1,93 +1,105 @@
 """One scheduling session: every pending gang of ours, in queue order, placed or explained.
 
-The recipe, per session:
+The recipe, per session (``run_session``):
 
-1. collect gangs: pending pods of our scheduler names, joined to their PodGroups; pods
-   naming a PodGroup that does not exist get a reason;
-2. set up queues: allocation, demand and deserved shares;
+1. collect gangs (``gang.collect``): pending pods of our scheduler names, joined to
+   their PodGroups; pods naming a PodGroup that does not exist get a reason;
+2. set up queues (``queues.QueueBook``): allocation, demand and deserved shares;
 3. repeatedly take the next gang (queue priority, fair share, gang priority, name) and:
-   a. reject it with its reason if its input is inconsistent or its queue is at a limit;
-   b. place it inside a transaction (``Placer.place_gang``): lowest feasible tier
+   a. plan it once (``plan.make_plan``): limits, frame, units, demand -- or why its
+      input cannot be honoured;
+   b. ask its queue (``QueueBook.admit``) for its minimum, and for a ``Budget`` for
+      every further pod (capability up the queue tree, guarantees held for others);
+   c. place it inside the transaction (``allocate.Allocator``): lowest feasible tier
       first, whole or not at all;
-   c. if it fits nowhere and preemption is on, try evicting lower-priority pods inside
-      one domain (``Preemptor``);
-   d. commit: record bindings and evictions and apply them to the state (assume), or
-      roll back and record the reason;
-4. return the decisions.
+   d. if it fits nowhere, evict inside one domain: lower-priority pods if preemption is
+      on (``preemption.Preemptor``), else whole gangs of queues above their share if
+      its queue is below its own (``reclaim.Reclaimer``) -- once it has waited the
+      preemption delay by the adapter's clock (``now``);
+   e. commit (bindings and evictions recorded, kept in the cache) or roll back;
+4. return the decisions; each gang left waiting carries its ``Status``, each queue its
+   ``QueueStatus``.
 
-A gang that failed in an earlier session is skipped, with its earlier reason, while
-nothing it depends on has changed (``ClusterState.unchanged_since``): no node,
-HyperNode or queue changed, nothing of its own changed, and no room was freed where it
-could help. Only failures that must repeat are remembered -- input that cannot be
-honoured, and placement failures where counting alone ruled out every allowed domain.
-Counts only shrink as room is taken, so a domain stays ruled out until room is freed
-on one of its nodes; and such a domain can pass again only if its free room (the sum
-the domain search checks first) covers the gang. So a freed pod re-tries a gang only
-when one of the domains above the freed node is allowed to it and now has the room.
-Not remembered, so re-tried every session: a queue limit (fair share moves with every
-other queue), a domain whose counts fit but whose placement failed (a greedy attempt
-may succeed with less room), and a gang that could preempt now (victims change with
-every binding).
+A gang that failed in an earlier session is skipped, with its earlier status, while
+nothing it depends on has changed (``Cache.unchanged_since``; the failures are kept in
+the ``Memory`` beside the cache): no node, HyperNode or queue changed, nothing of its
+own changed, and no room was freed where it could help. Only failures that must repeat
+are remembered (``Status.must_repeat``): input that cannot be honoured, and placement
+failures where counting alone ruled out every allowed domain. Counts only shrink as
+room is taken, so a domain stays ruled out until room is freed on one of its nodes; and
+such a domain can pass again only if its free room (the sum the domain search checks
+first) covers the gang (``Status.searched``). So a freed pod re-tries a gang only when
+one of the domains above the freed node is allowed to it and now has the room. Not
+remembered, so re-tried every session: a queue limit, a domain whose counts fit but
+whose placement failed, and a gang that could preempt now (victims change with every
+binding).
 
-Deterministic: no clocks, no randomness, every order has a final tie-break by name.
+Deterministic: no clocks of its own (the preemption delay reads the ``now`` the adapter
+passes), no randomness, every order has a final tie-break by name.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from tierra.api.natural import natural_key
 from tierra.api.snapshot import Snapshot
+from tierra.scheduler.allocate import Allocator
+from tierra.scheduler.cache import Cache, gang_key
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints import resolve
-from tierra.scheduler.domains import Demand
-from tierra.scheduler.explain import Explanation, TierTrace, domain_name
+from tierra.scheduler.demand import Demands
+from tierra.scheduler.explain import Explanation, Trace, domain_name
 from tierra.scheduler.gang import Gang, collect, rebuild
-from tierra.scheduler.placement import lowest_common
-from tierra.scheduler.placer import Frame, Placer
+from tierra.scheduler.memory import Failure, Memory
+from tierra.scheduler.node_choice import lowest_common
+from tierra.scheduler.plan import GangPlan, make_plan
 from tierra.scheduler.preemption import Preemptor, queue_of
 from tierra.scheduler.queues import QueueBook, gang_order
+from tierra.scheduler.quota import Budget
+from tierra.scheduler.reclaim import Reclaimer
 from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
-from tierra.scheduler.state import ClusterState, Failure, gang_key
+from tierra.scheduler.status import Status, queue_limited
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
-
-
-def _demands(placer: Placer, gangs: list[Gang]) -> dict[str, IntArray]:
-    width = len(placer.state.capacity.axis)
-    out: dict[str, IntArray] = {}
-    for g in gangs:
-        total = out.setdefault(g.queue, np.zeros(width, dtype=np.int64))
-        for p in g.pending:
-            vec = placer.vector(p)
-            if not isinstance(vec, str):
-                total += vec
-    return out
 
 
 class _Session:
     """The mutable bookkeeping of one session and its steps."""
 
-    def __init__(self, state: ClusterState, config: SchedulerConfig) -> None:
-        self.state = state
+    def __init__(
+        self, cache: Cache, config: SchedulerConfig, memory: Memory, now: float | None = None
+    ) -> None:
+        self.cache = cache
         self.config = config
+        self.memory = memory
+        self.now = now
+        memory.attach(cache, config)
         self.bindings: list[Binding] = []
         self.unschedulable: list[Unschedulable] = []
         self.evictions: list[Eviction] = []
         self.bound_now: set[str] = set()
         self.preempted: set[str] = set()  # gangs that lost pods in this session
-        self.txn = Transaction(state.capacity)
-        self.placer = Placer(state, config, self.txn)
-        self.preemptor = Preemptor(state, config, self.placer, self.bound_now)
+        self.txn = Transaction(cache.capacity)
+        self.demands = Demands(cache)
+        self.allocator = Allocator(cache, config, self.txn, self.demands)
+        self.preemptor = Preemptor(cache, config, self.allocator, self.bound_now)
+        self.reclaimer = Reclaimer(cache, config, self.allocator, self.bound_now)
+        self.book: QueueBook | None = None
+        self.notes: list[str] = []  # explain: what eviction would do or why it cannot
+        self._reclaim_hint: dict[str, bool] = {}  # queue -> may reclaim (until a commit)
 
     def run(self, explain: str | None) -> tuple[SessionResult, Explanation | None]:
         # 1. gangs
-        gangs, orphans = collect(self.state, self.config.scheduler_names)
+        gangs, orphans = collect(self.cache, self.config.scheduler_names, self.memory)
         self.unschedulable.extend(orphans)
         self._forget_failures({g.key for g in gangs})
+        self._track_waiting({g.key for g in gangs})
         # 2. queues
         waiting_queues = {g.queue for g in gangs}
-        demands = _demands(self.placer, gangs) if len(waiting_queues) > 1 else {}
-        book = QueueBook(self.state, demands, waiting_queues)
+        book = self.book = QueueBook(self.cache, self._queue_demands(gangs), waiting_queues)
         waiting: dict[str, list[Gang]] = {}
         for g in gangs:
             waiting.setdefault(g.queue, []).append(g)
@@ -101,238 +113,331 @@ class _Session:
             if not waiting[q]:
                 del waiting[q]
             if gang.key in self.preempted:  # lost pods to a preemptor earlier this session
-                found = rebuild(self.state, gang, self.config.scheduler_names)
+                found = rebuild(self.cache, gang, self.config.scheduler_names)
                 if found is None:
                     continue
                 gang = found
             if gang.key != explain and self._skip(gang):
                 continue
-            trace: list[TierTrace] | None = [] if gang.key == explain else None
-            self.placer.trace = trace
-            reason = self.place(gang, book)
+            trace = Trace() if gang.key == explain else None
+            status = self.place(gang, book, trace)
+            self._remember(gang, status)
+            if not status.ok:
+                self.unschedulable.append(Unschedulable(gang.key, status))
+            elif status.reason:  # placed, but members beyond the minimum its queue keeps out
+                self.unschedulable.append(Unschedulable(gang.key, queue_limited(status.reason)))
             if trace is not None:
-                explained = _explanation(
-                    self.state,
-                    bindings=self.bindings,
-                    evictions=self.evictions,
-                    gang=gang,
-                    reason=reason,
-                    trace=trace,
-                )
-        self.placer.trace = None
+                explained = self._explanation(gang, status, trace)
         # 4. decisions
         result = SessionResult(
-            tuple(self.bindings), tuple(self.unschedulable), tuple(self.evictions)
+            tuple(self.bindings),
+            tuple(self.unschedulable),
+            tuple(self.evictions),
+            book.statuses(self._still_pending(gangs)),
         )
         return result, explained
 
+    def _still_pending(self, gangs: list[Gang]) -> dict[str, int]:
+        """Per queue, how many of ``gangs`` still have pods waiting."""
+        pending = self.cache.pending
+        out: dict[str, int] = {}
+        for g in gangs:
+            if any(p.key in pending for p in g.pending):
+                out[g.queue] = out.get(g.queue, 0) + 1
+        return out
+
+    def _queue_demands(self, gangs: list[Gang]) -> dict[str, IntArray]:
+        """Per queue, what its pending pods ask for (fair shares are water-filled by it)."""
+        width = len(self.cache.capacity.axis)
+        out: dict[str, IntArray] = {}
+        for g in gangs:
+            total = out.setdefault(g.queue, np.zeros(width, dtype=np.int64))
+            for p in g.pending:
+                vec = self.demands.vector(p)
+                if not isinstance(vec, Status):
+                    total += vec
+        return out
+
+    # -- what earlier sessions found ------------------------------------------------
+
     def _forget_failures(self, waiting: set[str]) -> None:
-        """Drop failures of gangs no longer waiting, or all under another config."""
-        st = self.state
-        if st.failures_config != self.config:
-            st.failures.clear()
-            st.failures_config = self.config
-        for key in [k for k in st.failures if k not in waiting]:
-            del st.failures[key]
+        """Drop failures of gangs no longer waiting."""
+        failures = self.memory.failures
+        for key in [k for k in failures if k not in waiting]:
+            del failures[key]
+
+    def _track_waiting(self, waiting: set[str]) -> None:
+        """Note when each gang was first seen waiting (the preemption delay counts from it)."""
+        since = self.memory.waiting_since
+        for key in [k for k in since if k not in waiting]:
+            del since[key]
+        if self.now is not None:
+            for key in waiting:
+                since.setdefault(key, self.now)
+
+    def _delay_left(self, gang: Gang) -> float:
+        """Seconds ``gang`` must still wait before it may evict anything."""
+        delay = self.config.preemption_delay
+        if delay <= 0 or self.now is None:
+            return 0.0
+        since = self.memory.waiting_since.get(gang.key, self.now)
+        return max(0.0, delay - (self.now - since))
 
     def _may_preempt(self, gang: Gang) -> bool:
-        lowest = min(self.state.running_priorities(), default=gang.priority)
+        lowest = min(self.cache.running_priorities(), default=gang.priority)
         return self.config.preemption and gang.priority > lowest
 
+    def _may_reclaim(self, gang: Gang) -> bool:
+        """Whether reclaim could help ``gang`` (a cheap test: something is short, its queue
+        holds less than its share of it, and another queue more)."""
+        book = self.book
+        if not self.config.reclaim or book is None:
+            return False
+        found = self._reclaim_hint.get(gang.queue)
+        if found is None:
+            short = book.contended()
+            found = (
+                bool(short.any())
+                and book.below_share(gang.queue, short)
+                and any(q != gang.queue and book.above_share(q, short) for q in book.tree.order)
+            )
+            self._reclaim_hint[gang.queue] = found
+        return found
+
     def _skip(self, gang: Gang) -> bool:
-        """Report ``gang`` with its earlier reason if nothing it needs has changed."""
-        st = self.state
-        failed = st.failures.get(gang.key)
-        if failed is None or not st.skip_unchanged:
+        """Report ``gang`` with its earlier status if nothing it needs has changed."""
+        cache = self.cache
+        failed = self.memory.failures.get(gang.key)
+        if failed is None or not self.memory.skip_unchanged:
             return False
-        if not st.unchanged_since(gang.key, failed.at) or self._may_preempt(gang):
+        if not cache.unchanged_since(gang.key, failed.at):
             return False
-        if self._room_freed_for(failed):
+        if self._may_preempt(gang) or self._may_reclaim(gang):
             return False
-        self.unschedulable.append(Unschedulable(gang.key, failed.reason))
+        if failed.status.searched is not None and self._room_freed(failed):
+            return False
+        self.unschedulable.append(Unschedulable(gang.key, failed.status))
         return True
 
-    def _room_freed_for(self, failed: Failure) -> bool:
-        """Whether room freed since ``failed`` could let some domain pass its counts."""
-        st = self.state
-        if failed.needs is None or failed.limit is None:
-            return False
-        ix, lay, cap = st.index, st.layouts, st.capacity
-        freed = st.dom_freed_at > failed.at  # domains holding a node freed since
-        limit, region = failed.limit, failed.region
+    def _room_freed(self, failed: Failure) -> bool:
+        """Whether room freed since ``failed`` could let a domain it searched pass its counts."""
+        cache, searched = self.cache, failed.status.searched
+        assert searched is not None
+        ix, lay, cap = cache.index, cache.layouts, cache.capacity
+        freed = cache.dom_freed_at > failed.at  # domains holding a node freed since
+        limit, region = searched.limit, searched.region
         if limit.flat:  # counted node by node over the region only
             if not freed[region]:
                 return False
             inside = ix.real_nodes[region] if region != ix.root else slice(None)
             free = np.maximum(cap.node_alloc[inside] - cap.node_used[inside], 0).sum(axis=0)
-            return bool((free >= failed.needs).all())
+            return bool((free >= searched.needs_array()).all())
         doms = np.flatnonzero(freed)
         if len(doms) == 0:
             return False
-        # limit.allows and layouts.inside, over those domains at once
-        tree = ix.tree_of[doms]
-        tree_max = np.asarray((*limit.tree_max, -1), dtype=np.int64)  # index -1: the root
-        ok = np.where(
-            doms == ix.root, limit.root, ix.usable[doms] & (ix.tier[doms] <= tree_max[tree])
-        )
+        ok = limit.allowed(ix, doms)
         ok &= (lay.tin[region] <= lay.tin[doms]) & (lay.tin[doms] < lay.tout[region])
         ok_doms = doms[ok]
         if len(ok_doms) == 0:
             return False
         free = cap.dom_alloc[ok_doms] - cap.dom_used[ok_doms]
-        fits = (free[:, None, :] >= failed.needs[None, :, :]).all(axis=(1, 2))
+        fits = (free[:, None, :] >= searched.needs_array()[None, :, :]).all(axis=(1, 2))
         return bool(fits.any())
 
-    def _remember(
-        self,
-        gang: Gang,
-        kind: str | None,
-        reason: str,
-        searched: tuple[Frame, Demand] | None = None,
-    ) -> None:
-        """Keep a failure that must repeat until something changes; forget any other.
-
-        A placement failure remembers what room could help (``searched``: where the
-        gang looked, and for what): the gang's whole request (and ``minResources``) for
-        the domain search, each shape's for a flat gang."""
-        st = self.state
-        if kind is None:
-            st.failures.pop(gang.key, None)
-            return
-        if searched is None:
-            st.failures[gang.key] = Failure(kind, reason, st.clock)
-            return
-        frame, demand = searched
-        if frame.limit.flat:
-            rows = [s.vec * len(s.pods) for s in demand.shapes]
+    def _remember(self, gang: Gang, status: Status) -> None:
+        """Keep a failure that must repeat until something changes; forget any other."""
+        if status.must_repeat:
+            self.memory.failures[gang.key] = Failure(status, self.cache.clock)
         else:
-            rows = [demand.total] + ([demand.floor] if demand.floor is not None else [])
-        st.failures[gang.key] = Failure(
-            kind, reason, st.clock, np.stack(rows), frame.limit, frame.region
+            self.memory.failures.pop(gang.key, None)
+
+    # -- one gang -----------------------------------------------------------------------
+
+    def place(self, gang: Gang, book: QueueBook, trace: Trace | None) -> Status:
+        """Plan, admit, place (and preempt) one gang; committed when placed."""
+        plan = make_plan(self.cache, gang, self.demands)
+        if isinstance(plan, Status):
+            return plan
+        admitted = book.admit(gang.queue, plan.demand.total)
+        if not admitted.ok:
+            return admitted
+        budget = book.budget(gang.queue, plan.demand.total)
+        status = self.allocator.allocate(plan, trace, budget)
+        if status.ok:
+            self.commit(gang, book, "")
+            return status
+        self.txn.rollback()
+        evicted = self._evict(plan, book, budget, explain=trace is not None)
+        if isinstance(evicted, str):  # it may evict once the preemption delay has passed
+            return replace(status, reason=f"{status.reason}; {evicted}")
+        return evicted if evicted is not None else status
+
+    def _evict(
+        self, plan: GangPlan, book: QueueBook, budget: Budget | None, *, explain: bool
+    ) -> Status | str | None:
+        """Preempt, else reclaim, for a gang that fits nowhere: its status when placed
+        (committed), a note when the preemption delay holds it back, else None."""
+        gang = plan.gang
+        kinds = ["preempt"] if self._may_preempt(gang) else []
+        if self.config.reclaim:
+            refused = (
+                self.reclaimer.refusal(plan, book)
+                if self._may_reclaim(gang)
+                else "no other queue holds more than its share of what it asks for"
+            )
+            if refused is None:
+                kinds.append("reclaim")
+            elif explain:
+                self.notes.append(f"reclaim: not possible, {refused}")
+        if not kinds:
+            return None
+        left = self._delay_left(gang)
+        if left > 0:
+            if explain:
+                self._would(plan, book, budget, kinds, left)
+            return (
+                f"it may {' or '.join(kinds)} once it has waited the preemption delay "
+                f"({left:.0f} s of {self.config.preemption_delay:g} s left)"
+            )
+        for kind in kinds:
+            found = self._try_evict(kind, plan, book, budget)
+            if found.ok and found.domain is not None:
+                self.commit(gang, book, self._eviction_reason(kind, gang, book, found.domain))
+                if self.now is not None:  # the delay counts again from here (KAI)
+                    self.memory.waiting_since[gang.key] = self.now
+                return found
+            self.txn.rollback()
+        return None
+
+    def _try_evict(
+        self, kind: str, plan: GangPlan, book: QueueBook, budget: Budget | None
+    ) -> Status:
+        if kind == "preempt":
+            return self.preemptor.preempt(plan, budget)
+        return self.reclaimer.reclaim(plan, book, budget)
+
+    def _would(
+        self, plan: GangPlan, book: QueueBook, budget: Budget | None, kinds: list[str], left: float
+    ) -> None:
+        """Explain: what preempting or reclaiming would evict now (tried, then undone)."""
+        for kind in kinds:
+            found = self._try_evict(kind, plan, book, budget)
+            if found.ok and found.domain is not None:
+                victims = ", ".join(
+                    f"{key} on {self.cache.index.node_names[node]}"
+                    for key, node, _ in self.txn.evicted
+                )
+                why = self._eviction_reason(kind, plan.gang, book, found.domain)
+                self.notes.append(
+                    f"{kind}: would evict {victims} ({why}) once the preemption delay has "
+                    f"passed ({left:.0f} s left)"
+                )
+                self.txn.rollback()
+                return
+            self.txn.rollback()
+
+    def _eviction_reason(self, kind: str, gang: Gang, book: QueueBook, domain: int) -> str:
+        where = domain_name(self.cache, domain)
+        if kind == "preempt":
+            return f"preempted by {gang.key} (priority {gang.priority}) to make room in {where}"
+        dims = self.reclaimer.dims
+        gpu = book.axis.index.get("nvidia.com/gpu")
+        i = gpu if gpu is not None and dims[gpu] else int(np.flatnonzero(dims)[0])
+        givers = sorted(
+            {queue_of(self.cache, key) for key, _, _ in self.txn.evicted}, key=natural_key
+        )
+        return (
+            f"reclaimed by {gang.key} to make room in {where}: "
+            f"{book.share_text(gang.queue, i)} is below its share, "
+            + ", ".join(book.share_text(v, i) for v in givers)
+            + (" is" if len(givers) == 1 else " are")
+            + " above"
         )
 
-    def place(self, gang: Gang, book: QueueBook) -> str | None:
-        """Try one gang; None when placed, else the reason it waits (also recorded)."""
-        placer, txn = self.placer, self.txn
-        # a. inconsistent input or queue limits
-        if gang.problem is not None:
-            self._remember(gang, "input", gang.problem)
-            self.unschedulable.append(Unschedulable(gang.key, gang.problem))
-            return gang.problem
-        reason = self._queue_limit(gang, book)
-        if reason is not None:
-            self._remember(gang, None, reason)
-            self.unschedulable.append(Unschedulable(gang.key, reason))
-            return reason
-        # b. place
-        placer.attempt_failed = False
-        out = placer.place_gang(gang)
-        if out.ok:
-            self._remember(gang, None, "")
-            self.commit(gang, book, "")
-            return None
-        txn.rollback()
-        counted = not placer.attempt_failed
-        searched = placer.searched  # before preemption searches single domains
-        # c. preempt
-        if self._may_preempt(gang):
-            pre, plan = self.preemptor.preempt(gang)
-            if pre.ok and plan is not None:
-                why = (
-                    f"preempted by {gang.key} (priority {gang.priority}) to make room in "
-                    f"{domain_name(self.state, plan.domain)}"
-                )
-                self._remember(gang, None, "")
-                self.commit(gang, book, why)
-                return None
-            txn.rollback()
-        # d. wait
-        self._remember(gang, "capacity" if counted else None, out.reason, searched)
-        self.unschedulable.append(Unschedulable(gang.key, out.reason))
-        return out.reason
-
-    def _queue_limit(self, gang: Gang, book: QueueBook) -> str | None:
-        if not book.has_limits(gang.queue):
-            return None
-        core, _ = self.placer.split(gang)
-        if core is None:
-            return None
-        demand = self.placer.demand([p for _, pods in core for p in pods])
-        if isinstance(demand, str) or not demand.count:
-            return None
-        return book.blocked(gang.queue, demand.total)
-
     def commit(self, gang: Gang, book: QueueBook, eviction_reason: str) -> None:
-        """Apply the transaction to the state and record it as decisions."""
-        state, txn = self.state, self.txn
+        """Record the transaction as decisions and keep it in the cache."""
+        cache, txn = self.cache, self.txn
         for key, node, vec in txn.evicted:
-            self.evictions.append(Eviction(key, state.index.node_names[node], eviction_reason))
-            victim = gang_key(state.pods[key])
+            self.evictions.append(Eviction(key, cache.index.node_names[node], eviction_reason))
+            victim = gang_key(cache.pods[key])
             if victim is not None:
                 self.preempted.add(victim)
-            book.charge(queue_of(state, key), -vec)
-            state.drop_released(key)
+            book.charge(queue_of(cache, key), -vec)
         nodes = [n for _, n, _ in txn.assigned]
-        nodes += [state.node_of[p.key] for p in gang.running if p.key in state.node_of]
-        common = lowest_common(state, nodes)
-        hn = None if common is None or common == state.index.root else state.index.names[common]
-        names = state.index.node_names
-        total = np.zeros(len(state.capacity.axis), dtype=np.int64)
+        nodes += [cache.node_of[p.key] for p in gang.running if p.key in cache.node_of]
+        common = lowest_common(cache, nodes)
+        hn = None if common is None or common == cache.index.root else cache.index.names[common]
+        names = cache.index.node_names
+        total = np.zeros(len(cache.capacity.axis), dtype=np.int64)
         for pod, node, vec in txn.assigned:
             key = pod.key
             self.bindings.append(Binding(key, names[node], hn))
             self.bound_now.add(key)
             total += vec
-        state.assume_all(txn.assigned)
         book.charge(gang.queue, total)
-        txn.commit()
+        cache.commit(txn)
+        self._reclaim_hint.clear()  # shares moved
+
+    def _explanation(self, gang: Gang, status: Status, trace: Trace) -> Explanation:
+        limit = resolve(gang.topology, self.cache.index, "spec.networkTopology")
+        constraint = limit.reason if isinstance(limit, Status) else limit.text
+        tiers = trace.ordered()
+        notes = tuple(self.notes)
+        if not status.ok:
+            return Explanation(gang.key, "unschedulable", status.reason, constraint, tiers, notes)
+        mine = {p.key for p in gang.pending}
+        bound = [b for b in self.bindings if b.pod in mine]
+        where = bound[0].hypernode if bound and bound[0].hypernode else "the whole cluster"
+        evicted = [e for e in self.evictions if e.reason.startswith(f"preempted by {gang.key} ")]
+        reclaimed = [e for e in self.evictions if e.reason.startswith(f"reclaimed by {gang.key} ")]
+        summary = f"{len(bound)} of {len(gang.pending)} pending pods bound, within {where}"
+        if evicted:
+            summary += f", after evicting {len(evicted)} lower-priority pods"
+        if reclaimed:
+            summary += f", after reclaiming {len(reclaimed)} pods: {reclaimed[0].reason}"
+        if status.reason:  # members beyond the minimum its queue keeps out
+            summary += f"; {status.reason}"
+        return Explanation(gang.key, "scheduled", summary, constraint, tiers, notes)
 
 
-def _explanation(
-    state: ClusterState,
+def run_session(
+    cache: Cache,
+    config: SchedulerConfig | None = None,
     *,
-    bindings: list[Binding],
-    evictions: list[Eviction],
-    gang: Gang,
-    reason: str | None,
-    trace: list[TierTrace],
-) -> Explanation:
-    limit = resolve(gang.topology, state.index, "spec.networkTopology")
-    constraint = limit if isinstance(limit, str) else limit.text
-    first: dict[str, int] = {}
-    for i, tt in enumerate(trace):
-        first.setdefault(tt.scope, i)
-    trace = sorted(trace, key=lambda tt: (first[tt.scope], tt.tier))
-    if reason is not None:
-        return Explanation(gang.key, "unschedulable", reason, constraint, tuple(trace))
-    mine = {p.key for p in gang.pending}
-    bound = [b for b in bindings if b.pod in mine]
-    where = bound[0].hypernode if bound and bound[0].hypernode else "the whole cluster"
-    evicted = [e for e in evictions if e.reason.startswith(f"preempted by {gang.key} ")]
-    summary = f"{len(bound)} of {len(gang.pending)} pending pods bound, within {where}"
-    if evicted:
-        summary += f", after evicting {len(evicted)} lower-priority pods"
-    return Explanation(gang.key, "scheduled", summary, constraint, tuple(trace))
+    memory: Memory | None = None,
+    now: float | None = None,
+) -> SessionResult:
+    """One session over ``cache``; its bindings (assumed) and evictions are kept in it.
 
-
-def run_session(state: ClusterState, config: SchedulerConfig | None = None) -> SessionResult:
-    """One session over ``state``; its bindings and evictions are applied to ``state``."""
-    result, _ = _Session(state, config or SchedulerConfig()).run(None)
+    Pass the ``Memory`` kept beside the cache to skip gangs whose failure must repeat
+    (see the module docstring); without one, every waiting gang is tried again. ``now``
+    is the adapter's clock in seconds (simulated time, or wall time against a cluster);
+    the preemption delay needs it and the same ``Memory`` across sessions, and does not
+    apply without it."""
+    cfg = config or SchedulerConfig()
+    result, _ = _Session(cache, cfg, memory or Memory(), now).run(None)
     return result
 
 
 def schedule(snapshot: Snapshot, config: SchedulerConfig | None = None) -> SessionResult:
-    """Convenience: build the state from ``snapshot`` and run one session."""
-    return run_session(ClusterState.from_snapshot(snapshot), config)
+    """Convenience: build a cache from ``snapshot`` and run one session."""
+    return run_session(Cache.from_snapshot(snapshot), config)
 
 
 def explain_gang(
-    state: ClusterState, key: str, config: SchedulerConfig | None = None
+    cache: Cache,
+    key: str,
+    config: SchedulerConfig | None = None,
+    *,
+    memory: Memory | None = None,
+    now: float | None = None,
 ) -> tuple[SessionResult, Explanation]:
-    """Run one session recording every candidate domain for gang ``key`` (``ns/name``)."""
-    result, found = _Session(state, config or SchedulerConfig()).run(key)
+    """Run one session recording every candidate domain for gang ``key`` (``ns/name``),
+    and what preempting or reclaiming for it would do."""
+    cfg = config or SchedulerConfig()
+    result, found = _Session(cache, cfg, memory or Memory(), now).run(key)
     if found is None:
-        known = key in state.podgroups or key in state.pods
+        known = key in cache.podgroups or key in cache.pods
         status = "not pending" if known else "unknown"
         summary = (
             f"{key} has no pending pods of this scheduler"

@@ -182,16 +182,20 @@ def queue(
     weight: int = 1,
     capability: Mapping[str, int] | None = None,
     guarantee: Mapping[str, int] | None = None,
+    deserved: Mapping[str, int] | None = None,
     reclaimable: bool = True,
     priority: int = 0,
+    parent: str = "",
 ) -> Queue:
     return Queue(
         meta=ObjectMeta(name=name),
         weight=weight,
         capability=dict(capability or {}),
         guarantee=dict(guarantee or {}),
+        deserved=dict(deserved or {}),
         reclaimable=reclaimable,
         priority=priority,
+        parent=parent,
     )
 
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
 from tierra.errors import Problem
 from tierra.scheduler.constraints import resolve
+from tierra.scheduler.status import Status
 from tierra.topology.index import TopologyIndex
 
 
@@ -50,8 +51,8 @@ def topology_problem(
     if nt is None:
         return None
     limit = resolve(nt, index, where)
-    if isinstance(limit, str):
-        return limit
+    if isinstance(limit, Status):
+        return limit.reason
     return _no_domain(nt, index, where)
 
 

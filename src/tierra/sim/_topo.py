@@ -1,8 +1,8 @@
 """Array views of a topology index that the simulator's policies and metrics share.
 
-Everything here is derived once per cluster: per-node ancestors at each tier, each
-domain's children (HyperNodes and directly attached nodes, the virtual root included),
-and a vectorised "sum a per-node value into every domain" (one ``bincount``).
+Everything here is derived once per cluster: per-node ancestors at each tier and each
+domain's children (HyperNodes and directly attached nodes, the virtual root included).
+Sums of a per-node value into every domain are ``TopologyIndex.sum_under``.
 """
 
 from __future__ import annotations
@@ -20,12 +20,6 @@ class TopoArrays:
         self.index = index
         n_nodes = len(index.node_names)
         self.n_domains = index.root + 1
-        self.entry_nodes: IntArray = np.repeat(
-            np.arange(n_nodes, dtype=np.int64), np.diff(index.domain_ptr)
-        )
-        self._by_domain: IntArray = np.argsort(index.domain_idx, kind="stable")
-        sorted_dom = index.domain_idx[self._by_domain]
-        self._present, self._starts = np.unique(sorted_dom, return_index=True)
         tiers = sorted({int(index.tier[h]) for h in range(index.root) if index.usable[h]})
         self.tiers: list[int] = tiers  # real tiers in use, ascending (root excluded)
         self.root_tier = index.root_tier
@@ -42,23 +36,6 @@ class TopoArrays:
             in_any[index.real_nodes[h]] = True
         self.root_direct: IntArray = np.flatnonzero(~in_any).astype(np.int64)
         self.tier_of: IntArray = index.tier.astype(np.int64)
-
-    def domain_sums(self, per_node: IntArray) -> IntArray:
-        """An integer per node summed into every domain (the virtual root last), exactly."""
-        entries = per_node[self.entry_nodes][self._by_domain]
-        sums = np.zeros(self.n_domains, dtype=np.int64)
-        if len(entries):
-            sums[self._present] = np.add.reduceat(entries, self._starts)
-        return sums
-
-    def domain_matrix(self, per_node: FloatArray) -> FloatArray:
-        """A ``[nodes, k]`` float matrix summed into ``[domains, k]`` (ratios, not ledgers:
-        memory in milli-bytes overflows int64 above a few thousand nodes)."""
-        entries = per_node[self.entry_nodes][self._by_domain]
-        out = np.zeros((self.n_domains, per_node.shape[1]), dtype=np.float64)
-        if len(entries):
-            out[self._present] = np.add.reduceat(entries, self._starts, axis=0)
-        return out
 
     def child_domains(self, h: int) -> list[int]:
         return list(self.index.children[h])

@@ -20,6 +20,7 @@ from tierra.sim.cost import BoundCost, CostModel
 from tierra.sim.engine import SimOptions, SimulationError, simulate
 from tierra.sim.metrics import RunResult
 from tierra.sim.policies import POLICIES, Policy, PolicyUnavailable
+from tierra.sim.stats import NAN_RATIO, Ratio, block_ratio
 from tierra.sim.workloads import Workload
 
 Progress = Callable[[str, float], None]
@@ -36,6 +37,29 @@ class Comparison:
 
     def result(self, policy: str) -> RunResult | None:
         return next((r for r in self.results if r.policy == policy), None)
+
+    def _result_dict(self, r: RunResult, *, jobs: bool) -> dict[str, Any]:
+        out = r.to_dict(jobs=jobs)
+        if r.policy != "tierra" and self.result("tierra") is not None:
+            out["jctRatioVsTierra"] = self.jct_ratio(r.policy).to_dict()
+        return out
+
+    def jct_ratio(self, policy: str, against: str = "tierra") -> Ratio:
+        """Mean JCT of ``policy`` over ``against``'s on the same jobs, with the block-
+        bootstrap interval of ``tierra.sim.stats.block_ratio`` (NaN if either is missing)."""
+        mine, theirs = self.result(policy), self.result(against)
+        if mine is None or theirs is None:
+            return NAN_RATIO
+        other = {j.name: j for j in theirs.jobs}
+        base, ref, arrivals = [], [], []
+        for job in mine.jobs:
+            peer = other.get(job.name)
+            if peer is None or job.finish is None or peer.finish is None:
+                continue
+            base.append(job.finish - job.arrival)
+            ref.append(peer.finish - peer.arrival)
+            arrivals.append(job.arrival)
+        return block_ratio(base, ref, arrivals, seed=self.options.seed)
 
     def to_dict(self, *, jobs: bool = False) -> dict[str, Any]:
         return {
@@ -55,7 +79,7 @@ class Comparison:
             "costModel": self.cost.model.source,
             "seed": self.options.seed,
             "sessionInterval": self.options.session_interval,
-            "results": [r.to_dict(jobs=jobs) for r in self.results],
+            "results": [self._result_dict(r, jobs=jobs) for r in self.results],
             "skipped": dict(self.skipped),
         }
 

@@ -66,6 +66,7 @@ class TierCost:
 class CostModel:
     tiers: Mapping[str, TierCost]
     max_slowdown: float = 2.5
+    contention: bool = True  # jobs sharing an oversubscribed uplink slow each other
     source: str = BUILTIN
 
     def tier(self, name: str) -> TierCost | None:
@@ -86,32 +87,35 @@ class CostModel:
     def bind(self, index: TopologyIndex, nodes: Sequence[Node]) -> BoundCost:
         """Per-domain and per-node bandwidths for one cluster; every tier must be covered."""
         missing: dict[str, list[str]] = {}
+        unknown = TierCost(medium="unknown", bandwidth_gbps=1.0)
 
-        def lookup(key: str, user: str) -> float:
+        def lookup(key: str, user: str) -> TierCost:
             cost = self.tiers.get(key)
             if cost is None:
                 missing.setdefault(key, []).append(user)
-                return 1.0
-            return cost.effective_gbps
+                return unknown
+            return cost
 
-        dom = np.zeros(index.root + 1, dtype=np.float64)
-        for h, hn in enumerate(index.hypernodes):
-            dom[h] = lookup(tier_key(hn.tier_name, int(index.tier[h])), hn.ref)
+        per_domain = [
+            lookup(tier_key(hn.tier_name, int(index.tier[h])), hn.ref)
+            for h, hn in enumerate(index.hypernodes)
+        ]
         cross_tree = len(index.trees) > 1 or any(
             len(index.leaves_of(n)) == 0 for n in index.node_names
         )
-        dom[index.root] = (
+        per_domain.append(
             lookup(CLUSTER_TIER, "jobs spanning more than one tree")
             if cross_tree
-            else (self.tiers[CLUSTER_TIER].effective_gbps if CLUSTER_TIER in self.tiers else 1.0)
+            else self.tiers.get(CLUSTER_TIER, unknown)
         )
+        dom = np.array([c.effective_gbps for c in per_domain], dtype=np.float64)
+        raw = np.array([c.bandwidth_gbps for c in per_domain], dtype=np.float64)
+        over = np.array([c.oversubscription for c in per_domain], dtype=np.float64)
         node_bw = np.zeros(len(index.node_names), dtype=np.float64)
         for node in nodes:
             product = node.labels.get(GPU_PRODUCT_LABEL, "")
             special = self.tiers.get(f"{NODE_TIER}/{product}") if product else None
-            value = (
-                special.effective_gbps if special else lookup(NODE_TIER, "pods sharing one node")
-            )
+            value = (special or lookup(NODE_TIER, "pods sharing one node")).effective_gbps
             node_bw[index.node_ix[node.name]] = value
         if missing:
             problems = [
@@ -125,7 +129,14 @@ class CostModel:
                 for key, users in sorted(missing.items())
             ]
             raise InputError(problems)
-        return BoundCost(model=self, index=index, domain_gbps=dom, node_gbps=node_bw)
+        return BoundCost(
+            model=self,
+            index=index,
+            domain_gbps=dom,
+            node_gbps=node_bw,
+            domain_raw_gbps=raw,
+            domain_oversubscription=over,
+        )
 
 
 def tier_key(tier_name: str | None, tier: int) -> str:
@@ -146,6 +157,8 @@ class BoundCost:
     index: TopologyIndex
     domain_gbps: FloatArray  # effective bandwidth of each domain, the virtual root last
     node_gbps: FloatArray  # bandwidth between GPUs of one node
+    domain_raw_gbps: FloatArray  # line rate per GPU of each domain's tier
+    domain_oversubscription: FloatArray  # downlink:uplink of the uplinks into each domain
 
     def span(self, node_ixs: Sequence[int] | IntArray) -> tuple[int, float]:
         """The lowest domain holding every node in ``node_ixs`` and its bandwidth.
@@ -210,6 +223,7 @@ def parse_cost_model(raw: Any, source: str) -> CostModel:
     max_slowdown = f.number("maxSlowdown")
     if max_slowdown is not None and max_slowdown < 1:
         f.problem("maxSlowdown", f"must be >= 1, got {max_slowdown}")
+    contention = f.boolean("contention", True)
     tiers_f = f.obj("tiers", required=True)
     tiers: dict[str, TierCost] = {}
     for key in tiers_f.data:
@@ -235,5 +249,6 @@ def parse_cost_model(raw: Any, source: str) -> CostModel:
     return CostModel(
         tiers=tiers,
         max_slowdown=max_slowdown if max_slowdown is not None else 2.5,
+        contention=contention,
         source=source,
     )

@@ -9,8 +9,11 @@ one every second; batching arrivals into ticks keeps the loop fast).
 The loop keeps its own ledger of what runs where and checks every placement a policy
 returns against it (healthy nodes, nothing over-committed, every pod of the gang), so a
 policy bug is a ``SimulationError``, never a silently wrong number. A job's run time is
-its remaining work times the cost model's slowdown for where it landed. A node failure
-kills the jobs on it; they lose the work since their last checkpoint and queue again.
+its remaining work times the cost model's slowdown for where it landed, stretched further
+while it shares a busy oversubscribed uplink with other jobs (``contention``): whenever a
+job starts or ends, the jobs whose uplinks it shares are re-timed from the work they have
+done so far. A node failure kills the jobs on it; they lose the work since their last
+checkpoint and queue again.
 Node failures are drawn once from the seed, so every policy meets the same ones.
 """
 
@@ -29,11 +32,13 @@ from tierra.api.node import Condition, Node
 from tierra.sim._topo import TopoArrays
 from tierra.sim.clusters import SimCluster
 from tierra.sim.clusters._build import GPU
+from tierra.sim.contention import LinkLoads
 from tierra.sim.cost import BoundCost, CostModel
-from tierra.sim.metrics import Fragmentation, JobRecord, Recorder, RunResult
+from tierra.sim.metrics import Fragmentation, JobRecord, QueueMeter, Recorder, RunResult
 from tierra.sim.optimum import DomainWeights, optimal_cost, placement_cost
-from tierra.sim.policies.base import Gang, Placement, Policy, background, fit_counts
+from tierra.sim.policies.base import Gang, Placement, Policy, background
 from tierra.sim.workloads import SimJob, Workload
+from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray
 
@@ -80,9 +85,19 @@ class _Running:
     nodes: list[int]
     vecs: list[IntArray]
     start: float
-    slowdown: float
+    slowdown: float  # current stretch of its run time: placement, then contention
     remaining: float  # work (seconds at the best placement) left when it started
     attempt: int
+    base: float  # stretch from the placement alone (the cost model, no contention)
+    span_gbps: float
+    best_gbps: float
+    done: float = 0.0  # work done by ``since``
+    since: float = 0.0
+    version: int = 0  # bumps when it is re-timed; older FINISH events are stale
+
+    def advance(self, now: float) -> None:
+        self.done += (now - self.since) / self.slowdown
+        self.since = now
 
 
 Progress = Callable[[float], None]
@@ -155,6 +170,8 @@ class Simulation:
         self.best_gbps: dict[tuple[int, tuple[int, ...]], float] = {}
         self.oracle = self.options.oracle and n <= self.options.oracle_max_nodes
         self.weights = DomainWeights.of(cost) if self.oracle else None
+        gpus = self.capacity.node_alloc[:, self.g] / 1000 if self.g is not None else np.zeros(n)
+        self.links = LinkLoads(cost, gpus) if cost.model.contention else None
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -180,6 +197,8 @@ class Simulation:
         ):
             self.push(t, Kind.FAIL, (n, repair))
         self.recorder.allocated(0.0, self.used_gpus)
+        arrivals = [j.arrival for j in self.workload.jobs]
+        self.recorder.queues = QueueMeter(min(arrivals, default=0.0), max(arrivals, default=0.0))
         total = len(self.workload.jobs)
         stop = self.options.max_time
         window = max((j.arrival for j in self.workload.jobs), default=0.0)
@@ -230,14 +249,18 @@ class Simulation:
         self.policy.submit(job)
         self._wake()
 
-    def _finish(self, name: str, attempt: int) -> None:
+    def _finish(self, name: str, attempt: int, version: int) -> None:
         run = self.running.get(name)
-        if run is None or run.attempt != attempt:
-            return  # a killed attempt's stale completion
+        if run is None or run.attempt != attempt or run.version != version:
+            return  # a killed attempt's, or a re-timed run's, stale completion
         self._release(run)
         del self.running[name]
         self.policy.release(run.job)
-        self.recorder.records[name].finish = self.now
+        record = self.recorder.records[name]
+        record.finish = self.now
+        if run.remaining > 0:
+            record.slowdown = (self.now - run.start) / run.remaining
+            record.contention = record.slowdown / run.base
         self.done += 1
         self._wake()
 
@@ -266,10 +289,11 @@ class Simulation:
     def _kill(self, run: _Running) -> None:
         """Stop a running attempt: lose the work since its last checkpoint, queue again."""
         self.recorder.kills += 1
+        run.advance(self.now)
         self._release(run)
         del self.running[run.job.name]
         self.policy.release(run.job)
-        done = (self.now - run.start) / run.slowdown
+        done = run.done
         ckpt = self.options.failures.checkpoint_seconds if self.options.failures else math.inf
         saved = math.floor(done / ckpt) * ckpt if math.isfinite(ckpt) and ckpt > 0 else 0.0
         self.remaining[run.job.name] = max(run.remaining - saved, 1.0)
@@ -282,8 +306,13 @@ class Simulation:
             return
         self._sample()
         wall = time.perf_counter()
-        outcome = self.policy.session()
+        outcome = self.policy.session(self.now)
         self.recorder.session_wall.append(time.perf_counter() - wall)
+        if outcome.queues and self.recorder.queues is not None:
+            self.recorder.queues.observe(
+                self.now,
+                {q: (s.deserved_gpus, s.pending, s.running) for q, s in outcome.queues.items()},
+            )
         for name in outcome.evictions:
             run = self.running.get(name)
             if run is not None:
@@ -337,14 +366,18 @@ class Simulation:
         for n, vec in zip(nodes, gang.pod_vecs, strict=True):
             self._touch(n)
             self.capacity.place(n, vec)
-        self.used_gpus += int(gang.total[self.g]) // 1000 if self.g is not None else 0
+        gpus = int(gang.total[self.g]) // 1000 if self.g is not None else 0
+        self.used_gpus += gpus
         self.recorder.allocated(self.now, self.used_gpus)
+        if self.recorder.queues is not None:
+            self.recorder.queues.change(self.now, job.queue, gpus)
         domain, span_gbps = self.cost.span(nodes)
-        slowdown = self.cost.model.slowdown(job.comm_share, self._best_gbps(gang), span_gbps)
+        best = self._best_gbps(gang)
+        slowdown = self.cost.model.slowdown(job.comm_share, best, span_gbps)
         remaining = self.remaining[job.name]
         attempt = self.attempt.get(job.name, 0) + 1
         self.attempt[job.name] = attempt
-        self.running[job.name] = _Running(
+        run = _Running(
             job=job,
             nodes=nodes,
             vecs=gang.pod_vecs,
@@ -352,23 +385,78 @@ class Simulation:
             slowdown=slowdown,
             remaining=remaining,
             attempt=attempt,
+            base=slowdown,
+            span_gbps=span_gbps,
+            best_gbps=best,
+            since=self.now,
         )
+        self.running[job.name] = run
         del self.pending[job.name]
         if record.start is None:
             record.start = self.now
         record.attempts = attempt
         record.tier = self.cost.tier_of_span(domain) if job.pods > 1 else 0
         record.tier_name = self.cost.tier_name_of_span(domain)
-        record.slowdown = slowdown
-        self.push(self.now + remaining * slowdown, Kind.FINISH, (job.name, attempt))
+        touched = self._contend(run, gang, domain)
+        record.slowdown = run.slowdown
+        record.contention = run.slowdown / run.base
+        self.push(self.now + remaining * run.slowdown, Kind.FINISH, (job.name, attempt, 0))
+        self._retime(touched)
+
+    # -- contention -----------------------------------------------------------------------
+
+    def _contend(self, run: _Running, gang: Gang, domain: int) -> set[str]:
+        """Put a starting run's traffic on the uplinks it crosses; the jobs it now shares
+        them with are returned (to re-time), and its own slowdown includes their load."""
+        job = run.job
+        if self.links is None or self.g is None or job.pods < 2 or job.comm_share <= 0:
+            return set()
+        gpus: dict[int, float] = {}
+        for n, vec in zip(run.nodes, gang.pod_vecs, strict=True):
+            gpus[n] = gpus.get(n, 0.0) + float(vec[self.g]) / 1000
+        crossings = self.links.crossings(run.nodes, gpus, domain)
+        if not crossings:
+            return set()
+        touched = self.links.add(job.name, crossings, job.comm_share)
+        run.slowdown = self._stretched(run)
+        return touched
+
+    def _stretched(self, run: _Running) -> float:
+        """The run's slowdown with its span bandwidth shrunk by the contention it meets."""
+        assert self.links is not None
+        stretch = self.links.stretch(run.job.name)
+        if stretch <= 1.0:
+            return run.base
+        return self.cost.model.slowdown(run.job.comm_share, run.best_gbps, run.span_gbps / stretch)
+
+    def _retime(self, names: set[str]) -> None:
+        """Contention changed for ``names``: new slowdowns from the work done so far."""
+        for name in sorted(names):
+            run = self.running.get(name)
+            if run is None:
+                continue
+            new = self._stretched(run)
+            if abs(new - run.slowdown) <= 1e-12:
+                continue
+            run.advance(self.now)
+            run.slowdown = new
+            run.version += 1
+            left = max(run.remaining - run.done, 0.0)
+            self.push(self.now + left * new, Kind.FINISH, (name, run.attempt, run.version))
+
+    # -- the ledger -------------------------------------------------------------------
 
     def _release(self, run: _Running) -> None:
+        if self.links is not None:
+            self._retime(self.links.remove(run.job.name))
         for n, vec in zip(run.nodes, run.vecs, strict=True):
             self._touch(n)
             self.capacity.remove(n, vec)
         gpus = sum(int(v[self.g]) for v in run.vecs) // 1000 if self.g is not None else 0
         self.used_gpus -= gpus
         self.recorder.allocated(self.now, self.used_gpus)
+        if self.recorder.queues is not None:
+            self.recorder.queues.change(self.now, run.job.queue, -gpus)
 
     def _touch(self, n: int) -> None:
         if self.g is None:
@@ -394,9 +482,10 @@ class Simulation:
         self.last_sample = self.now
         free = self.capacity.node_free()
         free[~self.healthy] = 0
-        value = self.frag.measure(free)
-        series = self.recorder.fragmentation
-        series.append((self.now, value))
+        shares = self.frag.by_shape(free)
+        self.recorder.fragmentation.append((self.now, self.frag.weighted(shares)))
+        for shape, share in zip(self.frag.shapes, shares, strict=True):
+            self.recorder.shape_fragmentation.setdefault(shape.label, []).append((self.now, share))
 
     # -- quality references -------------------------------------------------------------
 
@@ -415,7 +504,7 @@ class Simulation:
         fits = fit_counts(free, gang.widest)
         if int(fits.max(initial=0)) >= gang.job.pods:
             return 0
-        dom = self.topo.domain_sums(fits)
+        dom = self.topo.index.sum_under(fits)
         ok = np.flatnonzero(dom >= gang.job.pods)
         return int(self.topo.tier_of[ok].min()) if len(ok) else self.index.root_tier
 
@@ -429,7 +518,7 @@ class Simulation:
             single = fits >= gang.job.pods
             if single.any():
                 best = float(self.cost.node_gbps[single].max())
-            dom = self.topo.domain_sums(fits)
+            dom = self.topo.index.sum_under(fits)
             ok = np.flatnonzero(dom >= gang.job.pods)
             if len(ok):
                 best = max(best, float(self.cost.domain_gbps[ok].max()))

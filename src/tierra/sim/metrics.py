@@ -8,12 +8,17 @@ plus time series, and a ``Summary`` of the headline numbers:
   moment, one domain could hold the whole gang (``t*``), against the tier of the lowest
   domain that holds its pods (0 when they share a node); tier excess = the difference;
 * hard-constraint violations (a topology-oblivious policy ignores ``highestTierAllowed``);
-* tier histogram (by tier name), mean slowdown from the cost model;
+* tier histogram (by tier name), mean slowdown from the cost model (run time over the run
+  time at the job's best placement, contention included), and the part of it contention
+  caused: per job, its run time over the run time it would have had with its uplinks to
+  itself; the share of gangs that lost more than 1% to it;
 * GPU allocation over time (time-weighted mean), fragmentation: the share of free GPUs
   the workload's gangs cannot use at their best tier, averaged over the workload's gang
   shapes weighted by GPU demand (after FGD's fragmentation measure [FGD]), sampled over
   time;
 * queueing delay (arrival to first start), job completion time, makespan;
+* per queue (``QueueMeter``): its share of the GPU-time while work arrives, against the
+  share the policy says it deserves, and its gangs waiting and running;
 * scheduler wall time per session and per decision (a placed gang);
 * with the ILP oracle: each gang's placement cost against the exact optimum.
 """
@@ -30,10 +35,13 @@ import numpy as np
 
 from tierra.sim._topo import TopoArrays
 from tierra.sim.clusters._build import GPU
-from tierra.sim.policies.base import Gang, fit_counts
+from tierra.sim.policies.base import Gang
 from tierra.sim.workloads import Workload
+from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray
+
+CONTENDED = 1.01  # a gang slowed by more than 1% by the traffic it shares uplinks with
 
 
 @dataclass(slots=True)
@@ -51,6 +59,7 @@ class JobRecord:
     feasible_tier: int | None = None
     hard_limit: int | None = None
     slowdown: float = 1.0
+    contention: float = 1.0  # run time / run time with its uplinks to itself
     cost: float | None = None
     optimum: float | None = None
 
@@ -74,8 +83,11 @@ class Summary:
     violations: int
     tier_histogram: dict[str, int]
     slowdown: float  # mean over placed gangs
+    contention: float  # mean over placed gangs: the stretch sharing uplinks caused
+    contended: float  # share of placed gangs that lost more than 1% to contention
     gpu_allocation: float  # time-weighted mean share of GPUs allocated while work arrives
     fragmentation: float  # time-weighted mean share of free GPUs unusable, same window
+    fragmentation_by_shape: dict[str, float]  # the same per common gang shape ("32x8")
     queue_delay_mean: float
     queue_delay_p50: float
     queue_delay_p99: float
@@ -102,6 +114,78 @@ class Summary:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class QueueReport:
+    """One queue over the loaded window (first to last arrival): what it held against
+    what it deserved, as shares of the cluster's GPU-time, and its gangs on average."""
+
+    name: str
+    gpu_hours: float
+    used_share: float  # GPU-hours / (cluster GPUs x window)
+    deserved_share: float | None  # time-averaged deserved GPUs / cluster GPUs (None: the
+    # policy keeps no queues)
+    pending: float | None  # gangs waiting, time-averaged (as the policy counts them)
+    running: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class QueueMeter:
+    """Integrates each queue's GPUs in use (from the loop's own ledger) and what the
+    policy says it deserves, over ``[start, end]``."""
+
+    def __init__(self, start: float, end: float) -> None:
+        self.start, self.end = start, end
+        self.last = start
+        self.used: dict[str, float] = {}
+        self.state: dict[str, tuple[float, int, int]] = {}  # deserved GPUs, pending, running
+        self.used_s: dict[str, float] = {}
+        self.state_s: dict[str, list[float]] = {}
+
+    def advance(self, t: float) -> None:
+        a, b = max(self.last, self.start), min(t, self.end)
+        if b > a:
+            for q, g in self.used.items():
+                self.used_s[q] = self.used_s.get(q, 0.0) + g * (b - a)
+            for q, st in self.state.items():
+                acc = self.state_s.setdefault(q, [0.0, 0.0, 0.0])
+                for i, v in enumerate(st):
+                    acc[i] += v * (b - a)
+        self.last = max(self.last, t)
+
+    def change(self, t: float, queue: str, gpus: int) -> None:
+        self.advance(t)
+        self.used[queue] = self.used.get(queue, 0.0) + gpus
+
+    def observe(self, t: float, queues: dict[str, tuple[float, int, int]]) -> None:
+        self.advance(t)
+        self.state = dict(queues)
+
+    def reports(self, total_gpus: int) -> list[QueueReport]:
+        self.advance(self.end)
+        span = self.end - self.start
+        if span <= 0 or total_gpus <= 0:
+            return []
+        out = []
+        for q in sorted({*self.used_s, *self.used, *self.state_s}):
+            used = self.used_s.get(q, 0.0)
+            acc = self.state_s.get(q)
+            if used == 0 and (acc is None or not any(acc)):
+                continue  # a queue nothing ran in (the default one, usually)
+            out.append(
+                QueueReport(
+                    name=q,
+                    gpu_hours=used / 3600,
+                    used_share=used / (total_gpus * span),
+                    deserved_share=acc[0] / (total_gpus * span) if acc else None,
+                    pending=acc[1] / span if acc else None,
+                    running=acc[2] / span if acc else None,
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunResult:
     policy: str
     summary: Summary
@@ -110,9 +194,12 @@ class RunResult:
     fragmentation: list[tuple[float, float]]
     node_busy: list[float]  # per node: time-averaged share of its GPUs in use
     error: str | None = None
+    queues: list[QueueReport] = field(default_factory=list)
 
     def to_dict(self, *, jobs: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {"policy": self.policy, "summary": self.summary.to_dict()}
+        if len(self.queues) > 1:
+            out["queues"] = [q.to_dict() for q in self.queues]
         if self.error:
             out["error"] = self.error
         if jobs:
@@ -131,6 +218,11 @@ class _Shape:
     gpus: int
     groups: IntArray  # node -> group id at the shape's best tier
     weight: float
+
+    @property
+    def label(self) -> str:
+        """``pods x GPUs per pod``: 1x8 is one 8-GPU pod, 32x8 a 256-GPU gang."""
+        return f"{self.pods}x{self.gpus // max(self.pods, 1)}"
 
 
 class Fragmentation:
@@ -166,27 +258,37 @@ class Fragmentation:
     def _best_tier(topo: TopoArrays, fits: IntArray, pods: int) -> int | None:
         if int(fits.max(initial=0)) >= pods:
             return 0
-        dom = topo.domain_sums(fits)
+        dom = topo.index.sum_under(fits)
         ok = np.flatnonzero(dom >= pods)
         return int(topo.tier_of[ok].min()) if len(ok) else None
 
     def measure(self, free: IntArray) -> float:
-        if self.g is None or not self.shapes:
+        """Demand-weighted mean over the shapes of ``by_shape``."""
+        return self.weighted(self.by_shape(free))
+
+    def weighted(self, shares: Sequence[float]) -> float:
+        """``by_shape``'s shares averaged with the shapes' GPU demand as weights."""
+        weights = sum(s.weight for s in self.shapes)
+        if not shares or weights <= 0:
             return 0.0
+        return sum(s.weight * v for s, v in zip(self.shapes, shares, strict=True)) / weights
+
+    def by_shape(self, free: IntArray) -> list[float]:
+        """Per shape: the share of free GPUs that cannot serve a gang of that shape."""
+        if self.g is None or not self.shapes:
+            return []
         free_gpus = int(free[:, self.g].clip(min=0).sum()) // 1000
         if free_gpus <= 0:
-            return 0.0
-        unusable = 0.0
-        weights = 0.0
+            return [0.0] * len(self.shapes)
+        out = []
         for s in self.shapes:
             fits = fit_counts(free, s.request)
             _, inverse = np.unique(s.groups, return_inverse=True)
             per_group = np.bincount(inverse, weights=fits).astype(np.int64)
             copies = int((per_group // s.pods).sum())
             usable = min(copies * s.gpus, free_gpus)
-            unusable += s.weight * (free_gpus - usable) / free_gpus
-            weights += s.weight
-        return unusable / weights if weights else 0.0
+            out.append((free_gpus - usable) / free_gpus)
+        return out
 
 
 @dataclass(slots=True)
@@ -199,11 +301,13 @@ class Recorder:
     records: dict[str, JobRecord] = field(default_factory=dict)
     allocation: list[tuple[float, float]] = field(default_factory=list)
     fragmentation: list[tuple[float, float]] = field(default_factory=list)
+    shape_fragmentation: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     session_wall: list[float] = field(default_factory=list)
     decisions: int = 0
     kills: int = 0
     evictions: int = 0
     failures: int = 0
+    queues: QueueMeter | None = None  # set by the loop once the loaded window is known
 
     def allocated(self, t: float, used_gpus: int) -> None:
         share = used_gpus / self.total_gpus if self.total_gpus else 0.0
@@ -221,6 +325,7 @@ class Recorder:
             fragmentation=self.fragmentation,
             node_busy=node_busy,
             error=error,
+            queues=self.queues.reports(self.total_gpus) if self.queues is not None else [],
         )
 
     def summarise(self) -> Summary:
@@ -250,8 +355,16 @@ class Recorder:
             violations=sum(r.violated for r in gangs),
             tier_histogram=dict(sorted(Counter(r.tier_name or "?" for r in gangs).items())),
             slowdown=float(np.mean([r.slowdown for r in gangs])) if gangs else math.nan,
+            contention=float(np.mean([r.contention for r in gangs])) if gangs else math.nan,
+            contended=(
+                sum(r.contention > CONTENDED for r in gangs) / len(gangs) if gangs else math.nan
+            ),
             gpu_allocation=time_weighted(self.allocation, first, last),
             fragmentation=time_weighted(self.fragmentation, first, last),
+            fragmentation_by_shape={
+                label: time_weighted(series, first, last)
+                for label, series in self.shape_fragmentation.items()
+            },
             queue_delay_mean=float(np.mean(delays)) if delays else math.nan,
             queue_delay_p50=percentile(delays, 50),
             queue_delay_p99=percentile(delays, 99),

@@ -32,7 +32,8 @@ from scipy.sparse import coo_array  # type: ignore[import-untyped]
 
 from tierra.sim._topo import FloatArray, TopoArrays
 from tierra.sim.cost import BoundCost
-from tierra.sim.policies.base import Gang, fit_counts
+from tierra.sim.policies.base import Gang
+from tierra.topology.arrays import fit_counts
 from tierra.topology.index import IntArray
 
 

@@ -18,6 +18,7 @@ import numpy.typing as npt
 from tierra.api.node import Node
 from tierra.api.pod import Pod
 from tierra.api.quantity import byte_counted
+from tierra.topology.arrays import fit_counts, segment_sums
 from tierra.topology.index import IntArray, TopologyIndex
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "nvidia.com/gpu")
@@ -123,6 +124,14 @@ class Capacity:
         self.node_used[node] += request
         self.dom_used[self.index.domains_of(node)] += request
 
+    def place_all(self, nodes: IntArray, requests: IntArray) -> None:
+        """``place`` for many pods at once (``requests`` one row per pod): one scatter-add
+        and one roll-up instead of a domain update per pod."""
+        if not len(nodes):
+            return
+        np.add.at(self.node_used, nodes, requests)
+        self.dom_used[:] = self.index.sum_under(self.node_used)
+
     def remove(self, node: int, request: IntArray) -> None:
         self.node_used[node] -= request
         self.dom_used[self.index.domains_of(node)] -= request
@@ -152,19 +161,25 @@ class Capacity:
         return self.node_alloc - self.node_used
 
     def fit_counts(
-        self, request: IntArray, node_mask: npt.NDArray[np.bool_] | None = None
+        self,
+        request: IntArray,
+        node_mask: npt.NDArray[np.bool_] | None = None,
+        nodes: IntArray | None = None,
+        *,
+        empty: bool = False,
     ) -> IntArray:
-        """How many pods of ``request`` each node can still take (0 where masked out)."""
-        free = self.node_alloc - self.node_used
-        asked = request > 0
-        if not asked.any():
-            counts = np.full(len(free), self.unlimited, dtype=np.int64)
-        else:
-            counts = np.asarray(
-                (np.maximum(free[:, asked], 0) // request[asked]).min(axis=1), dtype=np.int64
-            )
+        """How many pods of ``request`` each node can still take (0 where masked out);
+        with ``nodes``, only those rows, in that order; ``empty``: could take with nothing
+        running (to tell "never" from "not now")."""
+        asked = np.flatnonzero(request > 0)
+        alloc, used = self.node_alloc, self.node_used
+        if nodes is not None:
+            alloc, used = alloc[nodes], used[nodes]
+        free = alloc[:, asked] - (0 if empty else used[:, asked])  # asked columns: hot path
+        counts = fit_counts(free, request[asked], unlimited=self.unlimited)
         if node_mask is not None:
-            counts = np.where(node_mask, counts, 0).astype(np.int64)
+            mask = node_mask if nodes is None else node_mask[nodes]
+            counts = np.where(mask, counts, 0).astype(np.int64)
         return counts
 
     def domain_fit(
@@ -172,26 +187,14 @@ class Capacity:
         request: IntArray,
         domains: Sequence[int] | IntArray,
         node_mask: npt.NDArray[np.bool_] | None = None,
+        *,
+        empty: bool = False,
     ) -> IntArray:
-        """Pods of ``request`` each domain in ``domains`` can take, counted node by node.
+        """Pods of ``request`` each domain in ``domains`` can take, counted node by node
+        (``empty``: with nothing running).
 
-        One segmented sum over the index's CSR of nodes per domain, not a loop per domain.
-        Per-node counts saturate so that no domain's sum can overflow (an empty request
-        fits "without limit" on every node).
-        """
-        ptr, idx = self.index.real_ptr, self.index.real_idx
-        per_node = np.minimum(self.fit_counts(request, node_mask), self.unlimited)
+        Per-node counts saturate (``unlimited``) so that no domain's sum can overflow."""
         d = np.asarray(domains, dtype=np.int64)
-        starts, ends = ptr[d], ptr[d + 1]
-        sizes = ends - starts
-        total = int(sizes.sum())
-        if total * 2 >= len(idx):  # most of the forest: sum every domain, then pick
-            sums = np.zeros(len(idx) + 1, dtype=np.int64)
-            np.cumsum(per_node[idx], out=sums[1:])
-            return np.asarray(sums[ends] - sums[starts], dtype=np.int64)
-        stop = np.cumsum(sizes)
-        first = stop - sizes
-        picked = idx[np.arange(total, dtype=np.int64) + np.repeat(starts - first, sizes)]
-        sums = np.zeros(total + 1, dtype=np.int64)
-        np.cumsum(per_node[picked], out=sums[1:])
-        return np.asarray(sums[stop] - sums[first], dtype=np.int64)
+        ptr = self.index.real_ptr
+        per_node = self.fit_counts(request, node_mask, empty=empty)
+        return segment_sums(per_node, self.index.real_idx, ptr[d], ptr[d + 1])

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from tierra.api.hypernode import HyperNode
 from tierra.api.node import Node
 from tierra.errors import Problem, Severity
+from tierra.topology.arrays import Num, segment_sums
 from tierra.topology.graph import check_graph
 from tierra.topology.resolve import NodeCatalog, Resolved, resolve
 
@@ -334,17 +335,10 @@ class TopologyIndex:
         """Every HyperNode (and the root) whose capacity includes node index ``n``."""
         return self.domain_idx[self.domain_ptr[n] : self.domain_ptr[n + 1]]
 
-    def sum_under(self, per_node: npt.NDArray[np.int64]) -> IntArray:
-        """Row sums of ``per_node`` (indexed by node) over each HyperNode's nodes, root last.
-
-        One segmented sum over the ``real_ptr``/``real_idx`` CSR: no loop per HyperNode.
-        """
-        shape = (self.root + 1, *per_node.shape[1:])
-        if not len(self.real_idx):
-            return np.zeros(shape, dtype=np.int64)
-        out = np.add.reduceat(per_node[self.real_idx], self.real_ptr[:-1], axis=0)
-        out[self.real_ptr[:-1] == self.real_ptr[1:]] = 0  # reduceat's empty rows
-        return np.asarray(out, dtype=np.int64)
+    def sum_under(self, per_node: npt.NDArray[Num]) -> npt.NDArray[Num]:
+        """Row sums of ``per_node`` (indexed by node) over each HyperNode's nodes, root last."""
+        ptr = self.real_ptr
+        return segment_sums(per_node, self.real_idx, ptr[:-1], ptr[1:])
 
     def nodes_under(self, h: int) -> list[str]:
         return [self.node_names[i] for i in self.real_nodes[h].tolist()]

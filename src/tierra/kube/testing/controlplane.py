@@ -58,10 +58,16 @@ SCALE_APISERVER_ARGS = (
 )
 
 # The upstream Workload API (scheduling.k8s.io/v1alpha2 Workload and PodGroup, and the
-# pods' spec.schedulingGroup) is alpha in 1.36: off unless both the gate and the group
-# are switched on.
+# pods' spec.schedulingGroup) is alpha in 1.36: off unless the gate and the group are
+# switched on. The API server also drops a PodGroup's schedulingConstraints unless
+# TopologyAwareWorkloadScheduling is on, and its priorityClassName/priority unless
+# WorkloadAwarePreemption is (pkg/registry/scheduling/podgroup/strategy.go).
+WORKLOAD_GATES = (
+    "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true,"
+    "WorkloadAwarePreemption=true"
+)
 WORKLOAD_API_ARGS = (
-    "--feature-gates=GenericWorkload=true",
+    f"--feature-gates={WORKLOAD_GATES}",
     "--runtime-config=scheduling.k8s.io/v1alpha2=true",
 )
 
@@ -233,6 +239,12 @@ class ManagedProcess:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+    def kill(self) -> None:
+        """SIGKILL the group now, as a crash or an OOM kill would, and reap it."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._popen.pid, signal.SIGKILL)
+        self._popen.wait()
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM the group, SIGKILL it after ``timeout``, then sweep any straggler."""
@@ -506,9 +518,12 @@ class ControlPlane:
         self._start_apiserver(binaries, deadline)
 
     def stop_apiserver(self) -> None:
-        """Stop only the API server (etcd keeps the data): clients see it go away."""
+        """Kill only the API server (etcd keeps the data): clients see it vanish at once,
+        as after a crash, instead of a graceful drain that keeps serving a while."""
         if len(self._processes) == 2:
-            self._processes.pop().stop()
+            apiserver = self._processes.pop()
+            apiserver.kill()
+            apiserver.stop()  # closes its log
 
     def start_apiserver(self) -> None:
         """Start the API server again on the same port, certificate and etcd."""

@@ -114,17 +114,8 @@ def write_cluster(cluster: SimCluster, directory: str | Path) -> list[Path]:
 
 
 def load_cluster(paths: Sequence[str | Path]) -> SimCluster:
-    """A user's snapshot (files, or directories of ``*.yaml``/``*.json``) as a cluster."""
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted([*p.glob("*.yaml"), *p.glob("*.yml"), *p.glob("*.json")])
-            if not found:
-                raise InputError(f"{p}: directory holds no .yaml, .yml or .json files")
-            files.extend(found)
-        else:
-            files.append(p)
-    snap = load_snapshot(files)
+    """A user's snapshot (files, or folders of them: ``load_snapshot``) as a cluster."""
+    snap = load_snapshot(paths)
     errors = errors_only(snap.problems)
     if errors:
         raise InputError(errors)

@@ -1,7 +1,8 @@
 """Placement policies the simulator compares, listed by hand in ``POLICIES``.
 
-``tierra`` is the real scheduler; the others are baselines built on the same topology
-index: ``spread`` (topology-oblivious least-allocated, like kube-scheduler), ``firstfit``,
+``tierra`` (``tierra.py``) is the real scheduler, fed through its ``Cache`` as the
+Kubernetes scheduler feeds it; the others are baselines built on the same topology index:
+``spread`` (``least_allocated.py``: topology-oblivious, like kube-scheduler), ``firstfit``,
 ``volcano`` (Volcano's network-topology-aware allocate as documented) and ``kueue``
 (Kueue TAS with the BestFit profile). Every one implements ``Policy`` (see ``base``).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tierra.sim.policies import firstfit, kueue, spread, tierra, volcano
+from tierra.sim.policies import firstfit, kueue, least_allocated, tierra, volcano
 from tierra.sim.policies.base import (
     Placement,
     Policy,
@@ -32,7 +33,9 @@ POLICIES: dict[str, PolicyInfo] = {
     volcano.NAME: PolicyInfo(volcano.NAME, volcano.DESCRIPTION, volcano.VolcanoPolicy),
     kueue.NAME: PolicyInfo(kueue.NAME, kueue.DESCRIPTION, kueue.KueuePolicy),
     firstfit.NAME: PolicyInfo(firstfit.NAME, firstfit.DESCRIPTION, firstfit.FirstFitPolicy),
-    spread.NAME: PolicyInfo(spread.NAME, spread.DESCRIPTION, spread.SpreadPolicy),
+    least_allocated.NAME: PolicyInfo(
+        least_allocated.NAME, least_allocated.DESCRIPTION, least_allocated.LeastAllocatedPolicy
+    ),
 }
 DEFAULT_POLICIES = tuple(POLICIES)
 

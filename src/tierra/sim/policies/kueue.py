@@ -25,7 +25,8 @@ import numpy as np
 
 from tierra.api.podgroup import NetworkTopology, TopologyMode
 from tierra.sim._topo import TopoArrays
-from tierra.sim.policies.base import Gang, LedgerPolicy, fit_counts
+from tierra.sim.policies.base import Gang, LedgerPolicy
+from tierra.topology.arrays import fit_counts
 from tierra.topology.index import IntArray
 
 NAME = "kueue"
@@ -48,7 +49,7 @@ class KueuePolicy(LedgerPolicy):
             pods = self._descend_pods(self.index.root, job.pods, node_fit, best_fit=False)
             return self._assign(gang, [(n, k) for n, k in pods]) if pods else None
         if not job.partition_size:
-            dom_fit = self.topo.domain_sums(node_fit)
+            dom_fit = self.index.sum_under(node_fit)
             top = self._tightest(levels, dom_fit, job.pods)
             if top is None:
                 return None
@@ -112,7 +113,7 @@ class KueuePolicy(LedgerPolicy):
     def _descend_pods(
         self, d: int, need: int, node_fit: IntArray, *, best_fit: bool
     ) -> list[tuple[int, int]] | None:
-        dom_fit = self.topo.domain_sums(node_fit)
+        dom_fit = self.index.sum_under(node_fit)
 
         def count(child: Child) -> int:
             kind, i = child
@@ -142,7 +143,7 @@ class KueuePolicy(LedgerPolicy):
         group_slices = group_pods // size
         rep = np.zeros(len(node_fit), dtype=np.int64)
         rep[first] = group_slices
-        dom_slices = self.topo.domain_sums(rep)
+        dom_slices = self.index.sum_under(rep)
         group_of_domain = {int(g): gi for gi, g in enumerate(uniq.tolist()) if g >= 0}
         need = job.partitions
         top = self._tightest([lv for lv in levels if lv >= slice_level], dom_slices, need)

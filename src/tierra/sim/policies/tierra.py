@@ -1,9 +1,10 @@
 """tierra's own placement: the real scheduler (``tierra.scheduler``), not a model of it.
 
-The adapter keeps one ``ClusterState`` for the whole run and feeds it what happens: a
-job's PodGroup and pending pods when it arrives, pod removals when it ends, node
-readiness when a node fails or recovers. Each session is ``run_session``, which applies
-its own bindings to that state; the adapter turns the bindings back into placements
+The adapter keeps one ``Cache`` (and the ``Memory`` beside it) for the whole run and
+feeds it what happens through the same calls the Kubernetes scheduler uses: a job's
+PodGroup and pending pods when it arrives, pod removals when it ends, node readiness
+when a node fails or recovers. Each session is ``run_session``, which keeps its own
+bindings in that cache; the adapter turns the bindings back into placements
 (every pod of a gang, or none) and evictions into the jobs they hit.
 """
 
@@ -15,9 +16,10 @@ from tierra.api.meta import ObjectMeta
 from tierra.api.node import Node
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
-from tierra.scheduler import ClusterState, SchedulerConfig, run_session
+from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session
 from tierra.sim.clusters import SimCluster
-from tierra.sim.policies.base import Placement, SessionOutcome
+from tierra.sim.clusters._build import GPU
+from tierra.sim.policies.base import Placement, QueueShare, SessionOutcome
 from tierra.sim.workloads import NAMESPACE, SimJob, job_podgroup, job_pods
 
 NAME = "tierra"
@@ -41,7 +43,8 @@ class TierraPolicy:
         snapshot = Snapshot(
             nodes=cluster.nodes, hypernodes=cluster.hypernodes, pods=running, queues=queues
         )
-        self.state = ClusterState.from_snapshot(snapshot)
+        self.cache = Cache.from_snapshot(snapshot)
+        self.memory = Memory()
         self.node_ix = cluster.index.node_ix
         del seed  # the scheduler is deterministic
 
@@ -50,26 +53,32 @@ class TierraPolicy:
         for i, pod in enumerate(pods):
             self._pod_slot[pod.key] = (job.name, i)
         self._jobs[job.name] = job
-        self.state.add_podgroups([job_podgroup(job)])
-        self.state.add_pods(pods)
+        self.cache.upsert_podgroup(job_podgroup(job))
+        for pod in pods:
+            self.cache.upsert_pod(pod)
 
     def release(self, job: SimJob) -> None:
         for name in job.pod_names():
             key = f"{NAMESPACE}/{name}"
-            self.state.remove_pod(key)
+            self.cache.remove_pod(key)
             self._pod_slot.pop(key, None)
-        self.state.remove_podgroup(f"{NAMESPACE}/{job.name}")
+        self.cache.remove_podgroup(f"{NAMESPACE}/{job.name}")
         self._jobs.pop(job.name, None)
 
     def node_changed(self, node: Node) -> None:
-        current = self.state.nodes[self.state.index.node_ix[node.name]]
-        self.state.update_node(
-            replace(current, conditions=node.conditions, unschedulable=node.unschedulable)
-        )
+        current = self.cache.node(node.name)
+        if current is not None:
+            self.cache.upsert_node(
+                replace(current, conditions=node.conditions, unschedulable=node.unschedulable)
+            )
 
-    def session(self) -> SessionOutcome:
-        result = run_session(self.state, self._config)
+    def session(self, now: float) -> SessionOutcome:
+        result = run_session(self.cache, self._config, memory=self.memory, now=now)
         out = SessionOutcome()
+        for q in result.queues:
+            if q.parent is not None or q.problem is not None:  # every queue but the root
+                gpus = q.deserved.get(GPU, 0) / 1000
+                out.queues[q.name] = QueueShare(gpus, q.pending, q.running)
         evicted: dict[str, None] = {}
         for ev in result.evictions:
             slot = self._pod_slot.get(ev.pod)

@@ -28,7 +28,8 @@ import numpy as np
 
 from tierra.api.podgroup import NetworkTopology, TopologyMode
 from tierra.sim._topo import FloatArray, TopoArrays
-from tierra.sim.policies.base import Gang, LedgerPolicy, fit_counts
+from tierra.sim.policies.base import Gang, LedgerPolicy
+from tierra.topology.arrays import fit_counts
 from tierra.topology.index import IntArray
 
 NAME = "volcano"
@@ -70,7 +71,7 @@ class VolcanoPolicy(LedgerPolicy):
     def _domain_state(self, free: IntArray) -> tuple[FloatArray, FloatArray]:
         alloc = self._node_alloc_f * self.healthy[:, None]
         used = alloc - free.astype(np.float64)
-        return self.topo.domain_matrix(alloc), self.topo.domain_matrix(used)
+        return self.index.sum_under(alloc), self.index.sum_under(used)
 
     def _binpack(
         self, alloc: FloatArray, used: FloatArray, req: IntArray, w: FloatArray

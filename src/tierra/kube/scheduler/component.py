@@ -1,0 +1,295 @@
+"""``tierra scheduler``: the gang scheduler running against a cluster.
+
+Informers feed the core's long-lived ``Cache`` (``feed.py``); sessions run one at a time,
+when something changed (debounced by ``batch_delay``) and every ``period``, in a worker
+thread while changes are held; the binder applies each session's decisions in the
+background while the next session runs (``binder.py``); the status writer and the Event
+recorder tell users why gangs wait (``status.py``). With leader election on, the informers
+run on every replica (a warm standby takes over without a cold start), but only the
+Lease holder runs sessions and writes anything; a replica that loses the Lease stops,
+like kube-scheduler, and is restarted with a fresh cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tierra.kube import resources as r
+from tierra.kube.client import ApiError, Kube
+from tierra.kube.events import EventRecorder
+from tierra.kube.leader import LeaderElector
+from tierra.kube.scheduler.binder import Binder
+from tierra.kube.scheduler.feed import Feed
+from tierra.kube.scheduler.metrics import Metrics, reason_kind
+from tierra.kube.scheduler.status import StatusWriter
+from tierra.kube.serving import Probes, Server
+from tierra.scheduler.cache import Cache
+from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.memory import Memory
+from tierra.scheduler.result import SessionResult
+from tierra.scheduler.session import run_session
+
+log = logging.getLogger(__name__)
+GPU_MARK = "gpu"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Options:
+    config: SchedulerConfig = field(default_factory=SchedulerConfig)
+    leader_elect: bool = True
+    lease_namespace: str = "kube-system"
+    lease_name: str = "tierra-scheduler"
+    identity: str = ""
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    metrics_port: int | None = 10259
+    health_port: int | None = 10259
+    bind_host: str = "0.0.0.0"  # probes and scrapes come from off-host
+    period: float = 1.0
+    batch_delay: float = 0.02
+    max_binds_in_flight: int = 64
+    bind_retry_for: float = 30.0
+
+
+class LostLease(Exception):
+    """This replica lost the Lease: stop, and be restarted with a fresh cache."""
+
+
+class SchedulerComponent:
+    def __init__(self, kube: Kube, options: Options) -> None:
+        self.kube = kube
+        self.options = options
+        self.metrics = Metrics()
+        self.cache = Cache()
+        self.memory = Memory()
+        self._wake = asyncio.Event()
+        self.feed: Feed | None = None
+        self.sessions = 0
+        self.last_session_end = time.monotonic()
+        self.last_result: SessionResult | None = None
+        identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        self.identity = identity
+        # Pending pods of waiting gangs each get an Event: a burst of 100 covers a few
+        # gangs' worth before the rate limit (10/s) drops the rest.
+        self.recorder = EventRecorder(
+            kube, component="tierra-scheduler", host=identity, qps=10.0, burst=100
+        )
+        self.elector: LeaderElector | None = None
+        self.binder: Binder | None = None
+        self.servers: list[Server] = []
+
+    def trigger(self) -> None:
+        self._wake.set()
+
+    # -- probes ----------------------------------------------------------------------
+
+    def _ready(self) -> str | None:
+        if self.feed is None:
+            return "starting"
+        waiting = [i.name for i in self.feed.informers if not i.synced.is_set()]
+        return f"informers not synced: {', '.join(waiting)}" if waiting else None
+
+    def _live(self) -> str | None:
+        # A session loop stuck for far longer than any session takes is not alive.
+        if self.elector is not None and not self.elector.is_leader:
+            return None
+        stuck = time.monotonic() - self.last_session_end
+        limit = max(60.0, 30 * self.options.period)
+        return f"no session finished for {stuck:.0f} s" if stuck > limit else None
+
+    async def _serve(self) -> None:
+        o = self.options
+        probes = Probes(live={"session-loop": self._live}, ready={"informers": self._ready})
+        ports: dict[int, bool] = {}
+        if o.health_port is not None:
+            ports[o.health_port] = o.metrics_port == o.health_port
+        if o.metrics_port is not None and o.metrics_port != o.health_port:
+            ports[o.metrics_port] = True
+        for port, with_metrics in ports.items():
+            server = Server(
+                probes, self.metrics.registry if with_metrics else None, host=o.bind_host, port=port
+            )
+            await server.start()
+            self.servers.append(server)
+
+    # -- running ---------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until cancelled; raise LostLease when the Lease was lost."""
+        optional = [r.WORKLOAD_PODGROUPS, *r.HYPERNODES, r.VOLCANO_PODGROUPS, r.VOLCANO_QUEUES]
+        served = await r.served(self.kube, optional)
+        for res in optional:
+            if res not in served:
+                log.warning(
+                    "%s is not served by this API server; not watched (install it and "
+                    "restart to use it)",
+                    res.name,
+                )
+        self.feed = Feed(
+            self.kube,
+            self.cache,
+            scheduler_names=self.options.config.scheduler_names,
+            metrics=self.metrics,
+            on_change=self.trigger,
+            served=served,
+        )
+        await self._serve()
+        background = [
+            asyncio.create_task(i.run(), name=f"informer {i.name}") for i in self.feed.informers
+        ]
+        background.append(asyncio.create_task(self.recorder.run(), name="events"))
+        background.append(asyncio.create_task(self._count_errors(), name="informer-errors"))
+        try:
+            if self.options.leader_elect:
+                o = self.options
+                self.elector = LeaderElector(
+                    self.kube,
+                    namespace=o.lease_namespace,
+                    name=o.lease_name,
+                    identity=self.identity,
+                    lease_duration=o.lease_duration,
+                    renew_deadline=o.renew_deadline,
+                    retry_period=o.retry_period,
+                )
+                await self._run_elected(self.elector)
+            else:
+                await self._lead()
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            for server in self.servers:
+                await server.stop()
+
+    async def _run_elected(self, elector: LeaderElector) -> None:
+        was_leader = False
+        election = asyncio.create_task(elector.run(self._lead), name="leader-election")
+        try:
+            while not election.done():
+                elector.leader_changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(elector.leader_changed.wait(), 1.0)
+                self.metrics.leader.set(1 if elector.is_leader else 0)
+                if was_leader and not elector.is_leader:
+                    raise LostLease(
+                        f"{self.identity} lost Lease "
+                        f"{self.options.lease_namespace}/{self.options.lease_name}"
+                    )
+                was_leader = was_leader or elector.is_leader
+            election.result()
+        finally:
+            if not election.done():
+                election.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await election
+
+    async def _count_errors(self) -> None:
+        assert self.feed is not None
+        seen = {i.name: 0 for i in self.feed.informers}
+        while True:
+            await asyncio.sleep(1.0)
+            for i in self.feed.informers:
+                new = i.stats.errors - seen[i.name]
+                if new:
+                    self.metrics.informer_errors.labels(i.name).inc(new)
+                    seen[i.name] = i.stats.errors
+
+    async def _lead(self) -> None:
+        """The leader's work: wait for the informers, then sessions until cancelled."""
+        feed = self.feed
+        assert feed is not None
+        while not feed.synced:
+            await asyncio.sleep(0.05)
+        status = StatusWriter(self.kube, feed, self.recorder)
+        binder = Binder(
+            self.kube,
+            feed,
+            self.metrics,
+            max_in_flight=self.options.max_binds_in_flight,
+            retry_for=self.options.bind_retry_for,
+            on_failure=self.trigger,
+            on_bound=status.bound,
+        )
+        self.binder = binder
+        writer = asyncio.create_task(status.run(), name="status")
+        try:
+            self.last_session_end = time.monotonic()
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.options.period)
+                await asyncio.sleep(self.options.batch_delay)
+                self._wake.clear()
+                if feed.listing:
+                    continue
+                result = await self._session(feed)
+                status.observe(result)
+                binder.submit(result)
+        finally:
+            writer.cancel()
+            await binder.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
+
+    async def _session(self, feed: Feed) -> SessionResult:
+        started = time.perf_counter()
+        with feed.session():
+            result = await asyncio.to_thread(
+                run_session, self.cache, self.options.config, memory=self.memory
+            )
+        elapsed = time.perf_counter() - started
+        self.sessions += 1
+        self.last_session_end = time.monotonic()
+        self.last_result = result
+        m = self.metrics
+        m.sessions.inc()
+        m.session_seconds.observe(elapsed)
+        gangs = {
+            (p.group_name if (p := self.cache.pods.get(b.pod)) is not None else "") or b.pod
+            for b in result.bindings
+        }
+        decided = len(gangs) + len(result.unschedulable)
+        if decided:
+            per_gang = elapsed / decided
+            for _ in range(decided):
+                m.decision_seconds.observe(per_gang)
+        kinds: dict[str, int] = {}
+        for u in result.unschedulable:
+            k = reason_kind(u.reason)
+            kinds[k] = kinds.get(k, 0) + 1
+        for k in ("topology", "capacity", "queue", "input", "other"):
+            m.pending_gangs.labels(k).set(kinds.get(k, 0))
+        self._gpu_gauges()
+        return result
+
+    def _gpu_gauges(self) -> None:
+        """Free and total GPUs per HyperNode, from the topology layer's ledgers."""
+        cache = self.cache
+        axis = cache.capacity.axis
+        cols = [i for name, i in axis.index.items() if GPU_MARK in name]
+        if not cols:
+            return
+        alloc = cache.capacity.dom_alloc[:, cols].sum(axis=1) // 1000
+        used = cache.capacity.dom_used[:, cols].sum(axis=1) // 1000
+        free = np.maximum(alloc - used, 0)
+        for h, name in enumerate(cache.index.names):
+            if h == cache.index.root:
+                continue
+            self.metrics.gpus.labels(name, "total").set(int(alloc[h]))
+            self.metrics.gpus.labels(name, "free").set(int(free[h]))
+
+
+async def check_access(kube: Kube) -> None:
+    """Fail early, with the server's words, when the cluster cannot be read at all."""
+    try:
+        await kube.get(r.NODES.path(), query={"limit": 1}, what="list Nodes")
+    except ApiError as exc:
+        raise ApiError(exc.status, exc.reason, exc.message, f"cannot start: {exc.what}") from exc

@@ -1,0 +1,85 @@
+"""The scheduler's Prometheus metrics, in a registry of its own (served on /metrics).
+
+Reasons are bucketed (``reason_kind``) so the ``pending_gangs`` label set stays small:
+the full explain reason goes to PodGroup status and Events, not to a label.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+DECISION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
+
+
+def reason_kind(reason: str) -> str:
+    """A coarse class of an explain reason: topology, capacity, queue, input or other."""
+    text = reason.lower()
+    if "queue" in text:
+        return "queue"
+    if "names no tier" in text or "must not" in text or "invalid" in text or "unknown" in text:
+        return "input"
+    if "tier" in text or "hypernode" in text or "domain" in text:
+        return "topology"
+    if "free" in text or "fit" in text or "room" in text or "node" in text:
+        return "capacity"
+    return "other"
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        r = self.registry = registry or CollectorRegistry()
+        p = "tierra_scheduler_"
+        self.session_seconds = Histogram(
+            p + "session_duration_seconds",
+            "Duration of one scheduling session.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.sessions = Counter(p + "sessions", "Scheduling sessions run.", registry=r)
+        self.decision_seconds = Histogram(
+            p + "gang_decision_seconds",
+            "Per-gang decision latency: each session's duration divided by the gangs it "
+            "decided (the core reports no per-gang time).",
+            buckets=DECISION_BUCKETS,
+            registry=r,
+        )
+        self.gang_latency = Histogram(
+            p + "gang_created_to_bound_seconds",
+            "From a gang's last pod created to its last pod bound.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.pending_gangs = Gauge(
+            p + "pending_gangs",
+            "Gangs left waiting by the last session, by reason kind.",
+            ["reason"],
+            registry=r,
+        )
+        self.binds = Counter(p + "binds", "Pods bound through pods/binding.", registry=r)
+        self.bind_errors = Counter(
+            p + "bind_errors",
+            "Binding requests that failed, by HTTP status (0: unreachable).",
+            ["code"],
+            registry=r,
+        )
+        self.binds_in_flight = Gauge(
+            p + "binds_in_flight", "Binding requests in flight.", registry=r
+        )
+        self.forgotten = Counter(
+            p + "assumptions_forgotten", "Assumed bindings released after a failure.", registry=r
+        )
+        self.evictions = Counter(p + "evictions", "Pods evicted for preemption.", registry=r)
+        self.gpus = Gauge(
+            p + "hypernode_gpus", "GPUs per HyperNode.", ["hypernode", "state"], registry=r
+        )
+        self.informer_events = Counter(
+            p + "informer_events", "Watch events handled.", ["resource"], registry=r
+        )
+        self.informer_errors = Counter(
+            p + "informer_errors",
+            "List/watch failures (each followed by a back-off).",
+            ["resource"],
+            registry=r,
+        )
+        self.leader = Gauge(p + "is_leader", "1 while this replica holds the Lease.", registry=r)

@@ -1,0 +1,224 @@
+"""Tell users what happened: PodGroup status and Events with the explain reason.
+
+After each session the writer works out, per gang it decided about, what its PodGroup's
+status should say; a background task writes what differs from what it last wrote, at most
+once per ``interval`` per group (a gang waiting for hours costs one write, not one per
+session). Two shapes:
+
+* Volcano's PodGroup (``scheduling.volcano.sh/v1beta1``, a merge patch on ``/status``):
+  ``phase`` (Pending, Running, Completed), ``running`` (pods bound and not finished:
+  on a cluster without kubelets bound pods never leave Pending), ``succeeded``,
+  ``failed``, and one condition, ``Unschedulable`` with the reason or ``Scheduled``.
+* the upstream PodGroup (``scheduling.k8s.io/v1alpha2``, a strategic merge on the
+  conditions by type): the KEP's ``PodGroupScheduled`` condition, ``False`` with reason
+  ``Unschedulable`` and the explanation, or ``True`` once its pods are bound.
+
+Events go through the rate-limited ``EventRecorder``: ``Unschedulable`` on the PodGroup
+and ``FailedScheduling`` on each of its pending pods with the same message; ``Scheduled``
+on the PodGroup (on the pod, for a pod without one) when bound. A gang with fewer pods
+than its minimum gets status but no Events: while a job controller creates its pods the
+reason changes with every pod, and would be an Event per pod for nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from tierra.api.pod import Phase
+from tierra.api.workload import SCHEDULED, UNSCHEDULABLE
+from tierra.kube import resources as r
+from tierra.kube.client import MERGE_PATCH, STRATEGIC_PATCH, ApiError, Kube
+from tierra.kube.events import NORMAL, WARNING, EventRecorder, ObjectRef
+from tierra.kube.scheduler.feed import Feed
+from tierra.scheduler.result import Binding, SessionResult
+
+log = logging.getLogger(__name__)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(slots=True)
+class _Group:
+    resource: r.Resource
+    desired: dict[str, Any]
+    written: dict[str, Any] | None = None
+    written_at: float = -1e18
+    state: tuple[str, str] = ("", "")  # the condition's (type, status) last written
+    since: str = ""  # ... and when it took that state
+
+
+class StatusWriter:
+    def __init__(
+        self, kube: Kube, feed: Feed, recorder: EventRecorder, *, interval: float = 5.0
+    ) -> None:
+        self.kube = kube
+        self.feed = feed
+        self.recorder = recorder
+        self.interval = interval
+        self.writes = 0
+        self._groups: dict[str, _Group] = {}
+        self._dirty = asyncio.Event()
+
+    # -- after a session -------------------------------------------------------------
+
+    def observe(self, result: SessionResult) -> None:
+        """Note what ``result`` says about each gang (call in the event loop)."""
+        for u in result.unschedulable:
+            self._waiting(u.podgroup, u.reason)
+
+    def bound(self, gang: str, bindings: Sequence[Binding]) -> None:
+        """A gang's bindings all went through."""
+        where = bindings[0].hypernode if bindings and bindings[0].hypernode else "the cluster"
+        message = f"{len(bindings)} pods bound within {where}"
+        source = self.feed.sources.get(gang)
+        if source is None:  # a pod without a PodGroup
+            if len(bindings) == 1:
+                pod = self.feed.cache.pods.get(bindings[0].pod)
+                if pod is not None:
+                    ref = ObjectRef("Pod", "v1", pod.name, pod.namespace, pod.meta.uid)
+                    self.recorder.record(
+                        ref,
+                        NORMAL,
+                        "Scheduled",
+                        f"Successfully assigned {pod.key} to {bindings[0].node}",
+                    )
+            return
+        self.recorder.record(self._ref(gang), NORMAL, "Scheduled", message)
+        self._set(gang, scheduled=True, message=message)
+
+    def _waiting(self, gang: str, reason: str) -> None:
+        members = self.feed.cache.members.get(gang, {})
+        pending = [
+            p for k in members if (p := self.feed.cache.pods.get(k)) is not None and not p.bound
+        ]
+        if gang in self.feed.sources:
+            self._set(gang, scheduled=False, message=reason)
+            pg = self.feed.cache.podgroups.get(gang)
+            if pg is not None and len(members) < pg.min_member:
+                return  # its pods are still being created: status says so, no Events
+            self.recorder.record(self._ref(gang), WARNING, "Unschedulable", reason)
+        else:
+            pod = self.feed.cache.pods.get(gang)
+            pending = [pod] if pod is not None and not pod.bound else []
+        for p in pending:
+            ref = ObjectRef("Pod", "v1", p.name, p.namespace, p.meta.uid)
+            self.recorder.record(ref, WARNING, "FailedScheduling", reason)
+
+    def _ref(self, gang: str) -> ObjectRef:
+        source = self.feed.sources[gang]
+        namespace, _, name = gang.partition("/")
+        res = source.resource
+        return ObjectRef(res.kind, res.api_version, name, namespace, source.uid)
+
+    def _counts(self, gang: str) -> tuple[int, int, int, int]:
+        pods = [
+            self.feed.cache.pods[k]
+            for k in self.feed.cache.members.get(gang, {})
+            if k in self.feed.cache.pods
+        ]
+        running = sum(1 for p in pods if p.holds_resources)
+        succeeded = sum(1 for p in pods if p.phase is Phase.SUCCEEDED)
+        failed = sum(1 for p in pods if p.phase is Phase.FAILED)
+        return len(pods), running, succeeded, failed
+
+    def _set(self, gang: str, *, scheduled: bool, message: str) -> None:
+        source = self.feed.sources.get(gang)
+        if source is None:
+            return
+        if source.resource == r.WORKLOAD_PODGROUPS:
+            cond = {
+                "type": SCHEDULED,
+                "status": "True" if scheduled else "False",
+                "reason": "Scheduled" if scheduled else UNSCHEDULABLE,
+                "message": message,
+            }
+            desired: dict[str, Any] = {"conditions": [cond]}
+        else:
+            total, running, succeeded, failed = self._counts(gang)
+            pg = self.feed.cache.podgroups.get(gang)
+            minimum = pg.min_member if pg is not None else 1
+            phase = "Pending"
+            if total and succeeded == total:
+                phase = "Completed"
+            elif scheduled or running >= max(minimum, 1):
+                phase = "Running"
+            cond = {
+                "type": "Scheduled" if scheduled else "Unschedulable",
+                "status": "True",
+                "reason": "GangScheduled" if scheduled else "NotEnoughResources",
+                "message": message,
+            }
+            desired = {
+                "phase": phase,
+                "running": running,
+                "succeeded": succeeded,
+                "failed": failed,
+                "conditions": [cond],
+            }
+        group = self._groups.get(gang)
+        if group is None:
+            group = self._groups[gang] = _Group(source.resource, desired)
+        group.resource, group.desired = source.resource, desired
+        if group.written != desired:
+            self._dirty.set()
+
+    # -- writing ---------------------------------------------------------------------
+
+    async def run(self) -> None:
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            wait = await self.flush()
+            if wait is not None:
+                await asyncio.sleep(wait)
+                self._dirty.set()
+
+    async def flush(self, *, force: bool = False) -> float | None:
+        """Write what is due; the seconds until the next write is due (None: nothing)."""
+        now = time.monotonic()
+        soonest: float | None = None
+        for gang, group in list(self._groups.items()):
+            if group.written == group.desired:
+                continue
+            due = group.written_at + self.interval - now
+            if due > 0 and not force:
+                soonest = due if soonest is None else min(soonest, due)
+                continue
+            await self._write(gang, group)
+        return soonest
+
+    async def _write(self, gang: str, group: _Group) -> None:
+        desired = group.desired
+        cond = desired["conditions"][0]
+        state = (cond["type"], cond["status"])
+        since = group.since if state == group.state else _now()
+        conditions = [{**cond, "lastTransitionTime": since}]
+        status = {**desired, "conditions": conditions}
+        namespace, _, name = gang.partition("/")
+        content = STRATEGIC_PATCH if group.resource == r.WORKLOAD_PODGROUPS else MERGE_PATCH
+        try:
+            await self.kube.request(
+                "PATCH",
+                group.resource.path(namespace, name, "status"),
+                body={"status": status},
+                content_type=content,
+                what=f"update {group.resource.kind}/{gang} status",
+            )
+        except ApiError as exc:
+            if exc.status == 404:
+                self._groups.pop(gang, None)
+            else:
+                log.warning("%s", exc)
+            group.written_at = time.monotonic()
+            return
+        self.writes += 1
+        group.written, group.written_at = desired, time.monotonic()
+        group.state, group.since = state, since

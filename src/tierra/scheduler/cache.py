@@ -1,0 +1,494 @@
+"""The scheduler's long-lived cache: a cluster's objects and the ledgers over them.
+
+An adapter (the simulator, ``tierra schedule``, the Kubernetes scheduler) owns one
+``Cache`` and feeds it what happens, one object at a time (``upsert_*`` / ``remove_*``);
+each ``run_session`` reads it and keeps its own decisions in it through ``assume``
+(bindings, counted as used capacity until confirmed or forgotten) and ``remove_pod``
+(evictions). Nothing else a session computes is kept here: what sessions remember about
+waiting gangs lives beside the cache, in ``memory.Memory``.
+
+Updates are incremental and idempotent. Upserting an object equal to the one held
+changes nothing; a pod is a few array additions; a node turning NotReady or cordoned
+updates its health counts in place. Only a change that moves topology (a node added or
+removed, new labels or allocatable, HyperNodes changed) rebuilds the index, and inside
+``with cache.batch():`` that rebuild happens once, at the end (an informer's first list).
+
+Nodes that do not report ``pods`` in allocatable get the kubelet default (110), so a
+hand-written snapshot does not make every node full.
+
+Events are counted (``clock``) so that a session can tell what changed since a gang
+last failed (kube-scheduler's unschedulable queue, Kueue's requeue-on-event):
+``freed_at`` is the last event that may change what fits anywhere (a node, HyperNode,
+queue or priority class changed, the index rebuilt); ``dom_freed_at`` is, per domain
+(the root included), the last event that freed room under it (room freed on a node can
+only help the domains holding that node); ``gang_changed_at`` is the last event touching
+a gang (its PodGroup, a pod added, bound or removed).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+
+import numpy as np
+
+from tierra.api.hypernode import HyperNode
+from tierra.api.node import Node
+from tierra.api.pod import PODS, Pod
+from tierra.api.podgroup import PodGroup
+from tierra.api.queue import Queue
+from tierra.api.snapshot import Snapshot
+from tierra.errors import Problem
+from tierra.scheduler.filters import NodeFilter
+from tierra.scheduler.layout import Layouts
+from tierra.scheduler.scoring.base import View
+from tierra.scheduler.transaction import Transaction
+from tierra.topology.capacity import Capacity
+from tierra.topology.health import Health
+from tierra.topology.index import IntArray, TopologyIndex
+
+DEFAULT_PODS = 110_000  # kubelet's default max pods, in milli-units
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+DEFAULT_QUEUE = "default"
+
+
+def gang_key(pod: Pod) -> str | None:
+    """The PodGroup a pod names (``ns/name``), or None for a pod scheduled alone."""
+    return f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
+
+
+def solo_queue(pod: Pod) -> str:
+    """The queue of a pod without a PodGroup (Volcano's queue annotation, else default)."""
+    return pod.meta.annotations.get(QUEUE_ANNOTATION, DEFAULT_QUEUE)
+
+
+def _rebound(pod: Pod, node_name: str) -> Pod:
+    """``replace(pod, node_name=...)`` without re-running ``__init__`` (hot path)."""
+    clone = object.__new__(Pod)
+    for name in Pod.__slots__:
+        object.__setattr__(clone, name, getattr(pod, name))
+    object.__setattr__(clone, "node_name", node_name)
+    return clone
+
+
+def _with_pods(node: Node) -> Node:
+    if PODS in node.allocatable:
+        return node
+    return replace(node, allocatable={**node.allocatable, PODS: DEFAULT_PODS})
+
+
+class Cache:
+    """Objects of one cluster and the ledgers over them; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        nodes: Sequence[Node] = (),
+        hypernodes: Sequence[HyperNode] = (),
+        problems: Iterable[Problem] = (),
+    ) -> None:
+        self.hypernodes: dict[str, HyperNode] = {h.name: h for h in hypernodes}
+        self.input_problems: tuple[Problem, ...] = tuple(problems)
+        self.pods: dict[str, Pod] = {}
+        self.podgroups: dict[str, PodGroup] = {}
+        self.queues: dict[str, Queue] = {}
+        self.priority_classes: dict[str, int] = {}
+        self.node_of: dict[str, int] = {}  # pods holding resources on a known node
+        self.vec_of: dict[str, IntArray] = {}  # ... and what they hold
+        self.pending: dict[str, None] = {}  # unbound, not terminated (insertion order)
+        self.assumed: set[str] = set()  # bound by a session, not yet confirmed
+        self.members: dict[str, dict[str, None]] = {}  # gang key -> its pods' keys
+        self.gang_of: dict[str, str | None] = {}  # pod key -> its gang key (None: alone)
+        self.gang_used: dict[str, IntArray] = {}  # gang key -> resources its pods hold
+        self.solo_used: dict[str, IntArray] = {}  # queue -> resources held by lone pods
+        self.queue_used: dict[str, IntArray] = {}  # queue -> what its own pods hold
+        self.queue_running: Counter[str] = Counter()  # queue -> its gangs holding resources
+        self._holders: Counter[str] = Counter()  # gang key -> its pods holding resources
+        self.priorities: Counter[int] = Counter()  # priorities of pods holding resources
+        self.generation = 0  # bumped whenever the index is rebuilt
+        self.token = object()  # identifies this cache to a ``Memory``
+        self.clock = 0  # events so far (see the module docstring)
+        self.freed_at = 0
+        self.dom_freed_at: IntArray = np.zeros(0, dtype=np.int64)
+        self.gang_changed_at: dict[str, int] = {}
+        self._batching = 0
+        self._healthy: tuple[int, IntArray | None] = (-1, None)
+        self._stale = False  # topology changed inside a batch: rebuild when it ends
+        self._build({n.name: _with_pods(n) for n in nodes})
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot) -> Cache:
+        """Build the index, capacity and health once; then add every queue, group, pod."""
+        cache = cls(
+            nodes=snapshot.nodes, hypernodes=snapshot.hypernodes, problems=snapshot.problems
+        )
+        for q in snapshot.queues:
+            cache.upsert_queue(q)
+        for pg in snapshot.podgroups:
+            cache.upsert_podgroup(pg)
+        for pod in snapshot.pods:
+            cache.upsert_pod(pod)
+        return cache
+
+    # -- the index and the ledgers over it --------------------------------------------
+
+    def _build(self, by_name: dict[str, Node]) -> None:
+        nodes = list(by_name.values())
+        hns = list(self.hypernodes.values())
+        self.index = TopologyIndex.build(nodes, hns, self.input_problems)
+        ix = self.index
+        self.nodes: list[Node] = sorted(nodes, key=lambda n: ix.node_ix[n.name])
+        self.capacity = Capacity(ix, self.nodes)
+        self.health = Health(ix, self.nodes)
+        self.layouts = Layouts(ix)
+        self.filter = NodeFilter(self.nodes, self.health)
+        self.view = View(ix, self.capacity, self.layouts)
+        self.generation += 1
+        self._freed()
+        self.dom_freed_at = np.zeros(len(self.capacity.dom_alloc), dtype=np.int64)
+        self.node_of.clear()
+        self.vec_of.clear()
+        self.gang_used.clear()
+        self.solo_used.clear()
+        self.queue_used.clear()
+        self.queue_running.clear()
+        self._holders.clear()
+        self.priorities.clear()
+        for key, pod in self.pods.items():
+            self._hold(key, pod)
+
+    def _rebuild(self, by_name: dict[str, Node] | None = None) -> None:
+        """Rebuild the index now, or once at the end of the current ``batch``."""
+        if by_name is not None:
+            self.nodes = list(by_name.values())  # the index is stale until rebuilt
+        if self._batching:
+            self._stale = True
+            return
+        self._build({n.name: n for n in self.nodes} if by_name is None else by_name)
+
+    @contextmanager
+    def batch(self) -> Iterator[Cache]:
+        """Apply many updates with at most one index rebuild, when the block ends.
+
+        Inside the block the index (and so node numbers and ledgers) may be stale; run
+        no session there."""
+        self._batching += 1
+        try:
+            yield self
+        finally:
+            self._batching -= 1
+            if not self._batching and self._stale:
+                self._stale = False
+                self._build({n.name: n for n in self.nodes})
+
+    # -- events -----------------------------------------------------------------------
+
+    def _freed(self) -> None:
+        """Something happened that could let any waiting gang fit."""
+        self.clock += 1
+        self.freed_at = self.clock
+
+    def _freed_on(self, node: int) -> None:
+        """A pod holding resources on ``node`` left it."""
+        self.clock += 1
+        self.dom_freed_at[self.index.domains_of(node)] = self.clock
+
+    def _touched(self, gang: str) -> None:
+        """Something happened to gang ``gang`` (its PodGroup or its pods)."""
+        self.clock += 1
+        self.gang_changed_at[gang] = self.clock
+
+    def unchanged_since(self, gang: str, at: int) -> bool:
+        """Whether nothing but consumed or freed room has changed for ``gang`` since ``at``."""
+        return self.freed_at <= at and self.gang_changed_at.get(gang, 0) <= at
+
+    # -- nodes and HyperNodes ---------------------------------------------------------
+
+    def node(self, name: str) -> Node | None:
+        i = self.index.node_ix.get(name)
+        return None if i is None or self._stale else self.nodes[i]
+
+    def upsert_node(self, node: Node) -> None:
+        """Readiness, cordon or taint changes update health in place; a new node, or new
+        labels or allocatable, rebuild the index (HyperNode members may change)."""
+        node = _with_pods(node)
+        i = self.index.node_ix.get(node.name)
+        if self._stale or i is None:
+            by_name = {n.name: n for n in self.nodes}
+            if by_name.get(node.name) == node:
+                return
+            by_name[node.name] = node
+            self._rebuild(by_name)
+            return
+        old = self.nodes[i]
+        if old == node:
+            return
+        if old.labels != node.labels or old.allocatable != node.allocatable:
+            self._rebuild({**{n.name: n for n in self.nodes}, node.name: node})
+            return
+        self.nodes[i] = node
+        self.health.update(node)
+        self.filter.invalidate()
+        self._freed()
+
+    def remove_node(self, name: str) -> None:
+        if all(n.name != name for n in self.nodes):
+            return
+        self._rebuild({n.name: n for n in self.nodes if n.name != name})
+
+    def upsert_hypernode(self, hypernode: HyperNode) -> None:
+        if self.hypernodes.get(hypernode.name) == hypernode:
+            return
+        self.hypernodes[hypernode.name] = hypernode
+        self._rebuild()
+
+    def remove_hypernode(self, name: str) -> None:
+        if self.hypernodes.pop(name, None) is not None:
+            self._rebuild()
+
+    def set_hypernodes(self, hypernodes: Sequence[HyperNode]) -> None:
+        """Replace every HyperNode at once (one rebuild)."""
+        new = {h.name: h for h in hypernodes}
+        if new != self.hypernodes:
+            self.hypernodes = new
+            self._rebuild()
+
+    # -- pods -------------------------------------------------------------------------
+
+    def upsert_pod(self, pod: Pod) -> None:
+        """Add or replace a pod; a bound one takes its node's resources at once.
+
+        A pod assumed bound by a session stays assumed while the API still shows it
+        pending (the binding is in flight); seeing it bound confirms the assumption."""
+        key = pod.key
+        old = self.pods.get(key)
+        if key in self.assumed:
+            if not pod.bound and not pod.terminated and old is not None:
+                pod = _rebound(pod, old.node_name)
+            else:
+                self.assumed.discard(key)
+        if old == pod:
+            return
+        if old is not None:
+            self._forget(key, release=True)
+        self.pods[key] = pod
+        g = gang_key(pod)
+        if g is not None:
+            self.members.setdefault(g, {})[key] = None
+        self.gang_of[key] = g
+        self._touched(key if g is None else g)
+        if not pod.bound and not pod.terminated:
+            self.pending[key] = None
+        self._hold(key, pod)
+
+    def remove_pod(self, key: str) -> None:
+        """A pod completed or was deleted: its resources are free again."""
+        self.assumed.discard(key)
+        self._forget(key, release=True)
+
+    def _forget(self, key: str, *, release: bool) -> None:
+        """Drop a pod and its bookkeeping; ``release`` also frees its place in the ledger
+        (False when a committed transaction already did)."""
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return
+        self.pending.pop(key, None)
+        node = self.node_of.pop(key, None)
+        vec = self.vec_of.pop(key, None)
+        if node is not None:
+            self._freed_on(node)
+        if vec is not None and (node is not None or not release):
+            if release and node is not None:
+                self.capacity.remove(node, vec)
+            self._usage(pod, vec, -1)
+        g = gang_key(pod)
+        self._touched(key if g is None else g)
+        self.gang_of.pop(key, None)
+        if g is not None and g in self.members:
+            self.members[g].pop(key, None)
+            if not self.members[g]:
+                del self.members[g]
+
+    def assume(self, pod_key: str, node: str) -> None:
+        """A binding in flight: the pending pod ``pod_key`` holds ``node``'s resources
+        until the API shows it bound (``upsert_pod``) or the binding fails (``forget``)."""
+        pod = self.pods.get(pod_key)
+        n = self.index.node_ix.get(node)
+        if pod is None or pod_key not in self.pending:
+            raise KeyError(f"assume: no pending pod {pod_key}")
+        if n is None or self._stale:
+            raise KeyError(f"assume: no node {node}")
+        vec = self.request_vector(pod)
+        self.capacity.place(n, vec)
+        self._assumed([(pod, n, vec)])
+
+    def forget(self, pod_key: str) -> None:
+        """The binding of an assumed pod failed: it is pending again, its room released."""
+        if pod_key not in self.assumed:
+            return
+        pod = self.pods[pod_key]
+        self.remove_pod(pod_key)
+        self.upsert_pod(_rebound(pod, ""))
+
+    def commit(self, txn: Transaction) -> None:
+        """Keep what a session's transaction wrote into the ledger: its placements are
+        assumed bindings, its evictions are pods removed (``run_session`` only)."""
+        for key, _, _ in txn.evicted:
+            self.assumed.discard(key)
+            self._forget(key, release=False)
+        self._assumed(txn.assigned)
+        txn.commit()
+
+    def _assumed(self, assigned: Sequence[tuple[Pod, int, IntArray]]) -> None:
+        """Record bindings whose resources are already in the ledger."""
+        names = self.index.node_names
+        totals: dict[tuple[bool, str], IntArray] = {}
+        touched: set[str] = set()
+        for pod, node, vec in assigned:
+            key = pod.key
+            touched.add(self.gang_of.get(key) or gang_key(pod) or key)
+            self.pods[key] = _rebound(pod, names[node])
+            self.pending.pop(key, None)
+            self.assumed.add(key)
+            self.node_of[key] = node
+            self.vec_of[key] = vec
+            self.priorities[pod.priority] += 1
+            g = gang_key(pod)
+            slot = (True, g) if g is not None else (False, solo_queue(pod))
+            cur = totals.get(slot)
+            totals[slot] = vec.copy() if cur is None else cur + vec
+            if g is not None:
+                self._held(g, +1)
+        for (is_gang, k), total in totals.items():
+            book = self.gang_used if is_gang else self.solo_used
+            cur = book.get(k)
+            book[k] = total if cur is None else cur + total
+            self._queue_add(self.gang_queue(k) if is_gang else k, total)
+        for g in sorted(touched):
+            self._touched(g)
+
+    def request_vector(self, pod: Pod) -> IntArray:
+        """A pod's request on the ledger axis (resources no node offers left out)."""
+        axis = self.capacity.axis
+        return axis.vector({r: v for r, v in pod.requests.items() if r in axis.index})
+
+    def _hold(self, key: str, pod: Pod) -> None:
+        if not pod.holds_resources:
+            return
+        n = self.index.node_ix.get(pod.node_name)
+        if n is None or self._stale:
+            return  # bound to a node outside the index: nothing to account (yet)
+        vec = self.request_vector(pod)
+        self.capacity.place(n, vec)
+        self.node_of[key] = n
+        self.vec_of[key] = vec
+        self._usage(pod, vec, +1)
+
+    def _usage(self, pod: Pod, vec: IntArray, sign: int) -> None:
+        """Count a pod's hold (sign +1) or its release (-1) per gang or queue."""
+        self.priorities[pod.priority] += sign
+        if self.priorities[pod.priority] <= 0:
+            del self.priorities[pod.priority]
+        g = gang_key(pod)
+        book = self.gang_used if g is not None else self.solo_used
+        k = g if g is not None else solo_queue(pod)
+        cur = book.get(k)
+        delta = vec if sign > 0 else -vec
+        book[k] = delta.copy() if cur is None else cur + delta
+        self._queue_add(self.gang_queue(g) if g is not None else k, delta)
+        if g is not None:
+            self._held(g, sign)
+
+    def gang_queue(self, gang: str) -> str:
+        """The queue a gang's pods count toward: its PodGroup's, or default without one."""
+        pg = self.podgroups.get(gang)
+        return pg.queue if pg is not None else DEFAULT_QUEUE
+
+    def _queue_add(self, queue: str, delta: IntArray) -> None:
+        cur = self.queue_used.get(queue)
+        self.queue_used[queue] = delta.copy() if cur is None else cur + delta
+
+    def _held(self, gang: str, sign: int) -> None:
+        """One more (or one fewer) of ``gang``'s pods holds resources."""
+        before = self._holders[gang]
+        after = before + sign
+        q = self.gang_queue(gang)
+        if before == 0 and after > 0:
+            self.queue_running[q] += 1
+        elif before > 0 and after == 0:
+            self.queue_running[q] -= 1
+        if after > 0:
+            self._holders[gang] = after
+        else:
+            del self._holders[gang]
+
+    def _regang(self, gang: str, old: str, new: str) -> None:
+        """A gang's pods now count toward queue ``new`` instead of ``old``."""
+        if old == new:
+            return
+        used = self.gang_used.get(gang)
+        if used is not None:
+            self._queue_add(old, -used)
+            self._queue_add(new, used)
+        if self._holders[gang] > 0:
+            self.queue_running[old] -= 1
+            self.queue_running[new] += 1
+
+    # -- PodGroups, queues, priority classes ------------------------------------------
+
+    def upsert_podgroup(self, pg: PodGroup) -> None:
+        old = self.podgroups.get(pg.key)
+        if old == pg:
+            return
+        self.podgroups[pg.key] = pg
+        self._regang(pg.key, old.queue if old is not None else DEFAULT_QUEUE, pg.queue)
+        self._touched(pg.key)
+
+    def remove_podgroup(self, key: str) -> None:
+        old = self.podgroups.pop(key, None)
+        if old is not None:
+            self._regang(key, old.queue, DEFAULT_QUEUE)
+            self._touched(key)
+
+    def upsert_queue(self, queue: Queue) -> None:
+        if self.queues.get(queue.name) == queue:
+            return
+        self.queues[queue.name] = queue
+        self._freed()
+
+    def remove_queue(self, name: str) -> None:
+        if self.queues.pop(name, None) is not None:
+            self._freed()
+
+    def upsert_priority_class(self, name: str, value: int) -> None:
+        """A PriorityClass: a PodGroup naming it takes its value (as Volcano's cache)."""
+        if self.priority_classes.get(name) == value:
+            return
+        self.priority_classes[name] = value
+        self._freed()
+
+    def remove_priority_class(self, name: str) -> None:
+        if self.priority_classes.pop(name, None) is not None:
+            self._freed()
+
+    # -- queries ----------------------------------------------------------------------
+
+    def gang_pods(self, key: str) -> list[Pod]:
+        return [self.pods[k] for k in self.members.get(key, {})]
+
+    def running_priorities(self) -> list[int]:
+        return list(self.priorities)
+
+    def healthy_total(self) -> IntArray:
+        """Allocatable summed over nodes that may take pods (Ready, not cordoned).
+
+        Kept until something that may change it happens (``freed_at``: a node or the
+        index changed): every session's queue shares start from it."""
+        at, total = self._healthy
+        if at != self.freed_at or total is None:
+            alloc = self.capacity.node_alloc[self.filter.base]
+            total = np.asarray(alloc.sum(axis=0), dtype=np.int64)
+            self._healthy = (self.freed_at, total)
+        return total

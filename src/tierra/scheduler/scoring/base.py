@@ -1,0 +1,116 @@
+"""The contract every scoring policy implements, and the read-only view it scores over.
+
+A policy turns "which domain?" and "which node?" into numbers in ``[0, 1]`` (higher is
+better). The session multiplies each by the policy's weight from the configuration and
+adds them up; ties then break by lower tier, then name. Policies never mutate the
+cluster state and never see Kubernetes objects: only the index, the capacity ledgers and
+the per-tier layouts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from tierra.api.fields import Fields
+from tierra.scheduler.layout import Layouts
+from tierra.topology.arrays import FloatArray
+from tierra.topology.capacity import Capacity
+from tierra.topology.index import IntArray, TopologyIndex
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What a policy may read. ``capacity`` is live: scores reflect pods placed so far."""
+
+    index: TopologyIndex
+    capacity: Capacity
+    layouts: Layouts
+
+
+class Policy(Protocol):
+    """A scoring policy. Both methods are pure and vectorised over their inputs."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def packs(self) -> bool:
+        """True when adding a pod to a node never lowers that node's own score, so node
+        choice may fill the best node before scoring again."""
+        ...
+
+    def domain_scores(
+        self, view: View, request: IntArray, domains: IntArray, allocated: int | None
+    ) -> FloatArray:
+        """Score candidate ``domains`` for holding ``request`` (the whole gang or
+        sub-group, running pods included); ``allocated`` is where its running pods are."""
+        ...
+
+    def node_scores(
+        self, view: View, request: IntArray, nodes: IntArray, region: int, allocated: int | None
+    ) -> FloatArray:
+        """Score ``nodes`` for one pod of ``request`` placed inside ``region``. Domains
+        holding all of ``region`` change every node alike and must be ignored, so a
+        caller may rescore only the nodes whose domains changed."""
+        ...
+
+
+def fill_after(
+    alloc: IntArray, used: IntArray, request: IntArray, weights: FloatArray
+) -> FloatArray:
+    """Volcano's weighted binpack: ``sum w*(used+req)/alloc / sum w``, 0 when over.
+
+    Rows are domains (or nodes); only resources with a weight and some allocatable
+    count. A row that cannot take ``request`` at all scores 0.
+    """
+    if len(alloc) == 0:
+        return np.zeros(0, dtype=np.float64)
+    after = used + request
+    weighted = weights > 0
+    over = ((after > alloc) & weighted & (request > 0)).any(axis=1)
+    has = (alloc > 0) & weighted
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(has, after / np.where(alloc > 0, alloc, 1), 0.0)
+    num = frac @ weights
+    den = has @ weights
+    score = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+    return np.asarray(np.where(over, 0.0, np.minimum(score, 1.0)), dtype=np.float64)
+
+
+def resource_weights(
+    names: tuple[str, ...], configured: dict[str, float], default: float = 1.0
+) -> FloatArray:
+    """A weight per resource of the axis: configured ones as given, ``pods`` 0, others
+    ``default``."""
+    return np.array(
+        [configured.get(n, 0.0 if n == "pods" else default) for n in names], dtype=np.float64
+    )
+
+
+def reject_unknown(data: dict[str, object] | object, allowed: tuple[str, ...]) -> list[str]:
+    """The keys of ``data`` that are not in ``allowed`` (typos must not pass silently)."""
+    if not isinstance(data, dict):
+        return []
+    return [str(k) for k in data if k not in allowed]
+
+
+def parse_resource_weights(
+    f: Fields, name: str, allowed: tuple[str, ...]
+) -> tuple[tuple[str, float], ...]:
+    """Check a policy's arguments for typos and read its ``resources`` weights (>= 0)."""
+    for key in reject_unknown(dict(f.data), allowed):
+        f.problem(key, f"unknown argument of policy {name}; known: {', '.join(allowed[1:])}")
+    res = f.obj("resources")
+    weights: list[tuple[str, float]] = []
+    for resource in res.data:
+        value = res.number(str(resource))
+        if value is None:
+            continue
+        if value < 0:
+            res.problem(str(resource), f"must be >= 0, got {value}")
+            continue
+        weights.append((str(resource), value))
+    return tuple(sorted(weights))

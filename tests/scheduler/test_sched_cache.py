@@ -1,0 +1,245 @@
+"""The long-lived cache an adapter feeds: every update method, idempotence, assume/forget.
+
+These are the calls the simulator, ``tierra schedule`` and the Kubernetes scheduler
+make (CONTRACTS.md section 1); each is tested for what a session then decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from tests.scheduler.helpers import placed, reasons
+
+from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session
+from tierra.scheduler.testing import (
+    canonical,
+    gang,
+    hypernode,
+    node,
+    pod,
+    podgroup,
+    queue,
+    snapshot,
+    topology,
+)
+
+GPU = "nvidia.com/gpu"
+
+
+def gpus_used(cache: Cache, node_name: str) -> int:
+    row = cache.capacity.node_used[cache.index.node_ix[node_name]]
+    return int(row[cache.capacity.axis.index[GPU]]) // 1000
+
+
+def test_a_session_keeps_its_bindings_as_assumed() -> None:
+    nodes, hns = canonical()
+    pg, pods = gang("job", 2, network_topology=topology(tier=1), gpu=8)
+    cache = Cache.from_snapshot(snapshot(nodes, hns, pods, [pg]))
+    first = run_session(cache)
+    assert len(first.bindings) == 2
+    assert all(cache.pods[b.pod].node_name == b.node for b in first.bindings)
+    assert cache.assumed == {b.pod for b in first.bindings}
+    assert run_session(cache).bindings == ()  # nothing pending any more
+    used = cache.capacity.dom_used[cache.index.ix["s0"]]
+    assert used[cache.capacity.axis.index[GPU]] == 16000
+
+
+# -- pods -------------------------------------------------------------------------------
+
+
+def test_upsert_pod_adds_and_replaces_without_double_counting() -> None:
+    cache = Cache(nodes=[node("a")])
+    cache.upsert_pod(pod("r", node_name="a", gpu=4))
+    assert gpus_used(cache, "a") == 4
+    cache.upsert_pod(pod("r", node_name="a", gpu=6))  # replaced: its new request counts
+    assert gpus_used(cache, "a") == 6
+    clock = cache.clock
+    cache.upsert_pod(pod("r", node_name="a", gpu=6))  # unchanged: nothing happens
+    assert cache.clock == clock and gpus_used(cache, "a") == 6
+    cache.upsert_pod(pod("p", gpu=2))
+    assert "default/p" in cache.pending
+
+
+def test_remove_pod_frees_its_room() -> None:
+    cache = Cache.from_snapshot(snapshot([node("a")], pods=[pod("r", node_name="a", gpu=8)]))
+    cache.upsert_pod(pod("p", gpu=8))
+    assert run_session(cache).bindings == ()
+    cache.remove_pod("default/r")
+    cache.remove_pod("default/never-there")  # unknown: nothing happens
+    assert [b.pod for b in run_session(cache).bindings] == ["default/p"]
+
+
+def test_assume_counts_a_binding_in_flight_and_forget_releases_it() -> None:
+    cache = Cache(nodes=[node("a"), node("b")])
+    cache.upsert_pod(pod("p", gpu=8))
+    cache.assume("default/p", "a")
+    assert gpus_used(cache, "a") == 8 and "default/p" not in cache.pending
+    # the API still shows the pod pending while the binding is in flight: still assumed
+    cache.upsert_pod(pod("p", gpu=8))
+    assert gpus_used(cache, "a") == 8 and "default/p" in cache.assumed
+    cache.upsert_pod(pod("q", gpu=8))
+    assert placed(run_session(cache)) == {"default/q": "b"}  # a is taken by the assumption
+    cache.forget("default/p")  # the binding failed
+    assert gpus_used(cache, "a") == 0 and "default/p" in cache.pending
+    cache.forget("default/p")  # not assumed any more: nothing happens
+    assert placed(run_session(cache)) == {"default/p": "a"}
+
+
+def test_an_assumed_pod_seen_bound_is_confirmed() -> None:
+    cache = Cache(nodes=[node("a")])
+    cache.upsert_pod(pod("p", gpu=8))
+    run_session(cache)
+    assert cache.assumed == {"default/p"}
+    cache.upsert_pod(pod("p", gpu=8, node_name="a"))  # the informer sees the binding
+    assert cache.assumed == set() and gpus_used(cache, "a") == 8
+    cache.forget("default/p")  # confirmed: forget does nothing
+    assert gpus_used(cache, "a") == 8
+
+
+def test_assume_refuses_what_it_does_not_know() -> None:
+    cache = Cache(nodes=[node("a")])
+    cache.upsert_pod(pod("p"))
+    with pytest.raises(KeyError, match="no pending pod default/ghost"):
+        cache.assume("default/ghost", "a")
+    with pytest.raises(KeyError, match="no node z"):
+        cache.assume("default/p", "z")
+
+
+# -- nodes and HyperNodes -------------------------------------------------------------------
+
+
+def test_a_node_turning_not_ready_is_avoided_without_a_rebuild() -> None:
+    nodes, hns = canonical()
+    cache = Cache.from_snapshot(snapshot(nodes, hns))
+    generation = cache.generation
+    cache.upsert_node(node("node-0", ready=False))
+    assert cache.generation == generation
+    cache.upsert_pod(pod("p", gpu=8))
+    result = run_session(cache)
+    assert result.bindings[0].node != "node-0"
+    assert cache.health.degraded(cache.index.ix["s0"])
+    clock = cache.clock
+    cache.upsert_node(node("node-0", ready=False))  # unchanged: nothing happens
+    assert cache.clock == clock
+
+
+def test_a_new_node_or_new_labels_rebuild_the_index_and_keep_pods_in_place() -> None:
+    cache = Cache.from_snapshot(snapshot([node("a")], pods=[pod("r", node_name="a", gpu=8)]))
+    cache.upsert_node(node("b"))
+    assert cache.index.node_names == ("a", "b")
+    assert gpus_used(cache, "a") == 8
+    generation = cache.generation
+    cache.upsert_node(node("b", labels={"rack": "1"}))
+    assert cache.generation == generation + 1
+    cache.upsert_pod(pod("p", gpu=8))
+    assert [b.node for b in run_session(cache).bindings] == ["b"]
+
+
+def test_remove_node_drops_it_from_the_index() -> None:
+    cache = Cache.from_snapshot(snapshot([node("a"), node("b")]))
+    cache.remove_node("a")
+    cache.remove_node("a")  # already gone: nothing happens
+    assert cache.index.node_names == ("b",)
+    cache.upsert_pod(pod("p", gpu=8))
+    cache.upsert_pod(pod("q", gpu=8))
+    assert len(run_session(cache).bindings) == 1
+
+
+def test_hypernodes_upserted_removed_or_replaced() -> None:
+    nodes = [node(f"n{i}") for i in range(4)]
+    pg, pods = gang("job", 2, network_topology=topology(tier=1), gpu=8)
+    leaves = [hypernode("a", 1, nodes=["n0"]), hypernode("b", 1, nodes=["n1"])]
+    cache = Cache.from_snapshot(snapshot(nodes, leaves, pods, [pg]))
+    # two 8-GPU pods, one node per leaf: no leaf could ever hold the gang
+    assert (
+        "can never fit within highestTierAllowed: 1" in reasons(run_session(cache))["default/job"]
+    )
+    cache.upsert_hypernode(hypernode("leaf", 1, nodes=["n2", "n3"]))
+    generation = cache.generation
+    cache.upsert_hypernode(hypernode("leaf", 1, nodes=["n2", "n3"]))  # unchanged
+    assert cache.generation == generation
+    assert set(placed(run_session(cache)).values()) == {"n2", "n3"}
+    cache.remove_hypernode("leaf")
+    assert "leaf" not in cache.index.ix
+    cache.set_hypernodes([hypernode("x", 1, nodes=["n0"]), hypernode("y", 1, nodes=["n1"])])
+    assert {"x", "y"} <= set(cache.index.ix)
+
+
+def test_a_batch_rebuilds_the_index_once() -> None:
+    cache = Cache()
+    generation = cache.generation
+    with cache.batch():
+        for i in range(50):
+            cache.upsert_node(node(f"n{i:02d}"))
+        cache.upsert_pod(pod("r", node_name="n07", gpu=8))
+        cache.upsert_hypernode(hypernode("leaf", 1, regex="^n0"))
+    assert cache.generation == generation + 1
+    assert len(cache.index.node_names) == 50 and gpus_used(cache, "n07") == 8
+    assert len(cache.index.real_nodes[cache.index.ix["leaf"]]) == 10
+
+
+# -- PodGroups, queues, priority classes ----------------------------------------------------
+
+
+def test_podgroups_upserted_and_removed() -> None:
+    cache = Cache(nodes=[node("a"), node("b")])
+    pods = [pod(f"job-{i}", group="job", gpu=8) for i in range(2)]
+    for p in pods:
+        cache.upsert_pod(p)
+    assert "PodGroup default/job does not exist" in reasons(run_session(cache))["default/job"]
+    cache.upsert_podgroup(podgroup("job", 3))
+    clock = cache.clock
+    cache.upsert_podgroup(podgroup("job", 3))  # unchanged: nothing happens
+    assert cache.clock == clock
+    assert "minMember is 3" in reasons(run_session(cache))["default/job"]
+    cache.upsert_podgroup(podgroup("job", 2))
+    assert len(run_session(cache).bindings) == 2
+    cache.remove_podgroup("default/job")
+    assert "default/job" not in cache.podgroups
+
+
+def test_queues_upserted_and_removed() -> None:
+    cache = Cache(nodes=[node("a")])
+    cache.upsert_podgroup(podgroup("job", 1, queue="research"))
+    cache.upsert_pod(pod("job-0", group="job", gpu=8))
+    assert "queue 'research' does not exist" in reasons(run_session(cache))["default/job"]
+    cache.upsert_queue(queue("research", capability={GPU: 4000}))
+    assert "capability" in reasons(run_session(cache))["default/job"]
+    cache.upsert_queue(queue("research"))
+    assert len(run_session(cache).bindings) == 1
+    cache.remove_queue("research")
+    assert "research" not in cache.queues
+
+
+def test_a_podgroup_takes_its_priority_class_value() -> None:
+    cache = Cache(nodes=[node("a")])
+    cache.upsert_pod(pod("low", node_name="a", gpu=8, priority=1))
+    pg = replace(podgroup("urgent", 1), priority_class_name="high")
+    cache.upsert_podgroup(pg)
+    cache.upsert_pod(pod("urgent-0", group="urgent", gpu=8))  # pod priority 0
+    assert run_session(cache).evictions == ()  # 0 does not outrank 1
+    cache.upsert_priority_class("high", 100)
+    result = run_session(cache)
+    assert [e.pod for e in result.evictions] == ["default/low"]
+    assert placed(result) == {"default/urgent-0": "a"}
+    cache.remove_priority_class("high")
+    assert "high" not in cache.priority_classes
+
+
+# -- the memory beside the cache ------------------------------------------------------------
+
+
+def test_memory_forgets_when_handed_another_cache_or_config() -> None:
+    nodes, hns = canonical()
+    running = [pod(f"r{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
+    pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8)
+    cache = Cache.from_snapshot(snapshot(nodes, hns, running + pods, [pg]))
+    memory = Memory()
+    run_session(cache, memory=memory)
+    assert set(memory.failures) == {"default/big"} and set(memory.built) == {"default/big"}
+    run_session(cache, SchedulerConfig(max_attempts_per_tier=3), memory=memory)
+    assert set(memory.failures) == {"default/big"}  # found again under the new config
+    other = Cache.from_snapshot(snapshot(nodes, hns))
+    run_session(other, memory=memory)
+    assert memory.failures == {} and memory.built == {}
