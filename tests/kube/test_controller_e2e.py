@@ -6,6 +6,7 @@ the Kueue export writes and cleans up only what it owns."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from tierra.kube.client import ApiError, Kube
 from tierra.kube.controller.config import parse_config
 from tierra.kube.controller.exports import OWNED_LABELS
 from tierra.kube.controller.metrics import Metrics
-from tierra.kube.resources import KUEUE_TOPOLOGIES, LEASES, NODES
+from tierra.kube.resources import KUEUE_TOPOLOGIES, LEASES, NODES, RESOURCE_SLICES
 from tierra.kube.testing import ControlPlane
 
 pytestmark = pytest.mark.kube
@@ -470,3 +471,54 @@ def test_each_component_is_refused_what_its_roles_do_not_grant(tierra_plane: Con
         "create", "-f", "-", input=yaml.safe_dump(hn), user=WEBHOOK, check=False
     )
     assert result.returncode != 0 and "Forbidden" in result.stderr
+
+
+def _slice(node: str, clique: str) -> dict[str, object]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-gpu"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {"name": f"gpu-{i}", "attributes": {"cliqueID": {"string": clique}}}
+                for i in range(2)
+            ],
+        },
+    }
+
+
+def test_dra_slices_become_clique_hypernodes_and_follow_changes(
+    tierra_plane: ControlPlane,
+) -> None:
+    config = parse_config({"debounce": 0.05, "sources": [{"name": "dra", "prefix": "e2e-nvl"}]})
+    slices = {f"five-{i}": "c1" if i < 2 else "c2" for i in range(4)}
+
+    async def body() -> None:
+        async with kube_for(tierra_plane) as kube:
+            for node, clique in slices.items():
+                await kube.request("POST", RESOURCE_SLICES.path(), body=_slice(node, clique))
+            try:
+                async with controller(tierra_plane, Metrics(), config=config):
+
+                    async def cliques(want: dict[str, list[str]]) -> bool:
+                        got = await owned(kube, TIERRA, "dra")
+                        return {n: members(o) for n, o in got.items()} == want
+
+                    want = {"e2e-nvl-c1": ["five-0", "five-1"], "e2e-nvl-c2": ["five-2", "five-3"]}
+                    await eventually(lambda: cliques(want), 15, "one HyperNode per clique")
+                    raw = await kube.get(RESOURCE_SLICES.path(name="five-1-gpu"))
+                    for d in raw["spec"]["devices"]:
+                        d["attributes"]["cliqueID"]["string"] = "c2"
+                    await kube.request("PUT", RESOURCE_SLICES.path(name="five-1-gpu"), body=raw)
+                    want = {"e2e-nvl-c1": ["five-0"], "e2e-nvl-c2": ["five-1", "five-2", "five-3"]}
+                    await eventually(lambda: cliques(want), 10, "five-1 moved to clique c2")
+            finally:
+                for node in slices:
+                    with contextlib.suppress(ApiError):
+                        await kube.request("DELETE", RESOURCE_SLICES.path(name=f"{node}-gpu"))
+                await cleanup(kube, ["dra"], [])
+
+    asyncio.run(body())
