@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from pathlib import Path
 
@@ -30,10 +31,11 @@ from controller_helpers import (
     set_ready,
     total,
 )
-from deploy_helpers import NAMESPACE
-from kube_helpers import eventually, kube_for
+from deploy_helpers import CONTROLLER, NAMESPACE
+from kube_helpers import Cut, eventually, kube_for, running
 
 from tierra.kube.client import ApiError, Kube
+from tierra.kube.controller import app
 from tierra.kube.controller.config import parse_config
 from tierra.kube.controller.exports import OWNED_LABELS
 from tierra.kube.controller.metrics import Metrics
@@ -461,7 +463,7 @@ async def _contains(text, part: str) -> bool:  # type: ignore[no-untyped-def]
 
 
 def test_each_component_is_refused_what_its_roles_do_not_grant(tierra_plane: ControlPlane) -> None:
-    from deploy_helpers import CONTROLLER, WEBHOOK
+    from deploy_helpers import WEBHOOK
 
     def can(user: str, *args: str) -> bool:
         result = tierra_plane.kubectl(*args, user=user, check=False)
@@ -557,5 +559,61 @@ def test_dra_slices_become_clique_hypernodes_and_follow_changes(
                     with contextlib.suppress(ApiError):
                         await kube.request("DELETE", RESOURCE_SLICES.path(name=f"{node}-gpu"))
                 await cleanup(kube, ["dra"], [])
+
+    asyncio.run(body())
+
+
+def test_the_api_server_going_away_loses_nothing(
+    tierra_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Through a relay that is cut: the controller backs off, stays up, and catches up
+    with what changed meanwhile once the server is back."""
+    nodes = racks("six", 4)
+    config = labels_config("six")
+
+    async def body() -> None:
+        async with kube_for(tierra_plane) as kube:
+            await make_nodes(kube, nodes)
+            cut = Cut(tierra_plane.port)
+            await cut.up()
+            kubeconfig = json.loads(tierra_plane.kubeconfig_for(CONTROLLER).read_text())
+            kubeconfig["clusters"][0]["cluster"]["server"] = cut.url
+            path = tmp_path / "through-cut.kubeconfig"
+            path.write_text(json.dumps(kubeconfig))
+            options = app.Options(
+                kubeconfig=path,
+                config=config,
+                leader_elect=False,
+                metrics_port=0,
+                health_port=0,
+                bind_address="127.0.0.1",
+            )
+            metrics = Metrics()
+            try:
+                async with running(app.serve(options, metrics=metrics)) as task:
+
+                    async def racks_are(want: dict[str, list[str]]) -> bool:
+                        got = await owned(kube, TIERRA, "six")
+                        return {n: members(o) for n, o in got.items() if n.count("-") == 2} == want
+
+                    want = {"six-b0-r0": ["six-0", "six-1"], "six-b0-r1": ["six-2", "six-3"]}
+                    await eventually(lambda: racks_are(want), 15, "racks written")
+                    await cut.down()
+                    await relabel(kube, "six-1", {f"{KEY}/rack": "r1"})
+                    await set_ready(kube, "six-2", False)
+                    await asyncio.sleep(2.0)
+                    assert not task.done()  # away is not fatal
+                    await cut.up()
+                    want = {"six-b0-r0": ["six-0"], "six-b0-r1": ["six-1", "six-2", "six-3"]}
+                    await eventually(lambda: racks_are(want), 30, "the move applied after the cut")
+
+                    async def degraded() -> bool:
+                        obj = await kube.get(TIERRA.path(name="six-b0-r1"))
+                        return condition(obj, "Degraded").get("status") == "True"
+
+                    await eventually(degraded, 30, "the NotReady node seen after the cut")
+            finally:
+                await cut.down()
+                await cleanup(kube, ["six"], nodes)
 
     asyncio.run(body())
