@@ -29,8 +29,6 @@ import argparse
 import json
 import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -45,21 +43,10 @@ from tierra.api import dump_json, encode_hypernode
 from tierra.api.node import encode_node
 from tierra.api.pod import encode_pod
 from tierra.api.podgroup import encode_podgroup
-from tierra.web.testing import busy_cluster
+from tierra.web.testing import CHROMIUM, CHROMIUM_FLAGS, busy_cluster, start_serve
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 LOADS = 4  # page loads per size: the first is cold
 MIB = 1 << 20
 
@@ -142,28 +129,9 @@ def run_size(browser: Browser, nodes: int, folder: Path) -> dict[str, Any]:
     path, facts = write_snapshot(nodes, folder)
     print(f"{nodes:,} nodes: snapshot {facts['file_bytes'] / 1e6:.1f} MB written", flush=True)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from tierra.cli import main; main()",
-            "serve",
-            str(path),
-            "--port",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc, url = start_serve([str(path)])
+    startup = time.perf_counter() - t0
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        startup = time.perf_counter() - t0
-        found = re.search(r"http://[\d.]+:\d+/", line)
-        if not found:
-            raise SystemExit(f"tierra serve did not start: {line}{proc.stderr.read()}")
-        url = found.group(0)
         after_start = memory(proc.pid)
         loads = [page_load(browser, url) for _ in range(LOADS)]
         api = api_times(url)
@@ -216,8 +184,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"after startup, warm = the median of {LOADS - 1} later loads.",
         "Gang table after: from first paint until the gang table is filled (the server's",
         "scheduling dry run, cold). Startup: `tierra serve FILE` until it prints its URL",
-        "(reading the JSON snapshot). RSS: the serving process (VmRSS after start; VmHWM after",
-        "every load and API call).",
+        "(reading the JSON snapshot, building the view the first page reads). RSS: the serving",
+        "process (VmRSS after start; VmHWM after every load and API call).",
         "",
         "| nodes | /api/hypernodes/<cluster> | /api/gangs (warm) | "
         "Chromium first-contentful-paint |",
@@ -254,7 +222,7 @@ def main() -> None:
     )
     results = []
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_FLAGS))
         version = browser.version
         for n in sizes:
             r = run_size(browser, n, Path(tmp))

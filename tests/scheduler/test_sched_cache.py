@@ -151,7 +151,10 @@ def test_hypernodes_upserted_removed_or_replaced() -> None:
     pg, pods = gang("job", 2, network_topology=topology(tier=1), gpu=8)
     leaves = [hypernode("a", 1, nodes=["n0"]), hypernode("b", 1, nodes=["n1"])]
     cache = Cache.from_snapshot(snapshot(nodes, leaves, pods, [pg]))
-    assert "no tier-1 HyperNode can hold" in reasons(run_session(cache))["default/job"]
+    # two 8-GPU pods, one node per leaf: no leaf could ever hold the gang
+    assert (
+        "can never fit within highestTierAllowed: 1" in reasons(run_session(cache))["default/job"]
+    )
     cache.upsert_hypernode(hypernode("leaf", 1, nodes=["n2", "n3"]))
     generation = cache.generation
     cache.upsert_hypernode(hypernode("leaf", 1, nodes=["n2", "n3"]))  # unchanged

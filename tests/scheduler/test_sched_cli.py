@@ -38,7 +38,7 @@ def test_schedule_json_contract() -> None:
     pretrain = [b for b in doc["bindings"] if b["pod"].startswith("default/pretrain-")]
     assert len(pretrain) == 8 and {b["hyperNode"] for b in pretrain} == {"s4"}
     assert [u["podGroup"] for u in doc["unschedulable"]] == ["default/too-wide"]
-    assert doc["unschedulable"][0]["reason"].startswith("no tier-1 HyperNode can hold 3 pods")
+    assert doc["unschedulable"][0]["reason"].startswith("can never fit within highestTierName")
 
 
 def test_schedule_table_and_yaml() -> None:

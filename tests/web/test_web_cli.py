@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import socket
 import subprocess
@@ -13,6 +12,7 @@ import httpx
 from typer.testing import CliRunner
 
 from tierra.cli import app
+from tierra.web.testing import start_serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CANONICAL = EXAMPLES / "canonical.yaml"
@@ -27,18 +27,10 @@ def run(*args: str) -> tuple[int, str]:
 
 
 def test_serve_listens_answers_and_stops_on_ctrl_c() -> None:
-    proc = subprocess.Popen(
-        [*TIERRA, "serve", str(CANONICAL), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc, url = start_serve([str(CANONICAL)])
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        assert found, line + (proc.stderr.read() if proc.stderr else "")
-        summary = httpx.get(found.group(0) + "api/summary", timeout=10).json()
+        assert url.startswith("http://127.0.0.1:")
+        summary = httpx.get(url + "api/summary", timeout=10).json()
         assert summary["counts"]["nodes"] == 8
         assert summary["source"] == {"mode": "snapshot", "description": str(CANONICAL)}
         proc.send_signal(signal.SIGINT)

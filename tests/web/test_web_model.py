@@ -99,7 +99,7 @@ def test_gangs_say_where_they_run_and_why_they_wait() -> None:
     expected = {u.podgroup: u.reason for u in schedule(snap).unschedulable}
     assert rows["default/too-wide"]["status"] == "pending"
     assert rows["default/too-wide"]["reason"] == expected["default/too-wide"]
-    assert "no tier-1 HyperNode can hold 3 pods" in rows["default/too-wide"]["reason"]
+    assert "can never fit within highestTierName: leaf" in rows["default/too-wide"]["reason"]
     assert rows["default/pretrain"]["wouldPlace"] == "s4"
     serve = rows["default/serve"]
     assert serve["status"] == "partial"

@@ -15,6 +15,9 @@ from tierra.errors import Origin, Problem, Severity
 
 T = TypeVar("T")
 
+INT32_MAX = 2**31 - 1
+"""The largest int32, the type Kubernetes gives counts, tiers and priorities."""
+
 
 class Report:
     """Collects problems for one object (origin and ``Kind/name`` filled in once)."""
@@ -107,8 +110,16 @@ class Fields:
         return self.string(key)
 
     def integer(
-        self, key: str, default: int = 0, *, required: bool = False, minimum: int | None = None
+        self,
+        key: str,
+        default: int = 0,
+        *,
+        required: bool = False,
+        minimum: int | None = None,
+        maximum: int | None = INT32_MAX,
     ) -> int:
+        """An integer field; at most ``maximum`` (int32 by default: every count and tier in
+        these APIs is an int32, and a bigger one is refused by the API server)."""
         value = self.data.get(key)
         if value is None:
             if required:
@@ -119,6 +130,9 @@ class Fields:
             return default
         if minimum is not None and value < minimum:
             self.problem(key, f"must be >= {minimum}, got {value}")
+            return default
+        if maximum is not None and value > maximum:
+            self.problem(key, f"must be <= {maximum}, got {value}")
             return default
         return value
 

@@ -26,7 +26,7 @@ from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.queue import Queue, decode_queue
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
-from tierra.errors import InputError, Origin, Problem, errors_only
+from tierra.errors import InputError, Origin, Problem, Severity, errors_only
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,8 +157,12 @@ def load_snapshot(paths: Sequence[str | Path], *, strict: bool = False) -> Snaps
         k: [] for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs")
     }
     seen: dict[str, Origin] = {}
-    for path in snapshot_files(paths):
+    empty: list[Path] = []
+    files = snapshot_files(paths)
+    for path in files:
+        count = 0
         for origin, raw in read_documents(path):
+            count += 1
             kind = raw.get("kind")
             api_version = raw.get("apiVersion")
             if not isinstance(kind, str) or not isinstance(api_version, str):
@@ -181,6 +185,14 @@ def load_snapshot(paths: Sequence[str | Path], *, strict: bool = False) -> Snaps
                 continue
             seen[ident] = origin
             buckets[bucket].append(obj)
+        if not count:
+            empty.append(path)
+    # Nothing at all is an error (an empty file passed as "valid"); one empty file among
+    # others, such as a dump of a kind the cluster has none of, only a warning.
+    severity = Severity.ERROR if len(empty) == len(files) else Severity.WARNING
+    for path in empty:
+        what = f"{path}: holds no Kubernetes objects (empty, or only comments)"
+        problems.append(Problem(what, severity=severity))
     _expand_jobs(buckets, problems)
     # Upstream PodGroups constrained by a node-label key: the key becomes a tier.
     podgroups, label_domains = resolve_topology_keys(

@@ -103,6 +103,9 @@ class Cache:
         self.gang_of: dict[str, str | None] = {}  # pod key -> its gang key (None: alone)
         self.gang_used: dict[str, IntArray] = {}  # gang key -> resources its pods hold
         self.solo_used: dict[str, IntArray] = {}  # queue -> resources held by lone pods
+        self.queue_used: dict[str, IntArray] = {}  # queue -> what its own pods hold
+        self.queue_running: Counter[str] = Counter()  # queue -> its gangs holding resources
+        self._holders: Counter[str] = Counter()  # gang key -> its pods holding resources
         self.priorities: Counter[int] = Counter()  # priorities of pods holding resources
         self.generation = 0  # bumped whenever the index is rebuilt
         self.token = object()  # identifies this cache to a ``Memory``
@@ -111,6 +114,7 @@ class Cache:
         self.dom_freed_at: IntArray = np.zeros(0, dtype=np.int64)
         self.gang_changed_at: dict[str, int] = {}
         self._batching = 0
+        self._healthy: tuple[int, IntArray | None] = (-1, None)
         self._stale = False  # topology changed inside a batch: rebuild when it ends
         self._build({n.name: _with_pods(n) for n in nodes})
 
@@ -148,6 +152,9 @@ class Cache:
         self.vec_of.clear()
         self.gang_used.clear()
         self.solo_used.clear()
+        self.queue_used.clear()
+        self.queue_running.clear()
+        self._holders.clear()
         self.priorities.clear()
         for key, pod in self.pods.items():
             self._hold(key, pod)
@@ -352,10 +359,13 @@ class Cache:
             slot = (True, g) if g is not None else (False, solo_queue(pod))
             cur = totals.get(slot)
             totals[slot] = vec.copy() if cur is None else cur + vec
+            if g is not None:
+                self._held(g, +1)
         for (is_gang, k), total in totals.items():
             book = self.gang_used if is_gang else self.solo_used
             cur = book.get(k)
             book[k] = total if cur is None else cur + total
+            self._queue_add(self.gang_queue(k) if is_gang else k, total)
         for g in sorted(touched):
             self._touched(g)
 
@@ -387,17 +397,59 @@ class Cache:
         cur = book.get(k)
         delta = vec if sign > 0 else -vec
         book[k] = delta.copy() if cur is None else cur + delta
+        self._queue_add(self.gang_queue(g) if g is not None else k, delta)
+        if g is not None:
+            self._held(g, sign)
+
+    def gang_queue(self, gang: str) -> str:
+        """The queue a gang's pods count toward: its PodGroup's, or default without one."""
+        pg = self.podgroups.get(gang)
+        return pg.queue if pg is not None else DEFAULT_QUEUE
+
+    def _queue_add(self, queue: str, delta: IntArray) -> None:
+        cur = self.queue_used.get(queue)
+        self.queue_used[queue] = delta.copy() if cur is None else cur + delta
+
+    def _held(self, gang: str, sign: int) -> None:
+        """One more (or one fewer) of ``gang``'s pods holds resources."""
+        before = self._holders[gang]
+        after = before + sign
+        q = self.gang_queue(gang)
+        if before == 0 and after > 0:
+            self.queue_running[q] += 1
+        elif before > 0 and after == 0:
+            self.queue_running[q] -= 1
+        if after > 0:
+            self._holders[gang] = after
+        else:
+            del self._holders[gang]
+
+    def _regang(self, gang: str, old: str, new: str) -> None:
+        """A gang's pods now count toward queue ``new`` instead of ``old``."""
+        if old == new:
+            return
+        used = self.gang_used.get(gang)
+        if used is not None:
+            self._queue_add(old, -used)
+            self._queue_add(new, used)
+        if self._holders[gang] > 0:
+            self.queue_running[old] -= 1
+            self.queue_running[new] += 1
 
     # -- PodGroups, queues, priority classes ------------------------------------------
 
     def upsert_podgroup(self, pg: PodGroup) -> None:
-        if self.podgroups.get(pg.key) == pg:
+        old = self.podgroups.get(pg.key)
+        if old == pg:
             return
-        self.podgroups[pg.key] = pg  # queue usage is summed per session from gang_used
+        self.podgroups[pg.key] = pg
+        self._regang(pg.key, old.queue if old is not None else DEFAULT_QUEUE, pg.queue)
         self._touched(pg.key)
 
     def remove_podgroup(self, key: str) -> None:
-        if self.podgroups.pop(key, None) is not None:
+        old = self.podgroups.pop(key, None)
+        if old is not None:
+            self._regang(key, old.queue, DEFAULT_QUEUE)
             self._touched(key)
 
     def upsert_queue(self, queue: Queue) -> None:
@@ -430,6 +482,13 @@ class Cache:
         return list(self.priorities)
 
     def healthy_total(self) -> IntArray:
-        """Allocatable summed over nodes that may take pods (Ready, not cordoned)."""
-        alloc = self.capacity.node_alloc[self.filter.base]
-        return np.asarray(alloc.sum(axis=0), dtype=np.int64)
+        """Allocatable summed over nodes that may take pods (Ready, not cordoned).
+
+        Kept until something that may change it happens (``freed_at``: a node or the
+        index changed): every session's queue shares start from it."""
+        at, total = self._healthy
+        if at != self.freed_at or total is None:
+            alloc = self.capacity.node_alloc[self.filter.base]
+            total = np.asarray(alloc.sum(axis=0), dtype=np.int64)
+            self._healthy = (self.freed_at, total)
+        return total

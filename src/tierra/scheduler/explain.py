@@ -2,7 +2,9 @@
 
 Every unscheduled gang gets a one-line reason naming the best domain tried and what was
 missing, e.g. ``no tier-1 HyperNode can hold 4 pods of 4 cpu, 16Gi memory: best s2
-holds 3 (short of cpu); tier 2 not allowed (highestTierAllowed: 1)``. The domain search
+holds 3 (short of cpu); tier 2 not allowed (highestTierAllowed: 1)``. A gang that no
+allowed domain could hold even with every node empty is told so instead, with what would
+make it fit (``never_fits``): waiting would never help. The domain search
 records a ``Miss`` per tier cheaply (array arg-max) for every gang; the full per-domain
 ``Verdict`` list is kept only for the one gang ``tierra explain`` asks about. Text is
 built here and nowhere else, so the CLI, the simulator and Kubernetes events say the
@@ -144,6 +146,7 @@ class Explanation:
     summary: str
     constraint: str
     tiers: tuple[TierTrace, ...] = ()
+    notes: tuple[str, ...] = ()  # what preempting or reclaiming would do, or why it cannot
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -152,6 +155,7 @@ class Explanation:
             "summary": self.summary,
             "constraint": self.constraint,
             "tiers": [t.to_dict() for t in self.tiers],
+            "notes": list(self.notes),
         }
 
 
@@ -245,6 +249,97 @@ def _next_tier_note(cache: Cache, limit: TierLimit) -> str:
     return f"; tier {nxt} not allowed ({limit.text})"
 
 
+def _empty_holds(cache: Cache, demand: Demand, domains: IntArray) -> tuple[BoolArray, IntArray]:
+    """Per domain: whether ``demand`` could fit with nothing running (a necessary check:
+    the roll-up, and each shape counted node by node), and how many of its pods it holds."""
+    cap = cache.capacity
+    ok: BoolArray = np.asarray((cap.dom_alloc[domains] >= demand.total).all(axis=1), dtype=bool)
+    holds = np.zeros(len(domains), dtype=np.int64)
+    for shape in demand.shapes:
+        n = len(shape.pods)
+        fit = cap.domain_fit(shape.vec, domains, shape.eligibility.mask, empty=True)
+        ok &= fit >= n
+        holds += np.minimum(fit, n)
+    return ok, holds
+
+
+def _short_when_empty(cache: Cache, demand: Demand, h: int) -> list[str]:
+    """What ``h`` lacks for ``demand`` with nothing running: in all (the roll-up), or on
+    every single node (no node big enough for one pod)."""
+    cap, axis = cache.capacity, cache.capacity.axis
+    nodes = cache.index.real_nodes[h]
+    alloc = cap.node_alloc[nodes]
+    lacking = {i for i in range(len(axis)) if cap.dom_alloc[h, i] < demand.total[i]}
+    for shape in demand.shapes:
+        eligible = alloc[shape.eligibility.mask[nodes]]
+        for i in np.flatnonzero(shape.vec > 0).tolist():
+            if not (eligible[:, i] >= shape.vec[i]).any():
+                lacking.add(i)
+    return [axis.names[i] for i in sorted(lacking) if axis.names[i] != "pods"]
+
+
+def never_fits(cache: Cache, demand: Demand, limit: TierLimit, region: int) -> str | None:
+    """Why ``demand`` fits no domain ``limit`` allows even with every node empty, and what
+    would make it fit; None when some allowed domain could hold it once room frees.
+
+    Without this a gang too big for its tier read like a wait for capacity ("best s0
+    holds 2"), and would wait forever.
+    """
+    ix, lay = cache.index, cache.layouts
+    req = describe_demand(cache.capacity.axis, demand)
+    every = np.arange(ix.root + 1, dtype=np.int64)
+    within = np.array([lay.inside(h, region) for h in range(ix.root + 1)], dtype=bool)
+    if limit.flat:
+        allowed = np.array([region], dtype=np.int64)
+    else:
+        allowed = every[limit.allowed(ix, every) & within]
+    if not len(allowed):
+        return None
+    ok, holds = _empty_holds(cache, demand, allowed)
+    if ok.any():
+        return None
+    best = int(np.argmax(holds))
+    most = int(holds[best])
+    lacking = ", ".join(_short_when_empty(cache, demand, int(allowed[best])))
+    shrink = (
+        f"shrink the gang to {most} pod{'' if most == 1 else 's'}"
+        if most
+        else "shrink its pods' requests"
+    )
+    if limit.flat or limit.root:
+        where = "the whole cluster" if region == ix.root else domain_name(cache, region)
+        return (
+            f"can never fit: even with every node empty, {where} holds only {most} of "
+            f"{req}{f' (short of {lacking})' if lacking else ''}{_excluded(demand)};"
+            f" add nodes or {shrink}"
+        )
+    name = domain_name(cache, int(allowed[best]))
+    top = limit.highest(ix)
+    fix = f"or {shrink}"
+    for t in sorted({int(x) for x in ix.tier[: ix.root]} | {lay.root_tier}):
+        if t <= top:
+            continue
+        above = every[(ix.tier == t) & ix.usable & within]
+        fits, _ = _empty_holds(cache, demand, above) if len(above) else (above > 0, above)
+        if fits.any():
+            h = int(above[int(np.argmax(fits))])
+            tier_name = ix.hypernodes[h].tier_name if h != ix.root else None
+            if t == lay.root_tier:
+                allow = "mode: soft"
+            elif tier_name and limit.text.startswith("highestTierName"):
+                allow = f"highestTierName: {tier_name}"
+            else:
+                allow = f"highestTierAllowed: {t}"
+            fix = f"allow tier {t} ({allow}; {domain_name(cache, h)} could hold it) {fix}"
+            break
+    return (
+        f"can never fit within {limit.text}: even with every node empty, no allowed"
+        f" HyperNode holds {req} (the most, {name}, holds {most}"
+        f"{f', short of {lacking}' if lacking else ''}){_excluded(demand)};"
+        f" to fit, {fix}"
+    )
+
+
 def no_fit_reason(
     cache: Cache,
     demand: Demand,
@@ -264,6 +359,8 @@ def no_fit_reason(
     prefix = what
     if sticky is not None:
         prefix += f"its running pods occupy {domain_name(cache, sticky)}; "
+    elif (never := never_fits(cache, demand, limit, region)) is not None:
+        return prefix + never
     inside = "" if region == ix.root else f" inside {ix.names[region]}"
     real = [m for m in misses if m.tier != root_tier]
     with_cands = [m for m in real if m.candidates]

@@ -165,14 +165,17 @@ class Capacity:
         request: IntArray,
         node_mask: npt.NDArray[np.bool_] | None = None,
         nodes: IntArray | None = None,
+        *,
+        empty: bool = False,
     ) -> IntArray:
         """How many pods of ``request`` each node can still take (0 where masked out);
-        with ``nodes``, only those rows, in that order."""
+        with ``nodes``, only those rows, in that order; ``empty``: could take with nothing
+        running (to tell "never" from "not now")."""
         asked = np.flatnonzero(request > 0)
         alloc, used = self.node_alloc, self.node_used
         if nodes is not None:
             alloc, used = alloc[nodes], used[nodes]
-        free = alloc[:, asked] - used[:, asked]  # only the columns asked for: the hot path
+        free = alloc[:, asked] - (0 if empty else used[:, asked])  # asked columns: hot path
         counts = fit_counts(free, request[asked], unlimited=self.unlimited)
         if node_mask is not None:
             mask = node_mask if nodes is None else node_mask[nodes]
@@ -184,11 +187,14 @@ class Capacity:
         request: IntArray,
         domains: Sequence[int] | IntArray,
         node_mask: npt.NDArray[np.bool_] | None = None,
+        *,
+        empty: bool = False,
     ) -> IntArray:
-        """Pods of ``request`` each domain in ``domains`` can take, counted node by node.
+        """Pods of ``request`` each domain in ``domains`` can take, counted node by node
+        (``empty``: with nothing running).
 
         Per-node counts saturate (``unlimited``) so that no domain's sum can overflow."""
         d = np.asarray(domains, dtype=np.int64)
         ptr = self.index.real_ptr
-        per_node = self.fit_counts(request, node_mask)
+        per_node = self.fit_counts(request, node_mask, empty=empty)
         return segment_sums(per_node, self.index.real_idx, ptr[d], ptr[d + 1])

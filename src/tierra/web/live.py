@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,11 @@ def _decoder(w: Watched) -> Callable[[dict[str, Any]], Decoded]:
     def decode(raw: dict[str, Any]) -> Decoded:
         problems: list[Problem] = []
         obj = w.decode(raw, None, problems)
+        # Metadata the page never reads (resourceVersion, managedFields, ...) changes with
+        # every status write; without it an unchanged object compares equal and the store
+        # ignores it, so a kubelet's heartbeat does not make every page refetch.
+        if obj.meta.extra:
+            obj = replace(obj, meta=replace(obj.meta, extra={}))
         return obj, tuple(problems)
 
     return decode

@@ -38,7 +38,6 @@ from tierra.kube.controller.cache import (
     Signal,
     decode_cached_node,
     decode_slice,
-    stored_from_raw,
 )
 from tierra.kube.controller.config import ControllerConfig, SourceKind, config_from_text
 from tierra.kube.controller.exporter import Exporter
@@ -125,7 +124,7 @@ class Controller:
         groups = {*self.config.groups, *self.config.status_groups}
         for r in HYPERNODES:
             if r.group in groups:
-                out.append(Informer(self.kube, r, stored_from_raw, on_hypernode(r.group)))
+                out.append(Informer(self.kube, r, cache.decode, on_hypernode(r.group)))
         if any(s.kind is SourceKind.DRA for s in self.config.sources):
             out.append(Informer(self.kube, RESOURCE_SLICES, decode_slice, on_slice))
         return out
@@ -145,9 +144,7 @@ class Controller:
                     tg.create_task(w, name=f"input {src.name}")
             for src in self.sources:
                 tg.create_task(self._source_loop(src), name=f"source {src.name}")
-            tg.create_task(
-                self._loop("status", self.cache.health, self.status.run_once), name="status"
-            )
+            tg.create_task(self._loop("status", self.cache.health, self._status), name="status")
             if self.exporter.wanted:
                 tg.create_task(self._loop("export", self.cache.export, self._export), name="export")
 
@@ -188,6 +185,10 @@ class Controller:
                 "source %s produced nothing usable, so nothing was written: %s", src.name, why
             )
         self.last_errors[src.name] = why
+
+    async def _status(self) -> bool:
+        await self.status.run_once()
+        return False
 
     async def _export(self) -> bool:
         out = await self.exporter.run_once()
