@@ -83,7 +83,7 @@ def test_capability_holds_beyond_the_minimum() -> None:
     assert gpus_bound(result, 2) == 4
     assert len(placed(result)) == 2
     assert reasons(result)["default/job"] == (
-        "1 pending pod beyond minMember wait: queue team capability: 4 nvidia.com/gpu "
+        "1 pending pod beyond minMember waits: queue team capability: 4 nvidia.com/gpu "
         "allowed, 4 nvidia.com/gpu in use, a pod needs 2 nvidia.com/gpu more"
     )
     team = {s.name: s for s in result.queues}["team"]
@@ -108,7 +108,7 @@ def test_a_queue_at_its_capability_grows_no_gang() -> None:
     result = run([node("a")], pods=[running, more], podgroups=[pg], queues=[q])
     assert result.bindings == ()
     assert reasons(result)["default/job"] == (
-        "1 pending pod beyond minMember wait: queue team capability: 2 nvidia.com/gpu "
+        "1 pending pod beyond minMember waits: queue team capability: 2 nvidia.com/gpu "
         "allowed, 2 nvidia.com/gpu in use, a pod needs 2 nvidia.com/gpu more"
     )
 
