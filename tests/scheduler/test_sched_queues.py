@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.scheduler.helpers import placed, reasons, run
 
 from tierra.scheduler import SessionResult
-from tierra.scheduler.queue_status import volcano_status
+from tierra.scheduler.queue_status import volcano_status, volcano_status_patches
 from tierra.scheduler.testing import gang, node, pod, podgroup, queue
 
 GPU = "nvidia.com/gpu"
@@ -229,3 +229,6 @@ def test_queue_status_rolls_up_the_tree() -> None:
         "pending": 2,
         "running": 1,
     }
+    patches = volcano_status_patches(result.queues)
+    assert set(patches) == {"root", "default", "team", "a", "b"}
+    assert patches["team"] == {"status": body}
