@@ -207,21 +207,26 @@ def test_live_placement_matches_tierra_schedule_on_a_snapshot(
     assert "tierra_scheduler_session_duration_seconds_count" in text
 
 
+async def rack_gang(kube: Kube, namespace: str, scheduler: str, fabric: Fabric, size: int) -> None:
+    """Gang "big" of ``size`` 1-GPU pods that must fit inside one rack."""
+    await volcano_gang(
+        kube,
+        namespace,
+        "big",
+        size,
+        scheduler=scheduler,
+        fabric=fabric,
+        gpus=1,
+        topology={"mode": "hard", "highestTierName": "rack"},
+    )
+
+
 def gang_on_fabric(
     plane: ControlPlane, namespace: str, fabric: Fabric, name: str, size: int
 ) -> None:
     async def setup(kube: Kube) -> None:
         await fabric.create(kube)
-        await volcano_gang(
-            kube,
-            namespace,
-            "big",
-            size,
-            scheduler=name,
-            fabric=fabric,
-            gpus=1,
-            topology={"mode": "hard", "highestTierName": "rack"},
-        )
+        await rack_gang(kube, namespace, name, fabric, size)
 
     run(plane, setup)
 
@@ -288,16 +293,7 @@ def test_api_server_away_for_10_seconds_loses_and_doubles_nothing(
         run(control_plane, fabric.create)
 
         async def gang(kube: Kube) -> None:
-            await volcano_gang(
-                kube,
-                namespace,
-                "big",
-                size,
-                scheduler=name,
-                fabric=fabric,
-                gpus=1,
-                topology={"mode": "hard", "highestTierName": "rack"},
-            )
+            await rack_gang(kube, namespace, name, fabric, size)
 
         # The API server dies the moment the first pod of the gang is bound.
         run(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import ssl
 from typing import Any
 
 import aiohttp
@@ -214,3 +215,62 @@ async def _aging_bundle(stored: certs.Bundle) -> certs.Bundle:
     names = certs.Names(certs.service_names("tierra-webhook", NAMESPACE), ("127.0.0.1",))
     past = dt.datetime.now(dt.UTC) - dt.timedelta(days=80)
     return certs.issue(names, past, ca=(ca_cert, ca_key))  # type: ignore[arg-type]
+
+
+def test_with_cert_manager_it_serves_the_certificate_in_the_secret(
+    tierra_plane: ControlPlane,
+) -> None:
+    """``--certificates cert-manager``: whatever tool fills the Secret, the webhook only
+    reads it (no caBundle to patch: cert-manager's injector does that) and loads renewals."""
+    port, health = free_ports(2)
+    options = app.Options(
+        kubeconfig=tierra_plane.kubeconfig_for(WEBHOOK),
+        namespace=NAMESPACE,
+        certificates="cert-manager",
+        port=port,
+        health_port=health,
+        bind_address="127.0.0.1",
+        check_seconds=1.0,
+    )
+    names = certs.Names(("tierra-webhook.tierra-system.svc",), ("127.0.0.1",))
+
+    async def body() -> None:
+        async with kube_for(tierra_plane) as kube:
+            secret = await kube.get(SECRETS.path(NAMESPACE, "tierra-webhook-tls"))
+            first = certs.issue(names, dt.datetime.now(dt.UTC))
+            data = first.to_secret_data()
+            data.pop("ca.key")  # cert-manager keeps the CA's key to itself
+            secret["data"] = data
+            await kube.request("PUT", SECRETS.path(NAMESPACE, "tierra-webhook-tls"), body=secret)
+            async with running(app.serve(options)):
+                await eventually(lambda: ready(health), 20, "the webhook ready")
+                assert await _served(port, first) == first.cert
+                # A renewal written to the Secret is served from the next connection on.
+                second = certs.issue(names, dt.datetime.now(dt.UTC))
+                secret = await kube.get(SECRETS.path(NAMESPACE, "tierra-webhook-tls"))
+                secret["data"] = {k: v for k, v in second.to_secret_data().items() if k != "ca.key"}
+                await kube.request(
+                    "PUT", SECRETS.path(NAMESPACE, "tierra-webhook-tls"), body=secret
+                )
+
+                async def renewed() -> bool:
+                    try:
+                        return await _served(port, second) == second.cert
+                    except (OSError, ssl.SSLError):
+                        return False
+
+                await eventually(renewed, 10, "the renewed certificate served")
+
+    asyncio.run(body())
+
+
+async def _served(port: int, bundle: certs.Bundle) -> bytes:
+    """The serving certificate (PEM) a TLS client trusting ``bundle``'s CA is shown."""
+    ctx = ssl.create_default_context(cadata=bundle.ca_bundle.decode())
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ctx)
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(True)
+        return ssl.DER_cert_to_PEM_cert(der).encode()
+    finally:
+        writer.close()
+        await writer.wait_closed()

@@ -152,9 +152,8 @@ async def serve(options: Options) -> None:
                 for inf in watches:
                     tg.create_task(inf.run(), name=f"informer {inf.name}")
                 tg.create_task(keeper.run(options.check_seconds), name="certificates")
-                while keeper.bundle is None:
+                while keeper.bundle is None:  # there is no plain HTTP to serve meanwhile
                     await asyncio.sleep(0.1)
-                metrics.expiry.set(certs.not_after(keeper.bundle).timestamp())
                 await server.start()
                 tg.create_task(_expiry_gauge(keeper, metrics), name="expiry gauge")
         finally:
