@@ -32,6 +32,9 @@ class Transaction:
         self.changes: list[tuple[IntArray, IntArray]] = []  # (nodes, rows added to used)
         self.assigned: list[tuple[Pod, int, IntArray]] = []  # (pod, node, request)
         self.evicted: list[tuple[str, int, IntArray]] = []  # (pod key, node, request)
+        # every node array the ledger changed on, undos included, for as long as the
+        # transaction lives (a session): what the flat path's kept scores must redo
+        self.touched: list[IntArray] = []
 
     def _apply(self, nodes: IntArray, rows: IntArray) -> None:
         """Add ``rows`` to the used amounts of ``nodes`` and of every domain above them."""
@@ -43,6 +46,7 @@ class Transaction:
         first = np.repeat(np.cumsum(lens) - lens, lens)
         entries = np.arange(int(lens.sum()), dtype=np.int64) - first + np.repeat(starts, lens)
         np.add.at(cap.dom_used, ix.domain_idx[entries], np.repeat(rows, lens, axis=0))
+        self.touched.append(nodes)
 
     def place(self, pods: Sequence[Pod], node: int, vec: IntArray) -> None:
         """Put ``pods`` (all of request ``vec``) on ``node``."""

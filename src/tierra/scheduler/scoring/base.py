@@ -72,8 +72,7 @@ def fill_after(
     weighted = weights > 0
     over = ((after > alloc) & weighted & (request > 0)).any(axis=1)
     has = (alloc > 0) & weighted
-    with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(has, after / np.where(alloc > 0, alloc, 1), 0.0)
+    frac = np.where(has, after / np.where(alloc > 0, alloc, 1), 0.0)  # never divides by 0
     num = frac @ weights
     den = has @ weights
     score = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
