@@ -174,3 +174,20 @@ def test_pod_written_back_reads_the_same(tmp_path: Path) -> None:
     first = load_snapshot([write(tmp_path, "a.yaml", yaml.safe_dump(pod))]).pods[0]
     again = load_snapshot([write(tmp_path, "b.yaml", yaml.safe_dump(encode_pod(first)))]).pods[0]
     assert again == first
+
+
+PRIORITY_CLASS = {
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": {"name": "high"},
+    "value": 100,
+    "globalDefault": False,
+}
+
+
+def test_priority_classes_are_read(tmp_path: Path) -> None:
+    bad = {**PRIORITY_CLASS, "metadata": {"name": "broken"}, "value": "urgent"}
+    snap = load_snapshot([write(tmp_path, "pc.yaml", yaml.safe_dump_all([PRIORITY_CLASS, bad]))])
+    assert [(pc.name, pc.value) for pc in snap.priority_classes] == [("high", 100), ("broken", 0)]
+    (error,) = snap.errors
+    assert "PriorityClass/broken: value" in str(error) and "expected an integer" in str(error)

@@ -23,6 +23,8 @@ from tierra.api.hypernode import HyperNode, decode_hypernode
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import Pod, decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
+from tierra.api.priority import GROUP as PRIORITY_GROUP
+from tierra.api.priority import PriorityClass, decode_priority_class
 from tierra.api.queue import Queue, decode_queue
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
@@ -39,6 +41,7 @@ class Snapshot:
     podgroups: tuple[PodGroup, ...] = ()
     queues: tuple[Queue, ...] = ()
     jobs: tuple[VolcanoJob, ...] = ()
+    priority_classes: tuple[PriorityClass, ...] = ()
     problems: tuple[Problem, ...] = field(default=(), compare=False)
 
     @property
@@ -121,6 +124,8 @@ def _decoder_for(api_version: str, kind: str) -> tuple[str, Decoder] | None:
         return "queues", decode_queue
     if kind == "Job" and group == "batch.volcano.sh":
         return "jobs", decode_job
+    if kind == "PriorityClass" and group == PRIORITY_GROUP:
+        return "priority_classes", decode_priority_class
     return None
 
 
@@ -154,7 +159,8 @@ def load_snapshot(paths: Sequence[str | Path], *, strict: bool = False) -> Snaps
     """Read every file (or folder of them); raise ``InputError`` only when one cannot be read."""
     problems: list[Problem] = []
     buckets: dict[str, list[Any]] = {
-        k: [] for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs")
+        k: []
+        for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs", "priority_classes")
     }
     seen: dict[str, Origin] = {}
     empty: list[Path] = []
@@ -205,6 +211,7 @@ def load_snapshot(paths: Sequence[str | Path], *, strict: bool = False) -> Snaps
         podgroups=tuple(podgroups),
         queues=tuple(buckets["queues"]),
         jobs=tuple(buckets["jobs"]),
+        priority_classes=tuple(buckets["priority_classes"]),
         problems=tuple(problems),
     )
 
