@@ -152,3 +152,25 @@ def test_shipped_controller_configuration_is_valid(
     ]
     patches_nodes = any("nodes" in r["resources"] and "patch" in r["verbs"] for r in rules)
     assert patches_nodes == bool(want)  # only an export may change Nodes
+
+
+@pytest.mark.parametrize("overlay", ["standalone", "volcano"])
+def test_every_container_command_line_is_one_tierra_accepts(
+    tierra_plane: ControlPlane, overlay: str, tmp_path: Path
+) -> None:
+    """The Deployments' args parse as the commands' own options (a renamed flag would
+    otherwise only show as a crash-looping pod)."""
+    import typer
+
+    from tierra.cli import app
+
+    group = typer.main.get_command(app)
+    objs = rendered(tierra_plane, DEPLOY / "overlays" / overlay)
+    seen = set()
+    for d in of_kind(objs, "Deployment"):
+        (container,) = d["spec"]["template"]["spec"]["containers"]
+        name, *args = [a.replace("$(POD_NAMESPACE)", "tierra-system") for a in container["args"]]
+        command = group.commands[name]  # type: ignore[attr-defined]
+        command.make_context(name, list(args))  # raises on an unknown option or bad value
+        seen.add(name)
+    assert seen == {"controller", "scheduler", "webhook"}

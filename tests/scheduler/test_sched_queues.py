@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.scheduler.helpers import placed, reasons, run
 
 from tierra.scheduler import SessionResult
-from tierra.scheduler.queue_status import volcano_status
+from tierra.scheduler.queue_status import volcano_status, volcano_status_patches
 from tierra.scheduler.testing import gang, node, pod, podgroup, queue
 
 GPU = "nvidia.com/gpu"
@@ -83,7 +83,7 @@ def test_capability_holds_beyond_the_minimum() -> None:
     assert gpus_bound(result, 2) == 4
     assert len(placed(result)) == 2
     assert reasons(result)["default/job"] == (
-        "1 pending pod beyond minMember wait: queue team capability: 4 nvidia.com/gpu "
+        "1 pending pod beyond minMember waits: queue team capability: 4 nvidia.com/gpu "
         "allowed, 4 nvidia.com/gpu in use, a pod needs 2 nvidia.com/gpu more"
     )
     team = {s.name: s for s in result.queues}["team"]
@@ -108,7 +108,7 @@ def test_a_queue_at_its_capability_grows_no_gang() -> None:
     result = run([node("a")], pods=[running, more], podgroups=[pg], queues=[q])
     assert result.bindings == ()
     assert reasons(result)["default/job"] == (
-        "1 pending pod beyond minMember wait: queue team capability: 2 nvidia.com/gpu "
+        "1 pending pod beyond minMember waits: queue team capability: 2 nvidia.com/gpu "
         "allowed, 2 nvidia.com/gpu in use, a pod needs 2 nvidia.com/gpu more"
     )
 
@@ -229,3 +229,6 @@ def test_queue_status_rolls_up_the_tree() -> None:
         "pending": 2,
         "running": 1,
     }
+    patches = volcano_status_patches(result.queues)
+    assert set(patches) == {"root", "default", "team", "a", "b"}
+    assert patches["team"] == {"status": body}

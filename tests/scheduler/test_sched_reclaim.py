@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 from tests.scheduler.helpers import domains, placed, reasons, run
 
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.scheduler import Cache, Memory, SchedulerConfig, explain_gang, run_session
+from tierra.scheduler.allocate import Allocator
+from tierra.scheduler.demand import Demands
+from tierra.scheduler.preemption import Victim
+from tierra.scheduler.queues import QueueBook
+from tierra.scheduler.reclaim import Reclaimer
 from tierra.scheduler.testing import canonical, gang, pod, podgroup, queue, snapshot, topology
+from tierra.scheduler.transaction import Transaction
 
 GPU = "nvidia.com/gpu"
 
@@ -162,3 +169,29 @@ def test_explain_says_why_a_queue_may_not_reclaim() -> None:
         "nvidia.com/gpu (deserved 8 nvidia.com/gpu, in use 0 nvidia.com/gpu, the gang needs "
         "16 nvidia.com/gpu)",
     )
+
+
+def test_a_sibling_queue_gives_before_a_cousin() -> None:
+    """At equal priority, a gang of the reclaimer's sibling queue comes before a cousin's
+    (Volcano's hierarchical victim order); lower priority still comes first."""
+    nodes, hns = canonical()
+    running = [
+        pod("b0-0", group="b0", node_name="node-0", gpu=8, priority=5),
+        pod("c0-0", group="c0", node_name="node-1", gpu=8, priority=5),
+        pod("c1-0", group="c1", node_name="node-2", gpu=8, priority=1),
+    ]
+    pgs = [podgroup("b0", 1, queue="b"), podgroup("c0", 1, queue="c"), podgroup("c1", 1, queue="c")]
+    qs = [queue("team"), queue("a", parent="team"), queue("b", parent="team"), queue("c")]
+    cache = Cache.from_snapshot(snapshot(nodes, hns, running, pgs, qs))
+    book = QueueBook(cache, {}, {"a"})
+    txn = Transaction(cache.capacity)
+    allocator = Allocator(cache, SchedulerConfig(), txn, Demands(cache))
+    reclaimer = Reclaimer(cache, SchedulerConfig(), allocator, set())
+    reclaimer.book, reclaimer.queue = book, "a"
+    victims = [
+        Victim(k, cache.node_of[k], cache.vec_of[k], cache.pods[k].priority)
+        for k in ("default/c0-0", "default/b0-0", "default/c1-0")
+    ]
+    inside = np.ones(len(cache.index.node_names), dtype=bool)
+    order = [b.name for b in reclaimer._bundles(victims, inside)]
+    assert order == ["default/c1", "default/b0", "default/c0"]

@@ -112,11 +112,9 @@ def test_gangs_say_where_they_run_and_why_they_wait() -> None:
 
 
 def test_explain_ranks_and_cuts_as_tierra_explain() -> None:
-    from tierra.web.gangs import explain
-
     snap = load_snapshot([TRAINING])
     dash = dashboard(snap)
-    doc = explain(snap, "default/too-wide", dash.config, 2)
+    _, doc = dash.dry.explain("default/too-wide", 2)
     _, exp = explain_gang(Cache.from_snapshot(snap), "default/too-wide")
     assert doc["summary"] == exp.summary and doc["status"] == "unschedulable"
     for mine, theirs in zip(doc["tiers"], exp.tiers, strict=True):

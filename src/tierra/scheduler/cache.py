@@ -49,6 +49,7 @@ from tierra.scheduler.filters import NodeFilter
 from tierra.scheduler.layout import Layouts
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.transaction import Transaction
+from tierra.scheduler.trial import Journal
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health
 from tierra.topology.index import IntArray, TopologyIndex
@@ -119,6 +120,7 @@ class Cache:
         self.dom_freed_at: IntArray = np.zeros(0, dtype=np.int64)
         self.gang_changed_at: dict[str, int] = {}
         self._batching = 0
+        self._journal: Journal | None = None  # inside ``trial()``: what commits changed
         self._healthy: tuple[int, IntArray | None] = (-1, None)
         self._stale = False  # topology changed inside a batch: rebuild when it ends
         self._build({n.name: _with_pods(n) for n in nodes})
@@ -136,8 +138,7 @@ class Cache:
             cache.upsert_queue(q)
         for pg in snapshot.podgroups:
             cache.upsert_podgroup(pg)
-        for pod in snapshot.pods:
-            cache.upsert_pod(pod)
+        cache._add_pods(snapshot.pods)
         return cache
 
     # -- the index and the ledgers over it --------------------------------------------
@@ -165,8 +166,7 @@ class Cache:
         self.queue_running.clear()
         self._holders.clear()
         self.priorities.clear()
-        for key, pod in self.pods.items():
-            self._hold(key, pod)
+        self._hold_all(self.pods.items())
 
     def _rebuild(self, by_name: dict[str, Node] | None = None) -> None:
         """Rebuild the index now, or once at the end of the current ``batch``."""
@@ -357,11 +357,61 @@ class Cache:
     def commit(self, txn: Transaction) -> None:
         """Keep what a session's transaction wrote into the ledger: its placements are
         assumed bindings, its evictions are pods removed (``run_session`` only)."""
+        if self._journal is not None:
+            self._remember(self._journal, txn)
         for key, _, _ in txn.evicted:
             self.assumed.discard(key)
             self._forget(key, release=False)
         self._assumed(txn.assigned)
         txn.commit()
+
+    @contextmanager
+    def trial(self) -> Iterator[Cache]:
+        """A dry run: sessions inside the block decide and commit as usual (each gang
+        sees the room the ones before it took), and everything they committed, bindings
+        and evictions, is undone when it ends (``trial.py``).
+
+        Feed nothing inside the block (as while any session runs). Afterwards objects,
+        ledgers and usage are as before; only the event clock moves on: room freed on
+        the nodes that took pods, and the gangs involved changed. So a ``Memory`` kept
+        across dry runs re-checks what the undone decisions could have changed, and
+        skips the rest as it would between real sessions."""
+        if self._journal is not None:
+            raise RuntimeError("Cache.trial: a trial is already open")
+        journal = self._journal = Journal(self.capacity)
+        try:
+            yield self
+        finally:
+            self._journal = None
+            journal.undo(self)
+            for g in sorted(journal.gangs):
+                self._touched(g)
+            for n in sorted(journal.placed_on):
+                self._freed_on(n)
+
+    def _remember(self, journal: Journal, txn: Transaction) -> None:
+        """Hand ``journal`` what committing ``txn`` is about to change (see ``commit``,
+        ``_forget`` and ``_assumed``): a new table there needs a line here."""
+        journal.wrote(txn)
+        journal.placed_on.update(n for _, n, _ in txn.assigned)
+        journal.gangs.update(self.gang_of.get(p.key) or p.key for p, _, _ in txn.assigned)
+        journal.gangs.update(self.gang_of.get(key) or key for key, _, _ in txn.evicted)
+        keys = [pod.key for pod, _, _ in txn.assigned]
+        gangs = [g for pod, _, _ in txn.assigned if (g := gang_key(pod)) is not None]
+        for name in ("priorities", "solo_used", "queue_used", "queue_running"):
+            journal.keep_whole(self, name)  # small: one entry per priority or queue
+        if txn.assigned:
+            journal.keep_whole(self, "pending")
+        if txn.evicted:
+            for name in ("pods", "node_of", "vec_of", "gang_of", "pending", "_holders"):
+                journal.keep_whole(self, name)
+            journal.keep_whole(self, "members", nested=True)
+            keys += [key for key, _, _ in txn.evicted]
+            gangs += [g for key, _, _ in txn.evicted if (g := gang_key(self.pods[key]))]
+        for name in ("pods", "assumed", "node_of", "vec_of"):
+            journal.keep(self, name, keys)
+        for name in ("gang_used", "_holders"):
+            journal.keep(self, name, gangs)
 
     def _assumed(self, assigned: Sequence[tuple[Pod, int, IntArray]]) -> None:
         """Record bindings whose resources are already in the ledger."""
@@ -395,6 +445,54 @@ class Cache:
         """A pod's request on the ledger axis (resources no node offers left out)."""
         axis = self.capacity.axis
         return axis.vector({r: v for r, v in pod.requests.items() if r in axis.index})
+
+    def _add_pods(self, pods: Sequence[Pod]) -> None:
+        """``upsert_pod`` for every pod of a snapshot, into a cache holding none of them
+        yet: the same tables in the same order, with the ledger written at once."""
+        keys = [p.key for p in pods]
+        if len(set(keys)) != len(keys) or not self.pods.keys().isdisjoint(keys):
+            for pod in pods:  # a key given twice replaces: the one-by-one order applies
+                self.upsert_pod(pod)
+            return
+        members, gang_of, pending = self.members, self.gang_of, self.pending
+        for key, pod in zip(keys, pods, strict=True):
+            self.pods[key] = pod
+            g = gang_key(pod)
+            if g is not None:
+                members.setdefault(g, {})[key] = None
+            gang_of[key] = g
+            self._touched(key if g is None else g)
+            if not pod.bound and not pod.terminated:
+                pending[key] = None
+        self._hold_all(zip(keys, pods, strict=True))
+
+    def _hold_all(self, pods: Iterable[tuple[str, Pod]]) -> None:
+        """``_hold`` for many pods: one request vector per distinct request (pods of a
+        gang share theirs), one scatter-add into the ledger (a snapshot's 65,000 bound
+        pods took seconds placed one by one)."""
+        if self._stale:
+            return
+        node_ix = self.index.node_ix
+        vectors: dict[tuple[tuple[str, int], ...], IntArray] = {}
+        nodes: list[int] = []
+        rows: list[IntArray] = []
+        for key, pod in pods:
+            if not pod.holds_resources:
+                continue
+            n = node_ix.get(pod.node_name)
+            if n is None:
+                continue
+            shape = tuple(pod.requests.items())
+            vec = vectors.get(shape)
+            if vec is None:
+                vec = vectors[shape] = self.request_vector(pod)
+            nodes.append(n)
+            rows.append(vec)
+            self.node_of[key] = n
+            self.vec_of[key] = vec
+            self._usage(pod, vec, +1)
+        if rows:
+            self.capacity.place_all(np.asarray(nodes, dtype=np.int64), np.stack(rows))
 
     def _hold(self, key: str, pod: Pod) -> None:
         if not pod.holds_resources:

@@ -12,8 +12,9 @@ the fewest victims there, the same pruning and choice):
   within its deserved share of those resources with the gang placed;
 * victims are whole gangs -- every running pod of a PodGroup, or a pod without one -- of
   other queues that are ``reclaimable`` (every queue on the victim's way up to where the
-  two ways meet), of any priority: lowest priority first, then those with fewer pods
-  outside the domain, then smaller, then by name;
+  two ways meet), of any priority: lowest priority first, then those of queues nearer
+  the gang's in the tree (a sibling's before a cousin's, as Volcano's hierarchical
+  victim order), then those with fewer pods outside the domain, smaller, by name;
 * a victim's queue, and each of those ancestors, is never taken below its deserved share
   of those resources, nor below its guarantee on any resource.
 """
@@ -134,9 +135,17 @@ class Reclaimer(Preemptor):
                 members = [eligible[k] for k in sorted(running)]
             bundle = Bundle(tuple(members), True, owner)
             outside = sum(1 for v in members if not inside[v.node])
-            keyed.append(((bundle.priority, outside, len(members), natural_key(owner)), bundle))
+            near = self._distance(queue_of(cache, members[0].key))
+            keyed.append(
+                ((bundle.priority, near, outside, len(members), natural_key(owner)), bundle)
+            )
         keyed.sort(key=lambda kb: kb[0])
         return [b for _, b in keyed]
+
+    def _distance(self, v: str) -> int:
+        """How far up from the gang's queue its way meets queue ``v``'s (1: siblings)."""
+        assert self.book is not None
+        return len(self.book.apart(self.queue, v)[0])
 
     def admits(self, chosen: list[Bundle], bundle: Bundle) -> bool:
         """Whether every queue ``bundle`` takes from keeps its share with ``chosen`` gone too."""

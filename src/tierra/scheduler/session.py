@@ -422,7 +422,8 @@ class _Session:
         if evicted:
             summary += f", after evicting {len(evicted)} lower-priority pods"
         if reclaimed:
-            summary += f", after reclaiming {len(reclaimed)} pods: {reclaimed[0].reason}"
+            n = len(reclaimed)
+            summary += f", after reclaiming {n} pod{'s' if n != 1 else ''}: {reclaimed[0].reason}"
         if status.reason:  # members beyond the minimum its queue keeps out
             summary += f"; {status.reason}"
         return Explanation(gang.key, "scheduled", summary, constraint, tiers, notes)
