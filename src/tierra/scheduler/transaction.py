@@ -40,13 +40,18 @@ class Transaction:
         """Add ``rows`` to the used amounts of ``nodes`` and of every domain above them."""
         cap = self.capacity
         ix = cap.index
+        self.touched.append(nodes)
+        if len(nodes) == 1:  # a lone pod's (the common case): no scatter needed
+            n = int(nodes[0])
+            cap.node_used[n] += rows[0]
+            cap.dom_used[ix.domains_of(n)] += rows[0]
+            return
         np.add.at(cap.node_used, nodes, rows)
         starts, ends = ix.domain_ptr[nodes], ix.domain_ptr[nodes + 1]
         lens = ends - starts
         first = np.repeat(np.cumsum(lens) - lens, lens)
         entries = np.arange(int(lens.sum()), dtype=np.int64) - first + np.repeat(starts, lens)
         np.add.at(cap.dom_used, ix.domain_idx[entries], np.repeat(rows, lens, axis=0))
-        self.touched.append(nodes)
 
     def place(self, pods: Sequence[Pod], node: int, vec: IntArray) -> None:
         """Put ``pods`` (all of request ``vec``) on ``node``."""
