@@ -77,7 +77,7 @@ def fill_after(
     den = positive @ weights
     asked = np.where((weights > 0) & (request > 0), 1.0, 0.0)
     over = (after > alloc) @ asked > 0
-    score = np.divide(num, den, out=np.zeros(len(num)), where=den > 0)
+    score: FloatArray = np.divide(num, den, out=np.zeros(len(num)), where=den > 0)
     np.minimum(score, 1.0, out=score)
     score[over] = 0.0
     return score
