@@ -209,3 +209,20 @@ def test_a_resource_list_read_twice_gives_two_dicts_and_bad_amounts_are_still_na
     (problem,) = snap.errors
     assert str(problem).endswith("Node/n2: status.allocatable.cpu: must not be negative, got '-1'")
     assert "cpu" not in snap.nodes[2].allocatable
+
+
+PRIORITY_CLASS = {
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": {"name": "high"},
+    "value": 100,
+    "globalDefault": False,
+}
+
+
+def test_priority_classes_are_read(tmp_path: Path) -> None:
+    bad = {**PRIORITY_CLASS, "metadata": {"name": "broken"}, "value": "urgent"}
+    snap = load_snapshot([write(tmp_path, "pc.yaml", yaml.safe_dump_all([PRIORITY_CLASS, bad]))])
+    assert [(pc.name, pc.value) for pc in snap.priority_classes] == [("high", 100), ("broken", 0)]
+    (error,) = snap.errors
+    assert "PriorityClass/broken: value" in str(error) and "expected an integer" in str(error)

@@ -203,7 +203,18 @@ def test_live_placement_matches_tierra_schedule_on_a_snapshot(
     assert metric(text, "tierra_scheduler_binds_total") == len(expected)
     rack = fabric.rack_of(placed["hard-0"])
     assert f'tierra_scheduler_hypernode_gpus{{hypernode="{rack}",state="total"}} 32.0' in text
-    assert "tierra_scheduler_pending_gangs{reason=" in text
+    # gangs waiting by their outcome's code: every one the offline session left waiting
+    by_code = {
+        code: metric(text, f'tierra_scheduler_pending_gangs{{reason="{code}"}}')
+        for code in (
+            "Unschedulable",
+            "UnschedulableAndUnresolvable",
+            "AttemptFailed",
+            "QueueLimited",
+        )
+    }
+    assert sum(by_code.values()) == len(waiting) and by_code["Unschedulable"] >= 1
+    assert metric(text, "tierra_scheduler_gang_decision_seconds_count") >= len(waiting) + 4
     assert "tierra_scheduler_session_duration_seconds_count" in text
 
 

@@ -6,17 +6,22 @@ make (CONTRACTS.md section 1); each is tested for what a session then decides.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.scheduler.helpers import cache_state, placed, reasons
+from tests.scheduler.helpers import add, cache_state, placed, reasons
 from tests.scheduler.test_sched_properties import SETTINGS, World, worlds
 
+from tierra.api.hypernode import decode_hypernode
 from tierra.api.pod import Phase
-from tierra.api.snapshot import Snapshot
+from tierra.api.podgroup import encode_podgroup
+from tierra.api.snapshot import Snapshot, load_snapshot
+from tierra.errors import Problem
 from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session, schedule
 from tierra.scheduler.cache import QUEUE_ANNOTATION
 from tierra.scheduler.testing import (
@@ -25,6 +30,7 @@ from tierra.scheduler.testing import (
     hypernode,
     node,
     pod,
+    pod_manifest,
     podgroup,
     queue,
     snapshot,
@@ -171,6 +177,61 @@ def test_hypernodes_upserted_removed_or_replaced() -> None:
     assert "leaf" not in cache.index.ix
     cache.set_hypernodes([hypernode("x", 1, nodes=["n0"]), hypernode("y", 1, nodes=["n1"])])
     assert {"x", "y"} <= set(cache.index.ix)
+
+
+def rack_manifest(name: str, members: list[str], pattern: str | None = None) -> dict[str, object]:
+    spec: list[dict[str, object]] = [
+        {"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in members
+    ]
+    if pattern is not None:
+        spec.append({"type": "Node", "selector": {"regexMatch": {"pattern": pattern}}})
+    return {
+        "apiVersion": "topology.tierra.dev/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": {"tier": 1, "members": spec},
+    }
+
+
+def test_a_hypernode_with_an_error_makes_its_tree_unusable_as_a_snapshot_would(
+    tmp_path: Path,
+) -> None:
+    nodes = [node(f"n{i}") for i in range(4)]
+    running = [pod(f"r{i}", node_name=f"n{i}", gpu=8) for i in range(2)]  # rack "a" full
+    pg, pods = gang("job", 2, network_topology=topology(tier=1), gpu=8)
+    good = rack_manifest("a", ["n0", "n1"])
+    bad = rack_manifest("b", ["n2", "n3"], pattern="^x[")  # does not compile
+    problems: list[Problem] = []
+    hns = [decode_hypernode(raw, None, problems) for raw in (good, bad)]
+    assert [p.obj for p in problems] == ["HyperNode/b"]
+    # the same objects in a snapshot file, as tierra schedule reads them
+    path = tmp_path / "cluster.json"
+    manifests = [good, bad, encode_podgroup(pg), *(pod_manifest(p) for p in (*running, *pods))]
+    manifests += [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": n.name},
+            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", GPU: "8"}},
+        }
+        for n in nodes
+    ]
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
+    offline = schedule(load_snapshot([path]))
+    assert offline.bindings == ()  # b's tree is unusable: no tier-1 domain has room
+    # fed one object at a time, the bad one with its problems
+    cache = Cache(nodes=nodes)
+    cache.upsert_hypernode(hns[0])
+    cache.upsert_hypernode(hns[1], problems)
+    for obj in (pg, *running, *pods):
+        add(cache, obj)
+    tree = cache.index.trees[int(cache.index.tree_of[cache.index.ix["b"]])]
+    assert not tree.usable and "regexMatch.pattern" in " ".join(tree.reasons)
+    assert reasons(run_session(cache)) == reasons(offline)
+    # the same object again without its problems: b is a usable rack, the gang goes there
+    cache.upsert_hypernode(hns[1])
+    assert not cache.hypernode_problems
+    assert set(placed(run_session(cache)).values()) == {"n2", "n3"}
 
 
 def test_a_batch_rebuilds_the_index_once() -> None:

@@ -151,3 +151,54 @@ def test_a_broken_tree_is_named_on_stderr(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert len(json.loads(result.stdout)["bindings"]) == 12
     assert "topology tree zz1 is not used" in result.stderr and "cycle" in result.stderr
+
+
+def test_a_priority_set_only_through_a_priority_class_survives_a_snapshot(tmp_path: Path) -> None:
+    """A PodGroup's priorityClassName means the class's value (tierra snapshot writes them)."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "8"}},
+    }
+
+    def pod(name: str, **spec: object) -> dict[str, object]:
+        requests = {"requests": {"nvidia.com/gpu": "8"}}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "annotations": spec.pop("ann", {})},
+            "spec": {
+                "schedulerName": "tierra",
+                "containers": [{"name": "m", "resources": requests}],
+                **spec,
+            },
+        }
+
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "urgent", "namespace": "default"},
+        "spec": {"minMember": 1, "priorityClassName": "high"},
+    }
+    objects = [
+        node,
+        pod("low", nodeName="n1", priority=1),
+        group,
+        pod("urgent-0", ann={"scheduling.k8s.io/group-name": "urgent"}),
+    ]
+    classes = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 100,
+    }
+    without, with_class = tmp_path / "without.yaml", tmp_path / "with.yaml"
+    without.write_text(yaml.safe_dump_all(objects))
+    with_class.write_text(yaml.safe_dump_all([*objects, classes]))
+    code, out = run("schedule", str(without), "-o", "json")
+    assert code == 0 and json.loads(out)["evictions"] == []  # priority 0 does not outrank 1
+    code, out = run("schedule", str(with_class), "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and [e["pod"] for e in doc["evictions"]] == ["default/low"]
+    assert [b["pod"] for b in doc["bindings"]] == ["default/urgent-0"]

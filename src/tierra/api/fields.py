@@ -17,6 +17,7 @@ from tierra.errors import Origin, Problem, Severity
 T = TypeVar("T")
 
 INT32_MAX = 2**31 - 1
+INT32_MIN = -(2**31)
 """The largest int32, the type Kubernetes gives counts, tiers and priorities."""
 
 

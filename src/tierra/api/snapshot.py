@@ -24,6 +24,8 @@ from tierra.api.hypernode import HyperNode, decode_hypernode
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import Pod, decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
+from tierra.api.priority import GROUP as PRIORITY_GROUP
+from tierra.api.priority import PriorityClass, decode_priority_class
 from tierra.api.queue import Queue, decode_queue
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
@@ -41,6 +43,7 @@ class Snapshot:
     podgroups: tuple[PodGroup, ...] = ()
     queues: tuple[Queue, ...] = ()
     jobs: tuple[VolcanoJob, ...] = ()
+    priority_classes: tuple[PriorityClass, ...] = ()
     problems: tuple[Problem, ...] = field(default=(), compare=False)
 
     @property
@@ -135,6 +138,8 @@ def _decoder_for(api_version: str, kind: str) -> tuple[str, Decoder] | None:
         return "queues", decode_queue
     if kind == "Job" and group == "batch.volcano.sh":
         return "jobs", decode_job
+    if kind == "PriorityClass" and group == PRIORITY_GROUP:
+        return "priority_classes", decode_priority_class
     return None
 
 
@@ -173,7 +178,8 @@ def load_snapshot(paths: Sequence[str | Path], *, strict: bool = False) -> Snaps
 def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
     problems: list[Problem] = []
     buckets: dict[str, list[Any]] = {
-        k: [] for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs")
+        k: []
+        for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs", "priority_classes")
     }
     seen: dict[str, Origin] = {}
     empty: list[Path] = []
@@ -224,6 +230,7 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
         podgroups=tuple(podgroups),
         queues=tuple(buckets["queues"]),
         jobs=tuple(buckets["jobs"]),
+        priority_classes=tuple(buckets["priority_classes"]),
         problems=tuple(problems),
     )
 

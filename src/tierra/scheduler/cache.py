@@ -16,6 +16,10 @@ removed, new labels or allocatable, HyperNodes changed) rebuilds the index, and 
 Nodes that do not report ``pods`` in allocatable get the kubelet default (110), so a
 hand-written snapshot does not make every node full.
 
+A HyperNode arrives with the problems its decoding found (``upsert_hypernode(h,
+problems)``); one with an error makes its tree unusable, with the reason, exactly as the
+same object in a snapshot file does for ``tierra validate`` and ``tierra schedule``.
+
 Events are counted (``clock``) so that a session can tell what changed since a gang
 last failed (kube-scheduler's unschedulable queue, Kueue's requeue-on-event):
 ``freed_at`` is the last event that may change what fits anywhere (a node, HyperNode,
@@ -93,6 +97,7 @@ class Cache:
     ) -> None:
         self.hypernodes: dict[str, HyperNode] = {h.name: h for h in hypernodes}
         self.input_problems: tuple[Problem, ...] = tuple(problems)
+        self.hypernode_problems: dict[str, tuple[Problem, ...]] = {}  # name -> its decoding's
         self.pods: dict[str, Pod] = {}
         self.podgroups: dict[str, PodGroup] = {}
         self.queues: dict[str, Queue] = {}
@@ -124,11 +129,14 @@ class Cache:
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> Cache:
-        """Build the index, capacity and health once; then add every queue, group, pod."""
+        """Build the index, capacity and health once; then add every priority class,
+        queue, group and pod."""
         with building():
             cache = cls(
                 nodes=snapshot.nodes, hypernodes=snapshot.hypernodes, problems=snapshot.problems
             )
+            for pc in snapshot.priority_classes:
+                cache.upsert_priority_class(pc.name, pc.value)
             for q in snapshot.queues:
                 cache.upsert_queue(q)
             for pg in snapshot.podgroups:
@@ -146,7 +154,8 @@ class Cache:
         self._staged = None
         nodes = list(by_name.values())
         hns = list(self.hypernodes.values())
-        self.index = TopologyIndex.build(nodes, hns, self.input_problems)
+        found = [p for ps in self.hypernode_problems.values() for p in ps]
+        self.index = TopologyIndex.build(nodes, hns, (*self.input_problems, *found))
         ix = self.index
         self.nodes: list[Node] = sorted(nodes, key=lambda n: ix.node_ix[n.name])
         self.capacity = Capacity(ix, self.nodes)
@@ -258,21 +267,34 @@ class Cache:
         if by_name.pop(name, None) is not None:
             self._rebuild(by_name)
 
-    def upsert_hypernode(self, hypernode: HyperNode) -> None:
-        if self.hypernodes.get(hypernode.name) == hypernode:
+    def upsert_hypernode(self, hypernode: HyperNode, problems: Iterable[Problem] = ()) -> None:
+        """Add or replace a HyperNode with the problems decoding it found (an error makes
+        its tree unusable until a version without one arrives)."""
+        name, found = hypernode.name, tuple(problems)
+        if (
+            self.hypernodes.get(name) == hypernode
+            and self.hypernode_problems.get(name, ()) == found
+        ):
             return
-        self.hypernodes[hypernode.name] = hypernode
+        self.hypernodes[name] = hypernode
+        if found:
+            self.hypernode_problems[name] = found
+        else:
+            self.hypernode_problems.pop(name, None)
         self._rebuild()
 
     def remove_hypernode(self, name: str) -> None:
+        self.hypernode_problems.pop(name, None)
         if self.hypernodes.pop(name, None) is not None:
             self._rebuild()
 
     def set_hypernodes(self, hypernodes: Sequence[HyperNode]) -> None:
-        """Replace every HyperNode at once (one rebuild)."""
+        """Replace every HyperNode at once (one rebuild); problems of the ones that are
+        gone go with them."""
         new = {h.name: h for h in hypernodes}
         if new != self.hypernodes:
             self.hypernodes = new
+            self.hypernode_problems = {k: v for k, v in self.hypernode_problems.items() if k in new}
             self._rebuild()
 
     # -- pods -------------------------------------------------------------------------

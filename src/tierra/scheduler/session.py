@@ -35,11 +35,16 @@ whose placement failed, and a gang that could preempt now (victims change with e
 binding).
 
 Deterministic: no clocks of its own (the preemption delay reads the ``now`` the adapter
-passes), no randomness, every order has a final tie-break by name.
+passes), no randomness, every order has a final tie-break by name. Each gang tried is
+timed (``Decision.seconds``, for metrics), which changes nothing decided; an adapter may
+take each ``Decision`` as it is made (``on_decision``) and start binding while the
+session goes on.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -60,7 +65,7 @@ from tierra.scheduler.preemption import Preemptor, queue_of
 from tierra.scheduler.queues import QueueBook, gang_order
 from tierra.scheduler.quota import Budget
 from tierra.scheduler.reclaim import Reclaimer
-from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
+from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult, Unschedulable
 from tierra.scheduler.status import Status, queue_limited
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
@@ -70,12 +75,19 @@ class _Session:
     """The mutable bookkeeping of one session and its steps."""
 
     def __init__(
-        self, cache: Cache, config: SchedulerConfig, memory: Memory, now: float | None = None
+        self,
+        cache: Cache,
+        config: SchedulerConfig,
+        memory: Memory,
+        now: float | None = None,
+        on_decision: Callable[[Decision], None] | None = None,
     ) -> None:
         self.cache = cache
         self.config = config
         self.memory = memory
         self.now = now
+        self.on_decision = on_decision
+        self.decisions: list[Decision] = []
         memory.attach(cache, config)
         self.bindings: list[Binding] = []
         self.unschedulable: list[Unschedulable] = []
@@ -120,8 +132,10 @@ class _Session:
             if gang.key != explain and self._skip(gang):
                 continue
             trace = Trace() if gang.key == explain else None
+            started, marks = time.perf_counter(), (len(self.bindings), len(self.evictions))
             status = self.place(gang, book, trace)
             self._remember(gang, status)
+            self._decided(gang.key, status, started, marks)
             if not status.ok:
                 self.unschedulable.append(Unschedulable(gang.key, status))
             elif status.reason:  # placed, but members beyond the minimum its queue keeps out
@@ -134,8 +148,22 @@ class _Session:
             tuple(self.unschedulable),
             tuple(self.evictions),
             book.statuses(self._still_pending(gangs)),
+            tuple(self.decisions),
         )
         return result, explained
+
+    def _decided(self, gang: str, status: Status, started: float, marks: tuple[int, int]) -> None:
+        """Record (and hand on) what came of ``gang``: committed already when placed."""
+        decision = Decision(
+            gang,
+            status.code,
+            time.perf_counter() - started,
+            tuple(self.bindings[marks[0] :]),
+            tuple(self.evictions[marks[1] :]),
+        )
+        self.decisions.append(decision)
+        if self.on_decision is not None:
+            self.on_decision(decision)
 
     def _still_pending(self, gangs: list[Gang]) -> dict[str, int]:
         """Per queue, how many of ``gangs`` still have pods waiting."""
@@ -407,6 +435,7 @@ def run_session(
     *,
     memory: Memory | None = None,
     now: float | None = None,
+    on_decision: Callable[[Decision], None] | None = None,
 ) -> SessionResult:
     """One session over ``cache``; its bindings (assumed) and evictions are kept in it.
 
@@ -414,9 +443,11 @@ def run_session(
     (see the module docstring); without one, every waiting gang is tried again. ``now``
     is the adapter's clock in seconds (simulated time, or wall time against a cluster);
     the preemption delay needs it and the same ``Memory`` across sessions, and does not
-    apply without it."""
+    apply without it. ``on_decision`` is called with every gang's ``Decision`` as soon
+    as it is made (a placed gang's bindings are then assumed in the cache), in the
+    session's thread; the result lists them all again."""
     cfg = config or SchedulerConfig()
-    result, _ = _Session(cache, cfg, memory or Memory(), now).run(None)
+    result, _ = _Session(cache, cfg, memory or Memory(), now, on_decision).run(None)
     return result
 
 

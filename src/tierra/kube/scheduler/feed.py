@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
 from tierra.api.workload import SYNTHETIC_ANNOTATION, resolve_topology_keys, topology_key
+from tierra.errors import Problem
 from tierra.kube import resources as r
 from tierra.kube.client import Kube
 from tierra.kube.informer import Event, EventType, Informer
@@ -61,7 +62,7 @@ class CacheApi(Protocol):
     def remove_podgroup(self, key: str) -> None: ...
     def upsert_queue(self, q: Queue) -> None: ...
     def remove_queue(self, name: str) -> None: ...
-    def upsert_hypernode(self, h: HyperNode) -> None: ...
+    def upsert_hypernode(self, h: HyperNode, problems: Iterable[Problem] = ()) -> None: ...
     def remove_hypernode(self, name: str) -> None: ...
     def upsert_priority_class(self, name: str, value: int) -> None: ...
     def remove_priority_class(self, name: str) -> None: ...
@@ -224,12 +225,12 @@ class Feed:
         ):
             self.on_change()
 
-    def _hypernode(self, event: Event[HyperNode]) -> None:
+    def _hypernode(self, event: Event[tuple[HyperNode, tuple[Problem, ...]]]) -> None:
         if event.type is EventType.DELETED:
             self.cache.remove_hypernode(event.key)
         else:
             assert event.obj is not None
-            self.cache.upsert_hypernode(event.obj)
+            self.cache.upsert_hypernode(*event.obj)
         if self._keyed and not self.listing:
             self._resolve_keys()
         self.on_change()
