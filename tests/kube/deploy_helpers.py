@@ -20,6 +20,7 @@ DEPLOY = REPO / "deploy"
 NAMESPACE = "tierra-system"
 CONTROLLER = f"system:serviceaccount:{NAMESPACE}:tierra-controller"
 WEBHOOK = f"system:serviceaccount:{NAMESPACE}:tierra-webhook"
+SCHEDULER = f"system:serviceaccount:{NAMESPACE}:tierra-scheduler"
 SA_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
 
 
@@ -27,6 +28,7 @@ def identities() -> list[Identity]:
     return [
         Identity(CONTROLLER, SA_GROUPS, "tierra-controller-token"),
         Identity(WEBHOOK, SA_GROUPS, "tierra-webhook-token"),
+        Identity(SCHEDULER, SA_GROUPS, "tierra-scheduler-token"),
     ]
 
 

@@ -25,7 +25,7 @@ from tierra.kube.resources import (
     VOLCANO_PODGROUPS,
     WORKLOAD_PODGROUPS,
 )
-from tierra.kube.testing import ControlPlane, ManagedProcess
+from tierra.kube.testing import ADMIN, ControlPlane, ManagedProcess
 from tierra.kube.testing.controlplane import free_ports
 from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
 
@@ -218,15 +218,21 @@ async def wait_bound(
 
 
 def start_scheduler(
-    plane: ControlPlane, workdir: Path, name: str, *extra: str, leader: bool = False
+    plane: ControlPlane,
+    workdir: Path,
+    name: str,
+    *extra: str,
+    leader: bool = False,
+    user: str = ADMIN,
 ) -> tuple[ManagedProcess, int]:
-    """``tierra scheduler`` as a real process; returns it and its metrics/health port."""
+    """``tierra scheduler`` as a real process (as ``user``); returns it and its
+    metrics/health port."""
     (port,) = free_ports(1)
     args = [
         *TIERRA,
         "scheduler",
         "--kubeconfig",
-        str(plane.kubeconfig),
+        str(plane.kubeconfig_for(user)),
         "--scheduler-name",
         name,
         "--metrics-port",
