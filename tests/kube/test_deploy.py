@@ -31,10 +31,8 @@ def test_overlay_passes_a_server_side_dry_run(tierra_plane: ControlPlane, overla
     assert "(server dry run)" in result.stdout
 
 
-def test_cert_manager_component_passes_a_dry_run(
-    tierra_plane: ControlPlane, tmp_path: Path
-) -> None:
-    # Stand-ins for cert-manager's CRDs: the dry run checks tierra's objects, not cert-manager.
+def cert_manager_crds(plane: ControlPlane) -> None:
+    """Stand-ins for cert-manager's CRDs: a dry run checks tierra's objects, not cert-manager."""
     for kind, plural in (("Certificate", "certificates"), ("Issuer", "issuers")):
         crd = {
             "apiVersion": "apiextensions.k8s.io/v1",
@@ -59,10 +57,16 @@ def test_cert_manager_component_passes_a_dry_run(
                 ],
             },
         }
-        tierra_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(crd))
-    tierra_plane.kubectl(
+        plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(crd))
+    plane.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io"
     )
+
+
+def test_cert_manager_component_passes_a_dry_run(
+    tierra_plane: ControlPlane, tmp_path: Path
+) -> None:
+    cert_manager_crds(tierra_plane)
     rel = os.path.relpath(DEPLOY, tmp_path)
     (tmp_path / "kustomization.yaml").write_text(
         yaml.safe_dump(
@@ -76,6 +80,47 @@ def test_cert_manager_component_passes_a_dry_run(
     (vwc,) = of_kind(objs, "ValidatingWebhookConfiguration")
     assert vwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
     assert not [o for o in of_kind(objs, "Secret") if o["metadata"]["name"] == "tierra-webhook-tls"]
+    result = tierra_plane.kubectl("apply", "-k", str(tmp_path), "--dry-run=server", check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_an_install_into_another_namespace_names_only_that_one(
+    tierra_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """kustomize's ``namespace:`` moves metadata only; ``deploy/namespace`` as a transformer
+    rewrites the rest (binding subjects, the webhook's Service, the controller's exemption,
+    cert-manager's names), so nothing still points at tierra-system."""
+    cert_manager_crds(tierra_plane)
+    elsewhere = "tierra-elsewhere"
+    tierra_plane.kubectl("create", "namespace", elsewhere)  # a dry run creates nothing
+    rel = os.path.relpath(DEPLOY, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "namespace": elsewhere,
+                "resources": [f"{rel}/overlays/kueue"],
+                "components": [f"{rel}/components/cert-manager"],
+                "transformers": [f"{rel}/namespace"],
+            }
+        )
+    )
+    text = tierra_plane.kubectl("kustomize", str(tmp_path)).stdout
+    assert "tierra-system" not in text
+    objs = [d for d in yaml.safe_load_all(text) if d]
+    (vwc,) = of_kind(objs, "ValidatingWebhookConfiguration")
+    (exempt,) = vwc["webhooks"][0]["matchConditions"]
+    assert exempt["expression"] == (
+        f"request.userInfo.username != 'system:serviceaccount:{elsewhere}:tierra-controller'"
+    )
+    for hook in vwc["webhooks"]:
+        assert hook["clientConfig"]["service"]["namespace"] == elsewhere
+    assert vwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+        f"{elsewhere}/tierra-webhook"
+    )
+    bindings = of_kind(objs, "RoleBinding") + of_kind(objs, "ClusterRoleBinding")
+    assert len(bindings) == 7  # three components' two each, and the Kueue export's
+    for b in bindings:
+        assert [s["namespace"] for s in b["subjects"]] == [elsewhere], b["metadata"]["name"]
     result = tierra_plane.kubectl("apply", "-k", str(tmp_path), "--dry-run=server", check=False)
     assert result.returncode == 0, result.stderr
 
