@@ -31,15 +31,23 @@ from controller_helpers import (
     set_ready,
     total,
 )
-from deploy_helpers import CONTROLLER, NAMESPACE
+from deploy_helpers import CONTROLLER, NAMESPACE, stand_in_crd
 from kube_helpers import Cut, eventually, kube_for, running
 
+from tierra.discovery.result import MANAGED_BY
 from tierra.kube.client import ApiError, Kube
 from tierra.kube.controller import app
 from tierra.kube.controller.config import parse_config
-from tierra.kube.controller.exports import OWNED_LABELS
+from tierra.kube.controller.exports import EXPORT_OWNER, OWNED_LABELS
 from tierra.kube.controller.metrics import Metrics
-from tierra.kube.resources import CONFIGMAPS, KUEUE_TOPOLOGIES, LEASES, NODES, RESOURCE_SLICES
+from tierra.kube.resources import (
+    CONFIGMAPS,
+    KAI_TOPOLOGIES,
+    KUEUE_TOPOLOGIES,
+    LEASES,
+    NODES,
+    RESOURCE_SLICES,
+)
 from tierra.kube.testing import ControlPlane
 
 pytestmark = pytest.mark.kube
@@ -367,16 +375,18 @@ def _kueue_crd() -> dict[str, object]:
 
 
 def test_kueue_export_writes_topology_and_labels_and_cleans_up(tierra_plane: ControlPlane) -> None:
+    """Written and kept current while on; every trace of it removed once switched off."""
     tierra_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(_kueue_crd()))
     tierra_plane.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/topologies.kueue.x-k8s.io"
     )
     nodes = {f"four-{i}": {f"{KEY}/rack": f"r{i // 2}"} for i in range(4)}
     nodes["four-3"]["topology.tierra.dev/tier-1"] = "hand-set"  # someone else's label
+    config_sources = [{"name": "labels", "owner": "four", "levels": [f"four={KEY}/rack"]}]
     config = parse_config(
         {
             "debounce": 0.05,
-            "sources": [{"name": "labels", "owner": "four", "levels": [f"four={KEY}/rack"]}],
+            "sources": config_sources,
             "export": {
                 "kueue": True,
                 "slurm": {"configMap": "tierra-slurm-topology", "format": "conf"},
@@ -440,16 +450,50 @@ def test_kueue_export_writes_topology_and_labels_and_cleans_up(tierra_plane: Con
                     labels, _ = await node_labels("four-0")
                     assert labels["team"] == "ml" and labels["kubernetes.io/hostname"] == "four-0"
                     assert await labelled("four-1", "four-r0")
+
+                # Every export switched off: what it wrote goes, what others wrote stays.
+                # Beside the Kueue Topology: one of KAI's tierra's export left behind, and
+                # one of each kind someone else made, with the same shape but no mark.
+                stand_in_crd(tierra_plane, "kai.scheduler", "v1alpha1", "Topology", "topologies")
+                for resource, name, mark in (
+                    (KAI_TOPOLOGIES, "four-kai", True),
+                    (KAI_TOPOLOGIES, "four-kai-theirs", False),
+                    (KUEUE_TOPOLOGIES, "four-theirs", False),
+                ):
+                    body = {**topo, "apiVersion": resource.api_version, "metadata": {"name": name}}
+                    if mark:
+                        body["metadata"]["labels"] = {MANAGED_BY: EXPORT_OWNER}
+                    await kube.request("POST", resource.path(), body=body)
+                off = parse_config({"debounce": 0.05, "sources": config_sources})
+                async with controller(tierra_plane, Metrics(), config=off):
+
+                    async def swept() -> bool:
+                        left = {
+                            (r.group, o["metadata"]["name"])
+                            for r in (KUEUE_TOPOLOGIES, KAI_TOPOLOGIES)
+                            for o in (await kube.get(r.path()))["items"]
+                        }
+                        return left == {
+                            ("kueue.x-k8s.io", "four-theirs"),
+                            ("kai.scheduler", "four-kai-theirs"),
+                        } and await labelled("four-1", None)
+
+                    await eventually(swept, 10, "the exported Topologies and labels removed")
+                    for n in ("four-1", "four-2"):
+                        labels, listed = await node_labels(n)
+                        assert key not in labels and not listed
+                    labels, _ = await node_labels("four-3")
+                    assert labels["topology.tierra.dev/tier-1"] == "hand-set"
             finally:
                 await cleanup(kube, ["four"], nodes)
                 with contextlib.suppress(ApiError):
                     await kube.request(
                         "DELETE", CONFIGMAPS.path(NAMESPACE, "tierra-slurm-topology")
                     )
-                for obj in (await kube.get(KUEUE_TOPOLOGIES.path()))["items"]:
-                    await kube.request(
-                        "DELETE", KUEUE_TOPOLOGIES.path(name=obj["metadata"]["name"])
-                    )
+                for r in (KUEUE_TOPOLOGIES, KAI_TOPOLOGIES):
+                    with contextlib.suppress(ApiError):  # KAI's is served once made above
+                        for obj in (await kube.get(r.path()))["items"]:
+                            await kube.request("DELETE", r.path(name=obj["metadata"]["name"]))
 
     asyncio.run(body())
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from deploy_helpers import DEPLOY, rendered
+from deploy_helpers import DEPLOY, rendered, stand_in_crd
 
 from tierra.kube.controller.config import config_from_text
 from tierra.kube.testing import ControlPlane
@@ -32,35 +32,8 @@ def test_overlay_passes_a_server_side_dry_run(tierra_plane: ControlPlane, overla
 
 
 def cert_manager_crds(plane: ControlPlane) -> None:
-    """Stand-ins for cert-manager's CRDs: a dry run checks tierra's objects, not cert-manager."""
     for kind, plural in (("Certificate", "certificates"), ("Issuer", "issuers")):
-        crd = {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.cert-manager.io"},
-            "spec": {
-                "group": "cert-manager.io",
-                "scope": "Namespaced",
-                "names": {"kind": kind, "plural": plural},
-                "versions": [
-                    {
-                        "name": "v1",
-                        "served": True,
-                        "storage": True,
-                        "schema": {
-                            "openAPIV3Schema": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            }
-                        },
-                    }
-                ],
-            },
-        }
-        plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(crd))
-    plane.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io"
-    )
+        stand_in_crd(plane, "cert-manager.io", "v1", kind, plural, namespaced=True)
 
 
 def test_cert_manager_component_passes_a_dry_run(
