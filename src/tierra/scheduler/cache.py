@@ -123,6 +123,8 @@ class Cache:
         self._journal: Journal | None = None  # inside ``trial()``: what commits changed
         self._healthy: tuple[int, IntArray | None] = (-1, None)
         self._stale = False  # topology changed inside a batch: rebuild when it ends
+        self._staged: dict[str, Node] | None = None  # the nodes from then on, until it does
+        self._nodes: list[Node] = []
         self._build({n.name: _with_pods(n) for n in nodes})
 
     @classmethod
@@ -149,11 +151,12 @@ class Cache:
         found = [p for ps in self.hypernode_problems.values() for p in ps]
         self.index = TopologyIndex.build(nodes, hns, (*self.input_problems, *found))
         ix = self.index
-        self.nodes: list[Node] = sorted(nodes, key=lambda n: ix.node_ix[n.name])
-        self.capacity = Capacity(ix, self.nodes)
-        self.health = Health(ix, self.nodes)
+        self._staged = None
+        self._nodes = sorted(nodes, key=lambda n: ix.node_ix[n.name])
+        self.capacity = Capacity(ix, self._nodes)
+        self.health = Health(ix, self._nodes)
         self.layouts = Layouts(ix)
-        self.filter = NodeFilter(self.nodes, self.health)
+        self.filter = NodeFilter(self._nodes, self.health)
         self.view = View(ix, self.capacity, self.layouts)
         self.generation += 1
         self._freed()
@@ -168,14 +171,26 @@ class Cache:
         self.priorities.clear()
         self._hold_all(self.pods.items())
 
+    @property
+    def nodes(self) -> list[Node]:
+        """Every node, in index order (in a batch after a topology change: as staged)."""
+        return self._nodes if self._staged is None else list(self._staged.values())
+
+    def _nodes_by_name(self) -> dict[str, Node]:
+        """The nodes as the next rebuild will index them; the cache's own dict to change
+        while staged, so an informer's list of N nodes costs N, not N squared."""
+        if self._staged is not None:
+            return self._staged
+        return {n.name: n for n in self._nodes}
+
     def _rebuild(self, by_name: dict[str, Node] | None = None) -> None:
         """Rebuild the index now, or once at the end of the current ``batch``."""
         if by_name is not None:
-            self.nodes = list(by_name.values())  # the index is stale until rebuilt
+            self._staged = by_name  # the index is stale until rebuilt
         if self._batching:
             self._stale = True
             return
-        self._build({n.name: n for n in self.nodes} if by_name is None else by_name)
+        self._build(self._nodes_by_name())
 
     @contextmanager
     def batch(self) -> Iterator[Cache]:
@@ -190,7 +205,7 @@ class Cache:
             self._batching -= 1
             if not self._batching and self._stale:
                 self._stale = False
-                self._build({n.name: n for n in self.nodes})
+                self._build(self._nodes_by_name())
 
     # -- events -----------------------------------------------------------------------
 
@@ -217,7 +232,7 @@ class Cache:
 
     def node(self, name: str) -> Node | None:
         i = self.index.node_ix.get(name)
-        return None if i is None or self._stale else self.nodes[i]
+        return None if i is None or self._stale else self._nodes[i]
 
     def upsert_node(self, node: Node) -> None:
         """Readiness, cordon or taint changes update health in place; a new node, or new
@@ -225,27 +240,27 @@ class Cache:
         node = _with_pods(node)
         i = self.index.node_ix.get(node.name)
         if self._stale or i is None:
-            by_name = {n.name: n for n in self.nodes}
+            by_name = self._nodes_by_name()
             if by_name.get(node.name) == node:
                 return
             by_name[node.name] = node
             self._rebuild(by_name)
             return
-        old = self.nodes[i]
+        old = self._nodes[i]
         if old == node:
             return
         if old.labels != node.labels or old.allocatable != node.allocatable:
-            self._rebuild({**{n.name: n for n in self.nodes}, node.name: node})
+            self._rebuild({**self._nodes_by_name(), node.name: node})
             return
-        self.nodes[i] = node
+        self._nodes[i] = node
         self.health.update(node)
         self.filter.invalidate()
         self._freed()
 
     def remove_node(self, name: str) -> None:
-        if all(n.name != name for n in self.nodes):
-            return
-        self._rebuild({n.name: n for n in self.nodes if n.name != name})
+        by_name = self._nodes_by_name()
+        if by_name.pop(name, None) is not None:
+            self._rebuild(by_name)
 
     def upsert_hypernode(self, hypernode: HyperNode, problems: Iterable[Problem] = ()) -> None:
         """Add or replace a HyperNode with the problems decoding it found (an error makes
