@@ -3,8 +3,9 @@
 The question a team lead asks of queue weights: over a day, does each queue get the
 share of the GPUs it deserves? Queues ``a``, ``b`` and ``c`` (weights 1, 2, 3) hang under
 the root; ``a`` has the cluster to itself for the first hours (its jobs start arriving at
-0), ``b`` and ``c`` arrive later (their jobs start at ``--late`` hours), and from then on
-every queue asks for more than its share. Each queue's jobs are drawn from the same
+0), ``b`` and ``c`` arrive later (their jobs start at ``--late`` hours); with the default
+load each offers half the cluster's GPU-time, more than ``a``'s and ``b``'s weighted
+shares (1/6, 2/6) and about ``c``'s (3/6). Each queue's jobs are drawn from the same
 trace statistics (``tierra.sim.workloads.generate``, its own seed), with the offered load
 split evenly between the queues. tierra runs the same workload twice -- reclaim off,
 reclaim on (with the preemption delay given) -- and the simulator reports, per queue
@@ -16,8 +17,8 @@ alone). Evictions lose the work since the last checkpoint, as node failures do.
 Reproduce: ``python bench/queues_share.py`` (defaults: fattree 128 nodes = 1,024 GPUs,
 24 h of arrivals, Kalos trace statistics (the simulator's default), offered load 1.5 --
 each queue offers half the cluster's GPU-time, more than a's and b's shares -- late 4 h,
-preemption delay 60 s, seed 1; the simulation stops at the end of the arrivals). Writes
-bench/results/queues_share.{json,md} (or ``--out``).
+preemption delay 60 s, seed 1; the simulation stops at the end of the arrivals).
+Writes bench/results/queues_share.{json,md} (or ``--out``).
 """
 
 from __future__ import annotations
@@ -178,9 +179,11 @@ def main() -> None:
     doc = {
         "benchmark": "queues_share",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": "python bench/queues_share.py "
-        + " ".join(
-            f"--{k} {v}" for k, v in vars(args).items() if k != "out" and v != ap.get_default(k)
+        "command": " ".join(
+            [
+                "python bench/queues_share.py",
+                *(f"--{k} {v}" for k, v in vars(args).items() if v != ap.get_default(k)),
+            ]
         ),
         "parameters": {k: v for k, v in vars(args).items() if k != "out"},
         "gpus": gpus,
