@@ -316,9 +316,8 @@ def test_memory_forgets_when_handed_another_cache_or_config() -> None:
 # -- a snapshot at once ---------------------------------------------------------------
 
 
-def one_by_one(snap: Snapshot) -> Cache:
-    """What ``from_snapshot`` did before it added pods in bulk: every pod upserted."""
-    cache = Cache(nodes=snap.nodes, hypernodes=snap.hypernodes, problems=snap.problems)
+def feed(cache: Cache, snap: Snapshot) -> Cache:
+    """Upsert the queues, PodGroups and pods of ``snap`` one at a time."""
     for q in snap.queues:
         cache.upsert_queue(q)
     for pg in snap.podgroups:
@@ -326,6 +325,11 @@ def one_by_one(snap: Snapshot) -> Cache:
     for p in snap.pods:
         cache.upsert_pod(p)
     return cache
+
+
+def one_by_one(snap: Snapshot) -> Cache:
+    """What ``from_snapshot`` did before it added pods in bulk: every pod upserted."""
+    return feed(Cache(nodes=snap.nodes, hypernodes=snap.hypernodes, problems=snap.problems), snap)
 
 
 @SETTINGS
@@ -383,12 +387,7 @@ def test_a_first_list_in_one_batch_equals_from_snapshot(world: World, seed: int)
         cache.upsert_node(gone)  # back, at the end of the node order
         for h in snap.hypernodes:
             cache.upsert_hypernode(h)
-        for q in snap.queues:
-            cache.upsert_queue(q)
-        for pg in snap.podgroups:
-            cache.upsert_podgroup(pg)
-        for p in snap.pods:
-            cache.upsert_pod(p)
+        feed(cache, snap)
     moved = [n for n in snap.nodes if n.name != gone.name] + [gone]
     assert rebuilt_state(cache) == rebuilt_state(
         Cache.from_snapshot(replace(snap, nodes=tuple(moved)))

@@ -8,9 +8,8 @@ from dataclasses import replace
 import pytest
 from hypothesis import given
 from tests.scheduler.helpers import add, cache_state, placed
-from tests.scheduler.test_sched_properties import SETTINGS, World, worlds
+from tests.scheduler.test_sched_properties import SETTINGS, World, urgent, worlds
 
-from tierra.api.pod import GROUP_NAME_ANNOTATION, Pod
 from tierra.scheduler import Cache, Memory, SchedulerConfig, explain_gang, run_session
 from tierra.scheduler.testing import canonical, gang, pod, podgroup, queue, snapshot, topology
 
@@ -135,21 +134,6 @@ def test_trials_do_not_nest() -> None:
         pass
 
 
-def _urgent(world: World) -> list[Pod]:
-    return [
-        replace(
-            p,
-            meta=replace(
-                p.meta,
-                name=f"u{p.name}",
-                annotations={**p.meta.annotations, GROUP_NAME_ANNOTATION: f"u{p.group_name}"},
-            ),
-            priority=10,
-        )
-        for p in world.pods
-    ]
-
-
 @SETTINGS
 @given(worlds(), worlds())
 def test_a_trial_leaves_any_cache_as_it_was(first: World, second: World) -> None:
@@ -160,8 +144,7 @@ def test_a_trial_leaves_any_cache_as_it_was(first: World, second: World) -> None
         snapshot(first.nodes, first.hypernodes, first.pods, first.podgroups)
     )
     run_session(cache)
-    urgent_pgs = [replace(pg, meta=replace(pg.meta, name=f"u{pg.name}")) for pg in second.podgroups]
-    add(cache, *urgent_pgs, *_urgent(second))
+    add(cache, *urgent(second))
     config = SchedulerConfig()
     before = cache_state(cache)
     with cache.trial():
