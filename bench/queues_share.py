@@ -14,10 +14,9 @@ filled by weight and demand at every session, so ``a`` deserves everything while
 alone). Evictions lose the work since the last checkpoint, as node failures do.
 
 Reproduce: ``python bench/queues_share.py`` (defaults: fattree 128 nodes = 1,024 GPUs,
-24 h of arrivals, Kalos trace statistics (the simulator's default), offered load 3.0 --
-each queue alone offers the whole cluster's GPU-time -- late 4 h, preemption delay 60 s,
-seed 1; the simulation stops at the end of the arrivals; about an hour on one loaded
-core). Writes bench/results/queues_share.{json,md} (or ``--out``).
+24 h of arrivals, Kalos trace statistics (the simulator's default), offered load 1.5 --
+each queue offers half the cluster's GPU-time, more than a's and b's shares -- late 4 h,
+preemption delay 60 s, seed 1; the simulation stops at the end of the arrivals). Writes bench/results/queues_share.{json,md} (or ``--out``).
 """
 
 from __future__ import annotations
@@ -157,7 +156,7 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=128)
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--late", type=float, default=4.0, help="hours before b and c arrive")
-    ap.add_argument("--load", type=float, default=3.0)
+    ap.add_argument("--load", type=float, default=1.5)
     ap.add_argument("--trace", default="kalos")
     ap.add_argument("--delay", type=float, default=60.0, help="preemption delay, seconds")
     ap.add_argument("--seed", type=int, default=1)

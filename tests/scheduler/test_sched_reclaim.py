@@ -161,14 +161,40 @@ def test_explain_says_why_a_queue_may_not_reclaim() -> None:
     nodes, hns = canonical()
     pods, pgs = b_everywhere({})
     pg, a_pods = rack_job()
-    qs = [queue("a", weight=1), queue("b", weight=7)]
+    qs = [queue("a", weight=1), queue("b", weight=7)]  # a deserves 8 GPUs, b 56
     cache = Cache.from_snapshot(snapshot(nodes, hns, [*pods, *a_pods], [*pgs, pg], qs))
     _, exp = explain_gang(cache, "default/a-job")
-    assert exp.notes == (
-        "reclaim: not possible, queue a would hold more than its deserved share of "
-        "nvidia.com/gpu (deserved 8 nvidia.com/gpu, in use 0 nvidia.com/gpu, the gang needs "
-        "16 nvidia.com/gpu)",
+    assert exp.notes == (  # two of b's gangs would leave it at 48 of its 56
+        "reclaim: tried, no allowed domain frees enough room by evicting whole gangs of "
+        "queues above their shares without taking one below its share or leaving it poorer "
+        "than this queue",
     )
+    # a holds its share already: it may not reclaim at all
+    mine = [*pods[:7], pod("a0-0", group="a0", node_name="node-7", gpu=8)]
+    owned = [*pgs[:7], podgroup("a0", 1, queue="a")]
+    cache = Cache.from_snapshot(snapshot(nodes, hns, [*mine, *a_pods], [*owned, pg], qs))
+    _, exp = explain_gang(cache, "default/a-job")
+    assert exp.notes == (
+        "reclaim: not possible, queue a holds its deserved share of nvidia.com/gpu already "
+        "(deserved 8 nvidia.com/gpu, in use 8 nvidia.com/gpu)",
+    )
+
+
+def test_a_poorer_queue_takes_a_whole_gang_that_lifts_it_above_its_share() -> None:
+    """Gangs are whole: a queue below its share may take one that lifts it above, as long
+    as it ends no richer than the queue it takes from (Kueue's final-share rule)."""
+    nodes, hns = canonical()
+    b_pods = [pod(f"b{i}-0", group=f"b{i}", node_name=f"node-{i}", gpu=8) for i in range(7)]
+    b_pgs = [podgroup(f"b{i}", 1, queue="b") for i in range(7)]
+    a_run = pod("a0-0", group="a0", node_name="node-7", gpu=8)
+    pg, a_pods = gang("a-big", 2, gpu=8, queue_name="a")  # 16 more: a would hold 24
+    qs = [queue("a", weight=1), queue("b", weight=1)]  # 64 GPUs: a wants 24, b 56 -> 24, 40
+    result = run(
+        nodes, hns, [*b_pods, a_run, *a_pods], [*b_pgs, podgroup("a0", 1, queue="a"), pg], queues=qs
+    )
+    assert len(result.evictions) == 2 and len(result.bindings) == 2
+    by_name = {s.name: s for s in result.queues}
+    assert by_name["a"].allocated[GPU] == 24_000 and by_name["b"].allocated[GPU] == 40_000
 
 
 def test_a_sibling_queue_gives_before_a_cousin() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,7 @@ from tierra.api.snapshot import load_snapshot
 from tierra.errors import Problem
 from tierra.scheduler import schedule
 from tierra.scheduler.testing import hypernode, pod, podgroup, topology
+from tierra.web import dryrun
 from tierra.web.gangs import Analysis
 from tierra.web.model import Dashboard, Source
 from tierra.web.store import Kind
@@ -147,3 +149,23 @@ def test_an_invalid_hypernode_makes_its_tree_unusable_to_the_dry_run_too() -> No
     assert dash.dry._cache is not cache  # problems are no upsert: built afresh
     assert found == fresh(dash)
     assert found.placeable.get("default/pretrain") != "s4"
+
+
+def test_changes_nobody_asked_about_are_replaced_by_a_snapshot_past_the_store_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A live dashboard nobody opens the gangs of must not keep every change forever:
+    past the store's size the pile becomes one snapshot, and the next dry run builds
+    from it -- deciding exactly what catching up would have."""
+    monkeypatch.setattr(dryrun, "SEED_AFTER", 5)
+    dash = dashboard()
+    dash.analyse()
+    cache = dash.dry._cache
+    for i in range(40):
+        dash.upsert(pod(f"churn-{i}", gpu=1, cpu=1, node_name=f"node-{i % 8}"))
+        if i % 3:
+            dash.remove(Kind.POD, f"default/churn-{i}")
+    assert len(dash.dry._noted) <= 5 + len(dash.store.nodes) + len(dash.store.pods)
+    found = dash.analyse()
+    assert dash.dry._cache is not cache  # built afresh from the snapshot
+    assert found == fresh(dash)

@@ -197,8 +197,8 @@ class Cache:
     def batch(self) -> Iterator[Cache]:
         """Apply many updates with at most one index rebuild, when the block ends.
 
-        Inside the block the index (and so node numbers and ledgers) may be stale; run
-        no session there."""
+        Inside the block the index (and so node numbers, ``nodes`` and the ledgers) may
+        be stale; run no session there."""
         self._batching += 1
         try:
             yield self

@@ -279,46 +279,51 @@ class QueueBook:
             tuple(x for x in up_v if x not in common),
         )
 
-    def over_share(self, q: str, request: IntArray, dims: npt.NDArray[np.bool_]) -> str | None:
-        """Why ``q`` would hold more than its deserved share of a resource in ``dims`` with
-        ``request`` added (so it may not reclaim it), or None."""
-        alloc, deserved = self.allocated[q], self.deserved[q]
-        over = dims & (alloc + request > deserved * (1 + 1e-9) + 1e-6)
-        if not over.any():
-            return None
-        i = int(np.flatnonzero(over)[0])
-        return (
-            f"queue {q} would hold more than its deserved share of {self.names[i]} "
-            f"(deserved {amount(self.axis, i, deserved[i])}, in use "
-            f"{amount(self.axis, i, alloc[i])}, the gang needs "
-            f"{amount(self.axis, i, request[i])})"
-        )
+    def share_of(self, q: str, held: IntArray, dims: npt.NDArray[np.bool_]) -> float:
+        """``q``'s dominant share if it held ``held``: the largest fraction of its deserved
+        amount of a resource in ``dims`` (as DRF; 1.0 is exactly its share).
+
+        Dominant, because water-filling cuts each resource to a different fraction -- a
+        queue asking for little memory deserves more GPUs than memory, in proportion --
+        so asking every resource to stay at its deserved amount would stop reclaim at
+        the least-fitting one. Holding any of a resource it deserves none of is more
+        than its share."""
+        deserved = self.deserved[q]
+        some = dims & (deserved > 0)
+        if (dims & (deserved <= 0) & (held > 0)).any():
+            return float("inf")
+        if not some.any():
+            return 0.0
+        return float((held[some] / deserved[some]).max())
 
     def below_share(self, q: str, dims: npt.NDArray[np.bool_]) -> bool:
-        """Whether ``q`` holds less than its deserved share of some resource in ``dims``."""
-        alloc, deserved = self.allocated[q], self.deserved[q]
-        return bool((dims & (alloc < deserved * (1 - 1e-9) - 1e-6)).any())
+        return self.share_of(q, self.allocated[q], dims) < 1 - 1e-9
 
     def above_share(self, q: str, dims: npt.NDArray[np.bool_]) -> bool:
-        """Whether ``q`` holds more than its deserved share of some resource in ``dims``."""
-        alloc, deserved = self.allocated[q], self.deserved[q]
-        return bool((dims & (alloc > deserved * (1 + 1e-9) + 1e-6)).any())
+        return self.share_of(q, self.allocated[q], dims) > 1 + 1e-9
 
     def keeps_share(self, q: str, taken: IntArray, dims: npt.NDArray[np.bool_]) -> bool:
         """Whether ``q`` still holds its deserved share once ``taken`` is gone, and its
-        guarantee on every resource.
-
-        A share is a queue's dominant one (as DRF): it holds its share while it holds
-        its deserved amount of at least one resource in ``dims`` it deserves some of.
-        (Resource by resource, water-filling cuts each to a different fraction -- a
-        queue asking for little memory deserves more GPUs than memory, in proportion
-        -- so asking every resource to stay at its deserved amount would stop reclaim
-        at the least-fitting one.)"""
-        left, deserved = self.allocated[q] - taken, self.deserved[q]
-        some = dims & (deserved > 0)
-        if some.any() and not (some & (left >= deserved * (1 - 1e-9) - 1e-6)).any():
+        guarantee on every resource it gives up."""
+        left = self.allocated[q] - taken
+        if self.share_of(q, left, dims) < 1 - 1e-9:
             return False
         return not ((taken > 0) & (left < self._guarantee(q))).any()
+
+    def holds_share(self, q: str, dims: npt.NDArray[np.bool_]) -> str | None:
+        """Why ``q`` may not take room back (it holds its share already), or None."""
+        alloc, deserved = self.allocated[q], self.deserved[q]
+        if not (dims & (deserved > 0)).any():
+            names = ", ".join(n for n, d in zip(self.names, dims, strict=True) if d)
+            return f"queue {q} deserves none of {names}"
+        if self.below_share(q, dims):
+            return None
+        ratio = np.where(dims & (deserved > 0), alloc / np.maximum(deserved, 1e-9), -1.0)
+        i = int(np.argmax(ratio))
+        return (
+            f"queue {q} holds its deserved share of {self.names[i]} already (deserved "
+            f"{amount(self.axis, i, deserved[i])}, in use {amount(self.axis, i, alloc[i])})"
+        )
 
     def share_text(self, q: str, i: int) -> str:
         """``queue b (in use 32, deserved 16 nvidia.com/gpu)``."""

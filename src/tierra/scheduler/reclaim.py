@@ -7,9 +7,13 @@ as preemption does (``preemption.py``: the same candidate domains, the same sear
 the fewest victims there, the same pruning and choice):
 
 * only the resources the gang asks for that are *contended* count: the queues together
-  want more of them than the cluster has (nothing else is worth taking back);
-* the gang's queue, and each ancestor up to where its way meets the victim's, must stay
-  within its deserved share of those resources with the gang placed;
+  want more of them than the cluster has (nothing else is worth taking back); a share is
+  a queue's dominant one over those resources (``QueueBook.share_of``);
+* the gang's queue, and each ancestor up to where its way meets the victim's, must hold
+  less than its deserved share; with the gang it may end above it (gangs are whole) but
+  never above the victim's side (Kueue's fair-sharing rule ``LessThanOrEqualToFinalShare``,
+  compared just below where the two ways meet), so room only ever moves from a richer
+  queue to a poorer one and nothing moves back;
 * victims are whole gangs -- every running pod of a PodGroup, or a pod without one -- of
   other queues that are ``reclaimable`` (every queue on the victim's way up to where the
   two ways meet), of any priority: lowest priority first, then those of queues nearer
@@ -62,7 +66,7 @@ class Reclaimer(Preemptor):
         dims = book.contended() & (request > 0)
         if not dims.any():
             return "nothing it asks for is short: the queues want no more than the cluster has"
-        return book.over_share(plan.gang.queue, request, dims)
+        return book.holds_share(plan.gang.queue, dims)
 
     def reclaim(self, plan: GangPlan, book: QueueBook, budget: Budget | None = None) -> Status:
         """Evict and place inside the transaction (``Status.domain``: where), or leave it
@@ -94,7 +98,7 @@ class Reclaimer(Preemptor):
                 mine, theirs = book.apart(self.queue, v)
                 found = (
                     all(book.queues[x].reclaimable for x in theirs)
-                    and all(book.over_share(x, self.request, self.dims) is None for x in mine)
+                    and all(book.below_share(x, self.dims) for x in mine)
                     and book.above_share(v, self.dims)
                 )
             self._victim_queues[v] = found
@@ -148,11 +152,14 @@ class Reclaimer(Preemptor):
         return len(self.book.apart(self.queue, v)[0])
 
     def admits(self, chosen: list[Bundle], bundle: Bundle) -> bool:
-        """Whether every queue ``bundle`` takes from keeps its share with ``chosen`` gone too."""
+        """Whether every queue ``bundle`` takes from keeps its share with ``chosen`` gone
+        too, and the two sides end fair (Kueue's ``LessThanOrEqualToFinalShare``): below
+        where the two ways meet, the gang's side with the gang holds no larger a share
+        than the victim's side without its victims."""
         book, cache = self.book, self.cache
         assert book is not None
         v = queue_of(cache, bundle.victims[0].key)
-        _, theirs = book.apart(self.queue, v)
+        mine, theirs = book.apart(self.queue, v)
         taken = {x: np.zeros(len(book.names), dtype=np.int64) for x in theirs}
         for b in (*chosen, bundle):
             up = {queue_of(cache, b.victims[0].key)}
@@ -161,4 +168,9 @@ class Reclaimer(Preemptor):
             for x in theirs:
                 if x in up:
                     taken[x] += total
-        return all(book.keeps_share(x, taken[x], self.dims) for x in theirs)
+        if not all(book.keeps_share(x, taken[x], self.dims) for x in theirs):
+            return False
+        top_mine, top_theirs = mine[-1], theirs[-1]
+        gains = book.share_of(top_mine, book.allocated[top_mine] + self.request, self.dims)
+        left = book.allocated[top_theirs] - taken[top_theirs]
+        return gains <= book.share_of(top_theirs, left, self.dims) + 1e-9

@@ -70,6 +70,12 @@ from tierra.scheduler.status import Status, queue_limited
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
 
+NOTHING_TO_EVICT = {
+    "preempt": "no allowed domain frees enough room by evicting lower-priority pods",
+    "reclaim": "no allowed domain frees enough room by evicting whole gangs of queues above "
+    "their shares without taking one below its share or leaving it poorer than this queue",
+}
+
 
 class _Session:
     """The mutable bookkeeping of one session and its steps."""
@@ -308,11 +314,9 @@ class _Session:
         gang = plan.gang
         kinds = ["preempt"] if self._may_preempt(gang) else []
         if self.config.reclaim:
-            refused = (
-                self.reclaimer.refusal(plan, book)
-                if self._may_reclaim(gang)
-                else "no other queue holds more than its share of what it asks for"
-            )
+            refused = self.reclaimer.refusal(plan, book)
+            if refused is None and not self._may_reclaim(gang):
+                refused = "no other queue holds more than its share of what it asks for"
             if refused is None:
                 kinds.append("reclaim")
             elif explain:
@@ -335,6 +339,8 @@ class _Session:
                     self.memory.waiting_since[gang.key] = self.now
                 return found
             self.txn.rollback()
+            if explain:
+                self.notes.append(f"{kind}: tried, {NOTHING_TO_EVICT[kind]}")
         return None
 
     def _try_evict(

@@ -232,8 +232,8 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         tasks = [asyncio.create_task(run(dash)) for run in background]
         if not background:
-            # A snapshot does not change: its dry run starts now, while the first page
-            # is drawn in the browser, and the gang table it asks for next is ready.
+            # A snapshot does not change: its dry run (if ``warm`` has not run it yet)
+            # starts now, while the first page is drawn, not when the page asks for it.
             tasks.append(asyncio.create_task(api.fresh_analysis()))
         try:
             yield

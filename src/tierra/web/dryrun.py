@@ -2,9 +2,9 @@
 
 Why a pending gang waits is what a scheduling session would decide now. Building a
 ``Cache`` from a snapshot for every dry run took 10 s at 100,000 nodes, so the dashboard
-keeps one, as the Kubernetes scheduler does: built once (from the store's objects, or
-empty in live mode) and then fed every change the store takes, through the cache's own
-``upsert_*`` / ``remove_*`` calls. Each dry run (and each explain) is a session inside
+keeps one, as the Kubernetes scheduler does: built once from a snapshot of the store
+and then fed every change the store takes, through the cache's own ``upsert_*`` /
+``remove_*`` calls. Each dry run (and each explain) is a session inside
 ``Cache.trial()``: it decides as a real session would and leaves the cache as it was.
 A ``Memory`` kept beside it reuses each gang as built while nothing of it changes; it
 does not skip gangs whose failure must repeat (a scheduler does): the page shows the
@@ -14,7 +14,8 @@ The event loop only *notes* changes (``note``: a list append under a lock) and n
 touches the cache; a dry run, in a worker thread, takes the cache's lock, applies what
 was noted since the last one inside one ``batch()`` (one index rebuild however many
 nodes arrived), and runs. So the page keeps answering while a session runs, and a
-dry run's result is exactly of the version it says.
+dry run's result is exactly of the version it says. Changes noted while nobody asks
+are bounded: past the store's size a fresh snapshot to build from replaces them.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from tierra.api.snapshot import Snapshot
 from tierra.errors import Problem, Severity
 from tierra.scheduler import Cache, Memory, SchedulerConfig, explain_gang, run_session
 from tierra.web.gangs import Analysis, explanation_doc
-from tierra.web.store import Change, Kind
+from tierra.web.store import Change, Kind, Store, key_of
+
+SEED_AFTER = 10_000  # changes beyond the store's object count: build afresh instead
 
 
 def first_of_each_name(hypernodes: dict[str, HyperNode]) -> list[HyperNode]:
@@ -48,39 +51,35 @@ def first_of_each_name(hypernodes: dict[str, HyperNode]) -> list[HyperNode]:
 class DryRuns:
     """One long-lived cache, the changes noted for it, and the sessions run on it."""
 
-    def __init__(self, snapshot: Snapshot | None, config: SchedulerConfig) -> None:
+    def __init__(self, store: Store, config: SchedulerConfig) -> None:
         self.config = config
-        self._seed = snapshot  # built into the cache on first use
+        self._store = store  # read in the event loop only (``note``)
         self._cache: Cache | None = None
         self._memory = Memory(skip_unchanged=False)
         self._hypernodes: dict[str, HyperNode] = {}  # as the store keys them
-        self._noted: list[Change] = []
+        self._notes = threading.Lock()  # guards the four below
+        self._seed: Snapshot | None = store.snapshot()  # a cache is built from it next
+        self._noted: list[Change] = []  # ... then these applied
         self._version = 0  # the dashboard version the noted changes bring it to
-        self._problems: tuple[Problem, ...] = snapshot.problems if snapshot else ()
-        self._notes = threading.Lock()  # guards _noted and _version
+        self._problems: tuple[Problem, ...] = store.problems
         self._running = threading.Lock()  # one session (or feed) on the cache at a time
-        if snapshot is not None:
-            self._hypernodes = {f"{h.group}/{h.name}": h for h in snapshot.hypernodes}
 
-    def note(
-        self,
-        changes: Sequence[Change],
-        version: int,
-        problems: tuple[Problem, ...] | None = None,
-    ) -> None:
+    def note(self, changes: Sequence[Change], version: int, *, hypernodes: bool) -> None:
         """The store took ``changes``, bringing the dashboard to ``version`` (event loop);
-        ``problems``: the store's, when a HyperNode changed (a tree with an invalid
-        HyperNode is unusable to the scheduler as in the picture)."""
+        ``hypernodes``: one of them is a HyperNode, whose problems the index reads too.
+
+        Changes pile up until the next dry run (nobody may look at the gangs for days);
+        past as many as the store holds objects, building a cache afresh is cheaper than
+        catching up, so the pile is replaced by a snapshot to build from."""
+        store = self._store
         with self._notes:
             self._noted.extend(changes)
             self._version = version
-            if problems is not None:
-                self._problems = problems
-
-    def prepare(self) -> None:
-        """Build the cache now (before serving), so the first dry run does not wait."""
-        with self._running:
-            self._up_to_date()
+            if hypernodes:
+                self._problems = store.problems
+            if len(self._noted) > SEED_AFTER + len(store.nodes) + len(store.pods):
+                self._seed, self._noted = store.snapshot(), []
+                self._problems = store.problems
 
     def analyse(self) -> tuple[int, Analysis]:
         """A session's decisions for the cluster as it is now, and the version they are of."""
@@ -101,13 +100,15 @@ class DryRuns:
     # -- feeding the cache (in the worker, holding ``_running``) -------------------------
 
     def _up_to_date(self) -> tuple[Cache, int]:
-        with self._notes:
+        with self._notes:  # a seed and the changes after it, taken together
+            seed, self._seed = self._seed, None
             changes, self._noted = self._noted, []
             version, problems = self._version, self._problems
         cache = self._cache
-        if cache is None:
-            seed, self._seed = self._seed, None
-            cache = self._build(seed or Snapshot(), problems)
+        if seed is not None:
+            self._hypernodes = {key_of(h): h for h in seed.hypernodes}
+            cache = self._build(seed, problems)
+        assert cache is not None
         if (
             changes
             and self._apply(cache, changes)

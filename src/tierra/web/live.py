@@ -107,7 +107,8 @@ class Feed:
         self.missing: list[str] = []  # optional resources the server does not serve
         self.keys = TopologyKeys()
         self._unresolved = False  # keyed PodGroups, node labels or HyperNodes changed
-        self._from: dict[Watched, set[str]] = {w: set() for w in WATCHED}  # store keys
+        # store keys of what each optional resource brought (it may stop being served)
+        self._from: dict[Watched, set[str]] = {w: set() for w in WATCHED if not w.required}
 
     async def run(self) -> None:
         """Watch until cancelled, telling the page how it goes."""
@@ -150,7 +151,7 @@ class Feed:
                 self.running[w] = (informer, asyncio.create_task(informer.run()))
             elif not wanted and w in self.running:
                 await self._stop(w)
-                for key in sorted(self._from[w]):  # its objects went with it
+                for key in sorted(self._from.get(w, ())):  # its objects went with it
                     self._removed(w, key)
         self.missing = [w.resource.name for w in WATCHED if w not in self.running]
 
@@ -173,7 +174,8 @@ class Feed:
 
     def _upserted(self, w: Watched, obj: Object, problems: tuple[Problem, ...]) -> None:
         key = key_of(obj)
-        self._from[w].add(key)
+        if not w.required:
+            self._from[w].add(key)
         if isinstance(obj, Node):
             old = self.dash.store.nodes.get(key)
             self._unresolved |= bool(self.keys.keyed) and (old is None or old.labels != obj.labels)
@@ -188,7 +190,7 @@ class Feed:
         self.dash.upsert(obj, problems)
 
     def _removed(self, w: Watched, key: str) -> None:
-        self._from[w].discard(key)
+        self._from.get(w, set()).discard(key)
         if w.kind is Kind.PODGROUP and key in self.keys.keyed:
             self.keys.drop(key)
             self._unresolved = True

@@ -56,8 +56,8 @@ class Dashboard:
         self.version = 1
         self.listeners: list[Callable[[int], None]] = []
         self._view: TopologyView | None = None
-        self.dry = DryRuns(store.snapshot(), self.config)
-        self.dry.note((), self.version)
+        self.dry = DryRuns(store, self.config)
+        self.dry.note((), self.version, hypernodes=False)
         self._analysis: tuple[int, Analysis] | None = None
         self._cache: dict[str, Any] = {}
 
@@ -104,18 +104,20 @@ class Dashboard:
     def _bump(self, changes: Sequence[Change] = ()) -> None:
         self.version += 1
         moved = any(c.kind is Kind.HYPERNODE for c in changes)
-        self.dry.note(changes, self.version, self.store.problems if moved else None)
+        self.dry.note(changes, self.version, hypernodes=moved)
         self._cache.clear()
         for listener in list(self.listeners):
             listener(self.version)
 
     def warm(self) -> None:
-        """Build the view, the first page's documents and the scheduler cache now
-        (before serving), so the first visitor does not wait for them."""
+        """Build the view, the scheduler cache, the first dry run and the first page's
+        documents (the gang table included) now, before serving: the first visitor
+        waits for none of them, and the page's requests do not compete with them."""
         self.summary_doc()
         self.topology_doc()
         self.hypernode_doc(self.view.index.names[self.view.index.root])
-        self.dry.prepare()
+        self.analyse()
+        self.gangs_doc()
 
     # -- what reads share ---------------------------------------------------------------
 
