@@ -594,6 +594,7 @@ in one rack {pre["share_in_one_rack"]}; {pre.get("sessions", 0):.0f} sessions ta
 after the phase {pre.get("load_average_after", "not recorded")}.
 """
     c = r["cache_cost"]
+    comparison = before_after(result["before"], r) if result.get("before") else ""
     md = f"""# tierra scheduler beside kube-scheduler, one API server, one run
 
 {s["nodes"]:,} fake nodes ({s["racks"]} racks, 8 GPUs each), {s["pods"]:,} pods per phase.
@@ -609,8 +610,8 @@ after the phase {pre.get("load_average_after", "not recorded")}.
 | peak RSS (MiB) | {ks["peak_rss_mib"]} | {t["peak_rss_mib"]} |
 
 **tierra / kube-scheduler = {ratio}** (goal: >= 1). tierra ran {t.get("sessions", 0):.0f}
-sessions taking {t.get("session_seconds", "?")} s in all (its first session decides all
-{s["pods"]:,} pods before the first binding is posted).
+sessions taking {t.get("session_seconds", "?")} s in all (bindings are posted as its
+first session decides them, while it decides the rest of the {s["pods"]:,} pods).
 
 ## Gangs of 8 and 64 pods, hard rack limit, created while the scheduler runs
 
@@ -652,8 +653,53 @@ watch) shares those cores. Versions: kube-scheduler and kube-apiserver
 {result["versions"]["kube-scheduler"]}. Date {result["date"]}.
 
 Reproduce: `{result["command"]}`
-"""
+{comparison}"""
     (out_dir / "kube_scheduler_compare.md").write_text(md)
+
+
+def before_after(before: dict[str, Any], now: dict[str, Any]) -> str:
+    """tierra's figures of an earlier run (``--before``) beside this one's."""
+    rows = []
+    for label, path in (
+        ("plain pods/s (first to last bind)", ("plain", "tierra", "pods_per_s")),
+        ("plain pods/s counting start and sync", ("plain", "tierra", "pods_per_s_end_to_end")),
+        ("plain: first bind after start (s)", ("plain", "tierra", "first_bind_after_start_s")),
+        ("plain: sessions", ("plain", "tierra", "sessions")),
+        (
+            "plain: kube-scheduler pods/s counting start",
+            ("plain", "kube-scheduler", "pods_per_s_end_to_end"),
+        ),
+        ("gangs created while running: pods/s", ("gangs", "tierra", "pods_per_s")),
+        ("... last pod created -> last bound p50 (s)", ("gangs", "tierra", "latency_p50_s")),
+        ("... p99 (s)", ("gangs", "tierra", "latency_p99_s")),
+        ("pre-created gangs: pods/s", ("gangs_precreated", "tierra", "pods_per_s")),
+        ("pre-created gangs: sessions", ("gangs_precreated", "tierra", "sessions")),
+        (
+            "pre-created gangs: load average after",
+            ("gangs_precreated", "tierra", "load_average_after"),
+        ),
+    ):
+        cells = []
+        for run in (before["results"], now):
+            v: Any = run
+            for k in path:
+                v = v.get(k, {}) if isinstance(v, dict) else {}
+            cells.append(
+                "—" if v == {} or v is None else f"{v:,}" if isinstance(v, int) else str(v)
+            )
+        rows.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    m = before["machine"]
+    return f"""
+## Before and after (tierra)
+
+Before: {before.get("date")}, `{before.get("command")}`, load average
+{m["load_average_at_start"]:.2f} at its start; after: this run. The same machine, shared with
+other work both times.
+
+| | before | after |
+|---|---:|---:|
+{chr(10).join(rows)}
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -671,6 +717,9 @@ def main(argv: list[str] | None = None) -> int:
         "an existing result file",
     )
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument(
+        "--before", type=Path, help="an earlier run's kube_scheduler_compare.json to compare with"
+    )
     args = parser.parse_args(argv)
     try:
         binaries = Binaries.find()
@@ -732,6 +781,10 @@ def main(argv: list[str] | None = None) -> int:
             "kube-apiserver": binary_version(binaries.kube_apiserver),
         },
     }
+    if args.before is not None:
+        earlier = json.loads(args.before.read_text())
+        earlier.pop("before", None)
+        result["before"] = earlier
     write(result, args.out)
     print(f"bench: wrote {args.out}/kube_scheduler_compare.{{json,md}}; reproduce: {command}")
     return 0

@@ -16,7 +16,8 @@ alone). Evictions lose the work since the last checkpoint, as node failures do.
 Reproduce: ``python bench/queues_share.py`` (defaults: fattree 128 nodes = 1,024 GPUs,
 24 h of arrivals, Kalos trace statistics (the simulator's default), offered load 1.5 --
 each queue offers half the cluster's GPU-time, more than a's and b's shares -- late 4 h,
-preemption delay 60 s, seed 1; the simulation stops at the end of the arrivals). Writes bench/results/queues_share.{json,md} (or ``--out``).
+preemption delay 60 s, seed 1; the simulation stops at the end of the arrivals). Writes
+bench/results/queues_share.{json,md} (or ``--out``).
 """
 
 from __future__ import annotations

@@ -124,7 +124,8 @@ class Cache:
         self._journal: Journal | None = None  # inside ``trial()``: what commits changed
         self._healthy: tuple[int, IntArray | None] = (-1, None)
         self._stale = False  # topology changed inside a batch: rebuild when it ends
-        self._staged: dict[str, Node] | None = None  # ... and the nodes it will hold
+        self._staged: dict[str, Node] | None = None  # the nodes from then on, until it does
+        self._nodes: list[Node] = []
         self._build({n.name: _with_pods(n) for n in nodes})
 
     @classmethod
@@ -151,17 +152,17 @@ class Cache:
             self._build_index(by_name)
 
     def _build_index(self, by_name: dict[str, Node]) -> None:
-        self._staged = None
         nodes = list(by_name.values())
         hns = list(self.hypernodes.values())
         found = [p for ps in self.hypernode_problems.values() for p in ps]
         self.index = TopologyIndex.build(nodes, hns, (*self.input_problems, *found))
         ix = self.index
-        self.nodes: list[Node] = sorted(nodes, key=lambda n: ix.node_ix[n.name])
-        self.capacity = Capacity(ix, self.nodes)
-        self.health = Health(ix, self.nodes)
+        self._staged = None
+        self._nodes = sorted(nodes, key=lambda n: ix.node_ix[n.name])
+        self.capacity = Capacity(ix, self._nodes)
+        self.health = Health(ix, self._nodes)
         self.layouts = Layouts(ix)
-        self.filter = NodeFilter(self.nodes, self.health)
+        self.filter = NodeFilter(self._nodes, self.health)
         self.view = View(ix, self.capacity, self.layouts)
         self.generation += 1
         self._freed()
@@ -176,22 +177,26 @@ class Cache:
         self.priorities.clear()
         self._hold_all(self.pods.items())
 
-    def _node_set(self) -> dict[str, Node]:
-        """Every node by name as the upserts left them: inside a batch that holds a
-        rebuild back, the one kept for it (so a first list of 100,000 nodes is linear,
-        not a copy of the node set per node); else a fresh dict."""
+    @property
+    def nodes(self) -> list[Node]:
+        """Every node, in index order (in a batch after a topology change: as staged)."""
+        return self._nodes if self._staged is None else list(self._staged.values())
+
+    def _nodes_by_name(self) -> dict[str, Node]:
+        """The nodes as the next rebuild will index them; the cache's own dict to change
+        while staged, so an informer's list of N nodes costs N, not N squared."""
         if self._staged is not None:
             return self._staged
-        return {n.name: n for n in self.nodes}
+        return {n.name: n for n in self._nodes}
 
     def _rebuild(self, by_name: dict[str, Node] | None = None) -> None:
         """Rebuild the index now, or once at the end of the current ``batch``."""
-        by_name = self._node_set() if by_name is None else by_name
+        if by_name is not None:
+            self._staged = by_name  # the index is stale until rebuilt
         if self._batching:
             self._stale = True
-            self._staged = by_name  # the index (and ``nodes``) are stale until rebuilt
             return
-        self._build(by_name)
+        self._build(self._nodes_by_name())
 
     @contextmanager
     def batch(self) -> Iterator[Cache]:
@@ -206,7 +211,7 @@ class Cache:
             self._batching -= 1
             if not self._batching and self._stale:
                 self._stale = False
-                self._build(self._node_set())
+                self._build(self._nodes_by_name())
 
     # -- events -----------------------------------------------------------------------
 
@@ -233,7 +238,7 @@ class Cache:
 
     def node(self, name: str) -> Node | None:
         i = self.index.node_ix.get(name)
-        return None if i is None or self._stale else self.nodes[i]
+        return None if i is None or self._stale else self._nodes[i]
 
     def upsert_node(self, node: Node) -> None:
         """Readiness, cordon or taint changes update health in place; a new node, or new
@@ -241,29 +246,25 @@ class Cache:
         node = _with_pods(node)
         i = self.index.node_ix.get(node.name)
         if self._stale or i is None:
-            by_name = self._node_set()
+            by_name = self._nodes_by_name()
             if by_name.get(node.name) == node:
                 return
             by_name[node.name] = node
             self._rebuild(by_name)
             return
-        old = self.nodes[i]
+        old = self._nodes[i]
         if old == node:
             return
         if old.labels != node.labels or old.allocatable != node.allocatable:
-            by_name = self._node_set()
-            by_name[node.name] = node
-            self._rebuild(by_name)
+            self._rebuild({**self._nodes_by_name(), node.name: node})
             return
-        self.nodes[i] = node
+        self._nodes[i] = node
         self.health.update(node)
         self.filter.invalidate()
         self._freed()
 
     def remove_node(self, name: str) -> None:
-        if self._staged is None and name not in self.index.node_ix:
-            return
-        by_name = self._node_set()
+        by_name = self._nodes_by_name()
         if by_name.pop(name, None) is not None:
             self._rebuild(by_name)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
@@ -102,7 +103,9 @@ def hypernode(raw: dict[str, Any]) -> tuple[HyperNode, tuple[Problem, ...]]:
 
 
 def volcano_podgroup(raw: dict[str, Any]) -> PodGroup:
-    return _decoded(decode_podgroup, raw)[0]
+    """Without its status: the scheduler reads none, and its own status writes (a phase
+    moving to Running) must not look like a change that needs a session."""
+    return replace(_decoded(decode_podgroup, raw)[0], phase="")
 
 
 def workload_podgroup(raw: dict[str, Any]) -> PodGroup:

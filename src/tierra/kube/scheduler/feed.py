@@ -50,8 +50,10 @@ class CacheApi(Protocol):
     podgroups: dict[str, PodGroup]
     members: dict[str, dict[str, None]]
     assumed: set[str]
-    nodes: list[Node]
     hypernodes: dict[str, HyperNode]
+
+    @property
+    def nodes(self) -> list[Node]: ...
 
     def batch(self) -> contextlib.AbstractContextManager[Any]: ...
     def upsert_node(self, node: Node) -> None: ...
@@ -246,11 +248,15 @@ class Feed:
                 assert pg is not None
                 self.sources[event.key] = GroupSource(resource, pg.meta.uid)
                 if topology_key(pg) is not None:
+                    if self._keyed.get(event.key) == pg:
+                        return  # our own status write came back: nothing to decide
                     self._keyed[event.key] = pg
                     if not self.listing:
                         self._resolve_keys()
                     return
                 self._keyed.pop(event.key, None)
+                if self.cache.podgroups.get(event.key) == pg:
+                    return  # likewise
                 self.cache.upsert_podgroup(pg)
             self.on_change()
 
