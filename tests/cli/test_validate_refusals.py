@@ -214,3 +214,34 @@ def test_a_gang_that_fits_when_room_frees_still_waits_for_room(
     assert "never" not in summary
     code, found = problems(superpod, jobs)
     assert (code, found) == (0, [])
+
+
+def test_a_podgroup_too_big_for_its_tier_is_told_before_its_pods_exist(
+    superpod: Path, tmp_path: Path
+) -> None:
+    """By its own fields: 40 pods' worth of minResources in a 32-node SU never fits; the
+    same fields with the gang's pods already bound are not second-guessed."""
+    limit = {"mode": "hard", "highestTierAllowed": 1}
+    alone = podgroup("big", {"minMember": 40, "networkTopology": limit})
+    alone["spec"]["minResources"] = {"nvidia.com/gpu": "320"}  # type: ignore[index]
+    code, found = problems(superpod, write(tmp_path, [alone], "alone.yaml"))
+    assert code == 0  # a warning: nodes can be added
+    assert [(p["severity"], p["object"], p["message"]) for p in found] == [
+        (
+            "warning",
+            "PodGroup/default/big",
+            "can never fit within highestTierAllowed: 1: even with every node empty, no"
+            " allowed HyperNode holds 40 pods with minResources 320 nvidia.com/gpu (the most,"
+            " su-0000, holds 40, short of nvidia.com/gpu (256 of 320)); to fit, allow tier 2"
+            " (highestTierAllowed: 2; spine-0000 could hold it) or lower minResources",
+        )
+    ]
+    nodes = yaml.safe_load_all((superpod / "nodes.yaml").read_text())
+    first = sorted(n["metadata"]["name"] for n in nodes)[:4]
+    running = podgroup("small", {"minMember": 4, "networkTopology": limit})
+    running["spec"]["minResources"] = {"nvidia.com/gpu": "320"}  # type: ignore[index]
+    bound = [
+        pod(f"small-{i}", "small", {"nvidia.com/gpu": "8"}, node=n) for i, n in enumerate(first)
+    ]
+    code, found = problems(superpod, write(tmp_path, [running, *bound], "running.yaml"))
+    assert (code, found) == (0, [])

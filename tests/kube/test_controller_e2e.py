@@ -538,7 +538,8 @@ def test_each_component_is_refused_what_its_roles_do_not_grant(tierra_plane: Con
         "-p",
         '{"data": {"config.yaml": "sources: []"}}',
     )
-    assert not can(WEBHOOK, "get", "nodes")
+    assert can(WEBHOOK, "get", "nodes")  # what PodGroups are measured against ...
+    assert not can(WEBHOOK, "label", "node", "nobody", "x=y")  # ... never changed
     assert not can(WEBHOOK, "get", "secrets", "-n", NAMESPACE)
     assert not can(WEBHOOK, "delete", "validatingwebhookconfiguration", "tierra-webhook")
     hn = {

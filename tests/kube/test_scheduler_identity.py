@@ -1,8 +1,8 @@
 """``tierra scheduler`` as its own ServiceAccount, with exactly the roles ``deploy/`` gives
 it: on the control plane tierra is installed on, the real process takes its Lease, binds a
 gang of each API, preempts a lower-priority gang through the Eviction API, writes PodGroup
-status and Events, releases its Lease on SIGTERM, and never once hears "forbidden". What
-the roles do not grant is refused."""
+status and Events and its Queue's status (only when it changed), releases its Lease on
+SIGTERM, and never once hears "forbidden". What the roles do not grant is refused."""
 
 from __future__ import annotations
 
@@ -16,17 +16,33 @@ import yaml
 pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
 
 from deploy_helpers import NAMESPACE, SCHEDULER
-from e2e_cluster import Fabric, read, start_scheduler, wait_bound, workload_gang
+from e2e_cluster import (
+    Fabric,
+    metric,
+    read,
+    scrape,
+    start_scheduler,
+    wait_bound,
+    workload_gang,
+)
 from kube_helpers import eventually, kube_for
 
 from tierra.kube.client import Kube
-from tierra.kube.resources import EVENTS, LEASES, PODS, VOLCANO_PODGROUPS, WORKLOAD_PODGROUPS
+from tierra.kube.resources import (
+    EVENTS,
+    LEASES,
+    PODS,
+    VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
+    WORKLOAD_PODGROUPS,
+)
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.fake import PodShape, pod_manifest
 
 pytestmark = pytest.mark.kube
 NAME = "tierra-sa"  # the scheduler name its pods ask for
 LOW, HIGH = "sa-low", "sa-high"
+QUEUE = "sa-queue"
 
 
 async def priority_gang(
@@ -35,6 +51,7 @@ async def priority_gang(
     """A Volcano gang of ``size`` 8-GPU pods inside one rack, at ``priority``."""
     spec = {
         "minMember": size,
+        "queue": QUEUE,
         "priorityClassName": priority,
         "networkTopology": {"mode": "hard", "highestTierName": "rack"},
     }
@@ -80,6 +97,13 @@ def test_the_scheduler_works_with_exactly_its_roles(
             "value": value,
         }
         tierra_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(pc))
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": QUEUE},
+        "spec": {"weight": 1},
+    }
+    tierra_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(queue))
 
     async def setup(kube: Kube) -> None:
         await volcano.create(kube)
@@ -87,7 +111,7 @@ def test_the_scheduler_works_with_exactly_its_roles(
         await priority_gang(kube, namespace, "low", 2, priority=LOW, fabric=volcano)
         await workload_gang(kube, namespace, "wl", 2, scheduler=NAME, fabric=upstream)
 
-    process, _ = start_scheduler(
+    process, port = start_scheduler(
         tierra_plane,
         tmp_path,
         NAME,
@@ -146,6 +170,26 @@ def test_the_scheduler_works_with_exactly_its_roles(
                 ]
 
             await eventually(events, 30, "the scheduler's Events")
+
+            # The queue's status: the high gang's 16 GPUs, one gang running, one waiting;
+            # then, with nothing changing, sessions go on and nothing more is written.
+            async def queue_status() -> bool:
+                q = await kube.get(VOLCANO_QUEUES.path(name=QUEUE))
+                seen["queue"] = q
+                st = q.get("status") or {}
+                return (st.get("allocated") or {}).get("nvidia.com/gpu") == "16" and (
+                    st.get("running"),
+                    st.get("pending"),
+                ) == (1, 1)
+
+            await eventually(queue_status, 30, "the Queue's status written")
+            before = scrape(port)[1]
+            await asyncio.sleep(2.0)
+            after = scrape(port)[1]
+            sessions = "tierra_scheduler_sessions_total"
+            assert metric(after, sessions) >= metric(before, sessions) + 2
+            writes = "tierra_scheduler_queue_status_writes_total"
+            assert metric(after, writes) == metric(before, writes) > 0
 
     try:
         asyncio.run(body())

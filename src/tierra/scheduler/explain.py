@@ -20,9 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tierra.api.pod import ONE_POD, PODS
 from tierra.api.quantity import format_milli
+from tierra.scheduler.constraints import resolve
+from tierra.scheduler.status import Status
 
 if TYPE_CHECKING:
+    from tierra.api.podgroup import PodGroup
     from tierra.scheduler.cache import Cache
     from tierra.scheduler.constraints import TierLimit
     from tierra.scheduler.demand import Demand, Shape
@@ -391,3 +395,90 @@ def no_fit_reason(
     if root_miss is not None:
         text += f"; the whole cluster has room for {root_miss.holds}"
     return text + _next_tier_note(cache, limit) + _excluded(demand)
+
+
+def podgroup_never_fits(cache: Cache, pg: PodGroup) -> str | None:
+    """Why a PodGroup with no pods yet can never be placed, judged by its own fields:
+    ``minMember`` pods (each takes one of a node's pod slots) and ``minResources``, in
+    one domain its limit allows, with every node empty; None when some domain could hold
+    them. Once its pods exist their requests say more, and ``never_fits`` judges those.
+
+    ``tierra validate`` reports it for a PodGroup without pods, and the admission webhook
+    answers it when the PodGroup is written, so a gang too big for its tier is heard of
+    before its job controller makes pods that would wait forever.
+    """
+    if not cache.nodes:
+        return None  # topology files alone (no Node): nothing to measure a gang against
+    ix = cache.index
+    limit = resolve(pg.network_topology, ix, "spec.networkTopology")
+    if isinstance(limit, Status):
+        return None  # the limit's own problem is reported (topology_checks)
+    axis = cache.capacity.axis
+    floor = None
+    if pg.min_resources:
+        floor = axis.vector({r: v for r, v in pg.min_resources.items() if r in axis.index})
+    need = pg.min_member
+    every = np.arange(ix.root + 1, dtype=np.int64)
+    allowed = np.array([ix.root], dtype=np.int64) if limit.flat else every[limit.allowed(ix, every)]
+    if not len(allowed):
+        return None
+    ok, holds = _minimum_holds(cache, need, floor, allowed)
+    if ok.any():
+        return None
+    best = int(np.argmax(holds))
+    h, most = int(allowed[best]), int(holds[best])
+    want = f"{need} pod{'' if need == 1 else 's'}"
+    if floor is not None and floor.any():
+        want += f" with minResources {amounts(axis, floor)}"
+    lacking = ""
+    if floor is not None:
+        have = cache.capacity.dom_alloc[h]
+        short = [
+            f"{axis.names[i]} ({quantity(axis, i, int(have[i]))} of {quantity(axis, i, v)})"
+            for i, v in enumerate(floor.tolist())
+            if v > have[i]
+        ]
+        lacking = f", short of {', '.join(short)}" if short else ""
+    shrink = f"lower minMember to {most}" if most < need else "lower minResources"
+    if limit.flat or limit.root:
+        return (
+            f"can never fit: even with every node empty, the whole cluster holds {most} of "
+            f"{want}{lacking}; add nodes or {shrink}"
+        )
+    fix = f"or {shrink}"
+    top = limit.highest(ix)
+    for t in sorted({int(x) for x in ix.tier[: ix.root]} | {cache.layouts.root_tier}):
+        if t <= top:
+            continue
+        above = every[(ix.tier == t) & ix.usable]
+        fits, _ = _minimum_holds(cache, need, floor, above)
+        if fits.any():
+            where = int(above[int(np.argmax(fits))])
+            tier_name = ix.hypernodes[where].tier_name if where != ix.root else None
+            if t == cache.layouts.root_tier:
+                allow = "mode: soft"
+            elif tier_name and limit.text.startswith("highestTierName"):
+                allow = f"highestTierName: {tier_name}"
+            else:
+                allow = f"highestTierAllowed: {t}"
+            fix = f"allow tier {t} ({allow}; {domain_name(cache, where)} could hold it) {fix}"
+            break
+    return (
+        f"can never fit within {limit.text}: even with every node empty, no allowed "
+        f"HyperNode holds {want} (the most, {domain_name(cache, h)}, holds {most}{lacking}); "
+        f"to fit, {fix}"
+    )
+
+
+def _minimum_holds(
+    cache: Cache, need: int, floor: IntArray | None, domains: IntArray
+) -> tuple[BoolArray, IntArray]:
+    """Per domain: whether ``need`` pod slots (on healthy, uncordoned nodes) and ``floor``
+    fit with nothing running, and how many of the pods it could take."""
+    cap = cache.capacity
+    slot = cap.axis.vector({PODS: ONE_POD})  # every node has pods (the cache sees to it)
+    slots = cap.domain_fit(slot, domains, cache.filter.base, empty=True)
+    ok: BoolArray = np.asarray(slots >= need, dtype=bool)
+    if floor is not None:
+        ok &= (cap.dom_alloc[domains] >= floor).all(axis=1)
+    return ok, np.minimum(slots, need)

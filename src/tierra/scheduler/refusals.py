@@ -13,19 +13,22 @@ the pods that go together, their demand: any of which ends the plan with an
 reasons come back unchanged, so ``validate`` and ``schedule`` cannot disagree on them.
 A session stops at a gang's first reason; this adds what ``make_plan`` cannot reach
 once the gang's own input is inconsistent (an unknown tier name beside a missing
-queue), a hard limit below every usable tier (``topology_checks``), and the limits of
-PodGroups with no pending pods (a typo is caught before the pods exist).
+queue), a hard limit below every usable tier (``topology_checks``), and for PodGroups
+with no pending pods their limits and, with no pods yet, whether ``minMember`` pods and
+``minResources`` could ever fit (``podgroup_refusals``: a typo or an oversized gang is
+caught before the pods exist).
 """
 
 from __future__ import annotations
 
 from tierra.api.pod import Pod
+from tierra.api.podgroup import PodGroup
 from tierra.errors import Origin, Problem, Severity
 from tierra.scheduler.cache import Cache, gang_key
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints import resolve
 from tierra.scheduler.demand import Demands
-from tierra.scheduler.explain import never_fits
+from tierra.scheduler.explain import never_fits, podgroup_never_fits
 from tierra.scheduler.gang import Gang, collect
 from tierra.scheduler.memory import Memory
 from tierra.scheduler.plan import make_plan
@@ -53,8 +56,21 @@ def refusals(cache: Cache, config: SchedulerConfig) -> list[Problem]:
             out.append(Problem(reason, origin, obj, severity=severity))
     waiting = {g.key for g in gangs}
     for key, pg in sorted(cache.podgroups.items()):
-        if key not in waiting:  # no pending pods: only its limits can be judged yet
-            out.extend(podgroup_problems(pg, cache.index))
+        if key not in waiting:  # no pending pods: only its own fields can be judged yet
+            out.extend(podgroup_refusals(cache, pg, pods=bool(cache.members.get(key))))
+    return out
+
+
+def podgroup_refusals(cache: Cache, pg: PodGroup, *, pods: bool = False) -> list[Problem]:
+    """What a PodGroup with no pending pods says that cannot be honoured: its limits
+    (errors) and, if it has no pods at all (``pods`` False), a minimum that no allowed
+    domain could hold even empty (a warning: nodes can be added). The admission webhook
+    asks the same of a PodGroup being written, so both say the same words."""
+    out = podgroup_problems(pg, cache.index)
+    if not out and not pods:
+        never = podgroup_never_fits(cache, pg)
+        if never is not None:
+            out.append(Problem(never, pg.origin, f"PodGroup/{pg.key}", severity=Severity.WARNING))
     return out
 
 

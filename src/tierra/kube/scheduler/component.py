@@ -8,7 +8,8 @@ session makes it, while the session decides the rest and while the next one runs
 status writer and the Event
 recorder tell users why gangs wait (``status.py``). With leader election on, the informers
 run on every replica (a warm standby takes over without a cold start), but only the
-Lease holder runs sessions and writes anything; a replica that loses the Lease stops,
+Lease holder runs sessions and writes anything (bindings; PodGroup status; Volcano Queue
+status, ``queues.py``); a replica that loses the Lease stops,
 like kube-scheduler, and is restarted with a fresh cache.
 """
 
@@ -31,6 +32,7 @@ from tierra.kube.leader import LeaderElector
 from tierra.kube.scheduler.binder import Binder
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
+from tierra.kube.scheduler.queues import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
 from tierra.scheduler.cache import Cache
@@ -60,6 +62,7 @@ class Options:
     batch_delay: float = 0.02
     max_binds_in_flight: int = 64
     bind_retry_for: float = 30.0
+    queue_status: bool = True  # write Volcano Queue status (off beside Volcano's controllers)
 
 
 class LostLease(Exception):
@@ -223,6 +226,8 @@ class SchedulerComponent:
         )
         self.binder = binder
         writer = asyncio.create_task(status.run(), name="status")
+        queues = QueueStatusWriter(self.kube, lambda name: name in self.cache.queues, self.metrics)
+        queue_writer = asyncio.create_task(queues.run(), name="queue status")
         try:
             self.last_session_end = time.monotonic()
             while True:
@@ -234,11 +239,15 @@ class SchedulerComponent:
                     continue
                 result = await self._session(feed, binder)
                 status.observe(result)
+                if self.options.queue_status:
+                    queues.observe(result)
         finally:
             writer.cancel()
+            queue_writer.cancel()
             await binder.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await writer
+            for task in (writer, queue_writer):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def _session(self, feed: Feed, binder: Binder) -> SessionResult:
         """One session in a worker thread; each gang's decision goes to the binder as soon

@@ -28,6 +28,11 @@ class Metrics:
             registry=r,
         )
         self.sessions = Counter(p + "sessions", "Scheduling sessions run.", registry=r)
+        self.queue_status_writes = Counter(
+            p + "queue_status_writes",
+            "Volcano Queue status writes (one when a queue's status changed).",
+            registry=r,
+        )
         self.decision_seconds = Histogram(
             p + "gang_decision_seconds",
             "Per-gang decision latency: plan, admission, placement, preemption and "
