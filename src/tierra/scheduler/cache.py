@@ -43,6 +43,7 @@ from tierra.api.snapshot import Snapshot
 from tierra.errors import Problem
 from tierra.scheduler.filters import NodeFilter
 from tierra.scheduler.layout import Layouts
+from tierra.scheduler.links import LinkCosts, LinkTable
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.capacity import Capacity
@@ -52,6 +53,9 @@ from tierra.topology.index import IntArray, TopologyIndex
 DEFAULT_PODS = 110_000  # kubelet's default max pods, in milli-units
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 DEFAULT_QUEUE = "default"
+
+
+GPU = "nvidia.com/gpu"
 
 
 def gang_key(pod: Pod) -> str | None:
@@ -104,6 +108,10 @@ class Cache:
         self.gang_used: dict[str, IntArray] = {}  # gang key -> resources its pods hold
         self.solo_used: dict[str, IntArray] = {}  # queue -> resources held by lone pods
         self.priorities: Counter[int] = Counter()  # priorities of pods holding resources
+        # GPUs held per gang shape (pods in the gang, GPUs per pod): the recent mix the
+        # look-ahead keeps room for (``mix.py``); the shape each holding pod counted under
+        self.shape_gpus: Counter[tuple[int, int]] = Counter()
+        self._shape_of: dict[str, tuple[int, int]] = {}
         self.generation = 0  # bumped whenever the index is rebuilt
         self.token = object()  # identifies this cache to a ``Memory``
         self.clock = 0  # events so far (see the module docstring)
@@ -141,6 +149,7 @@ class Cache:
         self.layouts = Layouts(ix)
         self.filter = NodeFilter(self.nodes, self.health)
         self.view = View(ix, self.capacity, self.layouts)
+        self._links: dict[LinkTable, LinkCosts] = {}
         self.generation += 1
         self._freed()
         self.dom_freed_at = np.zeros(len(self.capacity.dom_alloc), dtype=np.int64)
@@ -149,6 +158,8 @@ class Cache:
         self.gang_used.clear()
         self.solo_used.clear()
         self.priorities.clear()
+        self.shape_gpus.clear()
+        self._shape_of.clear()
         for key, pod in self.pods.items():
             self._hold(key, pod)
 
@@ -192,6 +203,13 @@ class Cache:
         """Something happened to gang ``gang`` (its PodGroup or its pods)."""
         self.clock += 1
         self.gang_changed_at[gang] = self.clock
+
+    def links(self, table: LinkTable = ()) -> LinkCosts:
+        """Bandwidth and weight of every domain and node (``links.py``), once per index."""
+        found = self._links.get(table)
+        if found is None:
+            found = self._links[table] = LinkCosts.build(self.index, self.nodes, table)
+        return found
 
     def unchanged_since(self, gang: str, at: int) -> bool:
         """Whether nothing but consumed or freed room has changed for ``gang`` since ``at``."""
@@ -348,6 +366,7 @@ class Cache:
             self.node_of[key] = node
             self.vec_of[key] = vec
             self.priorities[pod.priority] += 1
+            self._shape(pod, vec, +1)
             g = gang_key(pod)
             slot = (True, g) if g is not None else (False, solo_queue(pod))
             cur = totals.get(slot)
@@ -381,12 +400,33 @@ class Cache:
         self.priorities[pod.priority] += sign
         if self.priorities[pod.priority] <= 0:
             del self.priorities[pod.priority]
+        self._shape(pod, vec, sign)
         g = gang_key(pod)
         book = self.gang_used if g is not None else self.solo_used
         k = g if g is not None else solo_queue(pod)
         cur = book.get(k)
         delta = vec if sign > 0 else -vec
         book[k] = delta.copy() if cur is None else cur + delta
+
+    def _shape(self, pod: Pod, vec: IntArray, sign: int) -> None:
+        """Count a holding pod's GPUs under its gang's shape (``shape_gpus``)."""
+        if sign < 0:
+            shape = self._shape_of.pop(pod.key, None)
+            if shape is not None:
+                self.shape_gpus[shape] -= shape[1]
+                if self.shape_gpus[shape] <= 0:
+                    del self.shape_gpus[shape]
+            return
+        g = self.capacity.axis.index.get(GPU)
+        gpus = int(vec[g]) // 1000 if g is not None else 0
+        if gpus <= 0:
+            return
+        group = gang_key(pod)
+        pg = self.podgroups.get(group) if group is not None else None
+        size = pg.min_member if pg is not None and pg.min_member > 0 else 1
+        shape = (size, gpus)
+        self._shape_of[pod.key] = shape
+        self.shape_gpus[shape] += gpus
 
     # -- PodGroups, queues, priority classes ------------------------------------------
 

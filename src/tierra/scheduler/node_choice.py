@@ -21,6 +21,7 @@ from tierra.api.pod import Pod
 from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.demand import Demand, Shape
+from tierra.scheduler.scoring.base import View
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
@@ -43,10 +44,13 @@ def lowest_common(cache: Cache, nodes: Sequence[int] | IntArray) -> int | None:
 class NodeChoice:
     """Chooses nodes inside domains and places pods there through ``txn``."""
 
-    def __init__(self, cache: Cache, config: SchedulerConfig, txn: Transaction) -> None:
+    def __init__(
+        self, cache: Cache, config: SchedulerConfig, txn: Transaction, view: View | None = None
+    ) -> None:
         self.cache = cache
         self.config = config
         self.txn = txn
+        self.view = view or cache.view  # the session's (link rates, shape mix)
 
     def counts_in(self, h: int, shape: Shape) -> IntArray:
         ix = self.cache.index
@@ -151,9 +155,7 @@ class NodeChoice:
         for wp in self.config.policies:
             if wp.weight:
                 total += (
-                    wp.weight
-                    * 100.0
-                    * wp.policy.node_scores(self.cache.view, vec, nodes, region, None)
+                    wp.weight * 100.0 * wp.policy.node_scores(self.view, vec, nodes, region, None)
                 )
         return np.round(total, 6)
 

@@ -35,6 +35,8 @@ Deterministic: no clocks, no randomness, every order has a final tie-break by na
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tierra.api.snapshot import Snapshot
@@ -46,6 +48,7 @@ from tierra.scheduler.demand import Demands
 from tierra.scheduler.explain import Explanation, Trace, domain_name
 from tierra.scheduler.gang import Gang, collect, rebuild
 from tierra.scheduler.memory import Failure, Memory
+from tierra.scheduler.mix import top_shapes
 from tierra.scheduler.node_choice import lowest_common
 from tierra.scheduler.plan import make_plan
 from tierra.scheduler.preemption import Preemptor, queue_of
@@ -78,6 +81,7 @@ class _Session:
         # 1. gangs
         gangs, orphans = collect(self.cache, self.config.scheduler_names, self.memory)
         self.unschedulable.extend(orphans)
+        self._use_view()
         self._forget_failures({g.key for g in gangs})
         # 2. queues
         waiting_queues = {g.queue for g in gangs}
@@ -118,6 +122,15 @@ class _Session:
             book.statuses(self._still_pending(gangs)),
         )
         return result, explained
+
+    def _use_view(self) -> None:
+        """Score with the link rates and the shape mix as they stand now (``mix.py``)."""
+        view = replace(
+            self.cache.view,
+            links=self.cache.links(self.config.links),
+            mix=top_shapes(self.cache.shape_gpus),
+        )
+        self.allocator.use_view(view)
 
     def _still_pending(self, gangs: list[Gang]) -> dict[str, int]:
         """Per queue, how many of ``gangs`` still have pods waiting."""
@@ -247,6 +260,7 @@ class _Session:
             total += vec
         book.charge(gang.queue, total)
         cache.commit(txn)
+        self._use_view()  # the gang now counts in the mix
 
     def _explanation(self, gang: Gang, status: Status, trace: Trace) -> Explanation:
         limit = resolve(gang.topology, self.cache.index, "spec.networkTopology")
