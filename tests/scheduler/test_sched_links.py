@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tests.scheduler.helpers import domains, placed, run
 
-from tierra.scheduler import Cache, SchedulerConfig
+from tierra.scheduler import Cache, SchedulerConfig, explain_gang
 from tierra.scheduler.links import UNKNOWN_GBPS, LinkRate, link_table
 from tierra.scheduler.testing import gang, hypernode, node, pod, snapshot, topology
 
@@ -57,6 +57,12 @@ def test_a_faster_domain_of_a_higher_tier_wins() -> None:
     result = run(nodes, hns, busy + pods, [pg])
     assert set(domains(result).values()) == {"ib"}
     assert set(placed(result).values()) == {"a0", "b0"}
+    # explain says why: each candidate with the bandwidth it gives and what it costs
+    _, why = explain_gang(Cache.from_snapshot(snapshot(nodes, hns, busy + pods, [pg])), pg.key)
+    details = {v.domain: v.detail for t in why.tiers for v in t.verdicts if v.outcome != "rejected"}
+    # weights are fastest / bandwidth: the leaf 1000 / 12.5 and two nodes at 1 each
+    assert details["eth"] == "12.5 GB/s per GPU, cost 82.0"
+    assert details["ib"].startswith("100 GB/s per GPU")
     # a hard limit at tier 1 keeps its meaning: the Ethernet leaf, the only tier-1 fit
     pg1, pods1 = gang("job", 2, gpu=8, network_topology=topology(tier=1))
     result = run(nodes, hns, busy + pods1, [pg1])

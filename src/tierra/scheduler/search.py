@@ -259,6 +259,8 @@ class Search:
                 cand=cand,
                 scores=scores,
                 pref=pref,
+                reach=reach,
+                cost=cost,
             )
         return ranked
 
@@ -414,12 +416,18 @@ class Search:
         cand: IntArray,
         scores: FloatArray,
         pref: IntArray,
+        reach: FloatArray,
+        cost: FloatArray,
     ) -> None:
         assert self.trace is not None
         cache = self.cache
         ix = cache.index
         score_of = {int(h): float(s) for h, s in zip(cand, scores, strict=True)}
         pref_of = {int(h): int(p) for h, p in zip(cand, pref, strict=True)}
+        links_of = {
+            int(h): f"{r:g} GB/s per GPU, cost {c:.1f}"
+            for h, r, c in zip(cand, reach, cost, strict=True)
+        }
         verdicts: list[Verdict] = []
         for i, h in enumerate(doms.tolist()):
             name = ix.names[h]
@@ -442,5 +450,6 @@ class Search:
                 extra.append(f"degraded ({cache.health.describe(h)}), tried after healthy ones")
             if self.limit.preferred is not None and pref_of[h] > 1:
                 extra.append(f"needs {pref_of[h]} preferred-tier domains")
-            verdicts.append(Verdict(name, t, "fits", "; ".join(extra) or "fits", score_of.get(h)))
+            extra.append(links_of[h])
+            verdicts.append(Verdict(name, t, "fits", "; ".join(extra), score_of.get(h)))
         self.trace.add(TierTrace(tier=t, scope=self.scope, verdicts=verdicts))
