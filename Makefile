@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-scheduler bench-cli bench-web screenshots clean
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-cli bench-web screenshots clean bench-controller
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,7 +43,7 @@ $(CHROMIUM):
 screenshots: $(STAMP) $(CHROMIUM)
 	TIERRA_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/web/test_web_browser.py -k screenshots
 
-bench: bench-topology bench-discovery bench-sim bench-kube-scheduler bench-kube-compare bench-scheduler bench-cli bench-web
+bench: bench-topology bench-discovery bench-sim bench-queues bench-kube-scheduler bench-kube-compare bench-scheduler bench-cli bench-web bench-controller
 
 bench-topology: $(STAMP)
 	$(BIN)/python bench/topology_index.py
@@ -61,9 +61,15 @@ bench-cli: $(STAMP)
 bench-web: $(STAMP) $(CHROMIUM)
 	$(BIN)/python bench/web_dashboard.py
 
+bench-controller: $(STAMP) controlplane-build
+	$(BIN)/python bench/controller_scale.py
+
 bench-sim: $(STAMP)
 	$(BIN)/python bench/sim_scale.py
 	$(BIN)/python bench/quality.py
+
+bench-queues: $(STAMP)
+	$(BIN)/python bench/queues_share.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

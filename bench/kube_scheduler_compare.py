@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import random
 import sys
 import tempfile
@@ -219,6 +220,10 @@ def start_tierra(plane: ControlPlane, workdir: Path) -> tuple[ManagedProcess, in
     return process, port
 
 
+def mib(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
 def session_stats(port: int | None) -> dict[str, float]:
     """tierra's own counts from its /metrics: sessions run and the seconds they took."""
     if port is None:
@@ -287,7 +292,7 @@ async def plain_phase(
     t0 = time.monotonic()
     try:
         await wait_for(seen, pods, process, timeout)
-        rss = peak_rss_mib(process.pid)  # run-kube-scheduler.sh execs: the pid is the binary
+        rss = mib(peak_rss_mib(process.pid))  # run-kube-scheduler.sh execs: pid = binary
         stats = session_stats(port)
     finally:
         process.stop()
@@ -326,17 +331,23 @@ async def gang_phase(
     sizes: list[int],
     per_rack: int,
     timeout: float,
+    precreate: bool = False,
 ) -> dict[str, Any]:
-    ns = f"gangs-{who}"
+    """Gangs created while the scheduler runs (latency), or all before it starts
+    (``precreate``: throughput alone, as the plain-pod phase measures it)."""
+    ns = f"gangs-{who}{'-precreated' if precreate else ''}"
     await namespace(kube, ns)
-    process, port = (
-        (start_kube_scheduler(plane, workdir, gates=True), None)
-        if who == "kube-scheduler"
-        else start_tierra(plane, workdir)
-    )
     seen = Watch()
-    watcher = asyncio.create_task(watch_namespace(kube, ns, seen))
-    await asyncio.sleep(3.0 if who == "tierra" else 5.0)  # started and synced
+
+    def launch() -> tuple[ManagedProcess, int | None]:
+        if who == "kube-scheduler":
+            return start_kube_scheduler(plane, workdir, gates=True), None
+        return start_tierra(plane, workdir)
+
+    if not precreate:
+        process, port = launch()
+        watcher = asyncio.create_task(watch_namespace(kube, ns, seen))
+        await asyncio.sleep(3.0 if who == "tierra" else 5.0)  # started and synced
     total = sum(sizes)
     last_created: dict[str, float] = {}
     members: dict[str, list[str]] = {}
@@ -403,14 +414,21 @@ async def gang_phase(
         last_created[gang] = time.monotonic()
 
     refused = ""
-    try:
+    if precreate:
         await asyncio.gather(*(one_gang(g, s) for g, s in enumerate(sizes)))
         created_s = time.monotonic() - started
+        watcher = asyncio.create_task(watch_namespace(kube, ns, seen))
+        await asyncio.sleep(0.5)
+        process, port = launch()
+    try:
+        if not precreate:
+            await asyncio.gather(*(one_gang(g, s) for g, s in enumerate(sizes)))
+            created_s = time.monotonic() - started
         try:
             await wait_for(seen, total, process, timeout)
         except (TimeoutError, RuntimeError) as exc:
             refused = f"{exc}; kube-scheduler log tail:\n{process.log_tail(25)}"
-        rss = peak_rss_mib(process.pid)
+        rss = mib(peak_rss_mib(process.pid))
         stats = session_stats(port)
     finally:
         process.stop()
@@ -421,7 +439,8 @@ async def gang_phase(
     for gang, names in members.items():
         if all(n in seen.bound_at for n in names):
             complete += 1
-            latencies.append(max(seen.bound_at[n] for n in names) - last_created[gang])
+            if not precreate:
+                latencies.append(max(seen.bound_at[n] for n in names) - last_created[gang])
             racks = {rack_of(int(seen.node[n].split("-")[1]), per_rack) for n in names}
             one_rack += len(racks) == 1
     latencies.sort()
@@ -496,13 +515,21 @@ async def run_all(plane: ControlPlane, args: argparse.Namespace, workdir: Path) 
         print(
             f"bench: {args.nodes} nodes in {args.racks} racks created in {node_s:.1f} s", flush=True
         )
-        out: dict[str, Any] = {"create_nodes_s": round(node_s, 1), "plain": {}, "gangs": {}}
-        for who in ("kube-scheduler", "tierra"):
-            res = await plain_phase(plane, kube, workdir, who, pods=args.pods, timeout=args.timeout)
-            out["plain"][who] = res
-            print(f"bench: plain pods, {who}: {res}", flush=True)
+        out: dict[str, Any] = {"create_nodes_s": round(node_s, 1)}
+        phases = set(args.phases.split(","))
+        if "plain" in phases:
+            out["plain"] = {}
+            for who in ("kube-scheduler", "tierra"):
+                res = await plain_phase(
+                    plane, kube, workdir, who, pods=args.pods, timeout=args.timeout
+                )
+                out["plain"][who] = res
+                print(f"bench: plain pods, {who}: {res}", flush=True)
         sizes = gang_plan(args.pods, args.seed)
-        for who in ("tierra", "kube-scheduler"):
+        runs = [("gangs", who, False) for who in ("tierra", "kube-scheduler") if "gangs" in phases]
+        if "precreated" in phases:
+            runs.append(("gangs_precreated", "tierra", True))
+        for key, who, precreate in runs:
             res = await gang_phase(
                 plane,
                 kube,
@@ -511,16 +538,17 @@ async def run_all(plane: ControlPlane, args: argparse.Namespace, workdir: Path) 
                 sizes=sizes,
                 per_rack=per_rack,
                 timeout=args.timeout if who == "tierra" else args.kube_gang_timeout,
+                precreate=precreate,
             )
-            out["gangs"][who] = res
-            print(
-                f"bench: gangs, {who}: { {k: v for k, v in res.items() if k != 'refused'} }",
-                flush=True,
-            )
+            res["load_average_after"] = round(os.getloadavg()[0], 2)
+            out.setdefault(key, {})[who] = res
+            shown = {k: v for k, v in res.items() if k != "refused"}
+            print(f"bench: {key}, {who}: {shown}", flush=True)
             if "refused" in res:
-                print(f"bench: gangs, {who}: {res['refused']}", flush=True)
-        out["apiserver_peak_rss_mib"] = peak_rss_mib(plane.processes[1].pid)
-        out["etcd_peak_rss_mib"] = peak_rss_mib(plane.processes[0].pid)
+                print(f"bench: {key}, {who}: {res['refused']}", flush=True)
+        out["apiserver_peak_rss_mib"] = mib(peak_rss_mib(plane.processes[1].pid))
+        out["etcd_peak_rss_mib"] = mib(peak_rss_mib(plane.processes[0].pid))
+        out["load_average_at_end"] = round(os.getloadavg()[0], 2)
     return out
 
 
@@ -554,7 +582,19 @@ def write(result: dict[str, Any], out_dir: Path) -> None:
         )
     )
     refused = gk.get("refused", "")
+    pre = r.get("gangs_precreated", {}).get("tierra")
+    precreated = ""
+    if pre:
+        precreated = f"""## The same gangs, all created before tierra starts (throughput)
+
+{pre["bound"]:,} of {pre["pods"]:,} pods bound, {pre["gangs_complete"]} of {pre["gangs"]} gangs
+complete, **{pre["pods_per_s"]} pods/s** first to last bind (target: >= 300), share of gangs
+in one rack {pre["share_in_one_rack"]}; {pre.get("sessions", 0):.0f} sessions taking
+{pre.get("session_seconds", "?")} s in all; peak RSS {pre["peak_rss_mib"]} MiB; load average
+after the phase {pre.get("load_average_after", "not recorded")}.
+"""
     c = r["cache_cost"]
+    comparison = before_after(result["before"], r) if result.get("before") else ""
     md = f"""# tierra scheduler beside kube-scheduler, one API server, one run
 
 {s["nodes"]:,} fake nodes ({s["racks"]} racks, 8 GPUs each), {s["pods"]:,} pods per phase.
@@ -569,9 +609,9 @@ def write(result: dict[str, Any], out_dir: Path) -> None:
 | nodes used | {ks["nodes_used"]:,} | {t["nodes_used"]:,} |
 | peak RSS (MiB) | {ks["peak_rss_mib"]} | {t["peak_rss_mib"]} |
 
-**tierra / kube-scheduler = {ratio}** (goal: >= 1). tierra ran {t.get("sessions", "?")}
-sessions taking {t.get("session_seconds", "?")} s in all (its first session decides all
-{s["pods"]:,} pods before the first binding is posted).
+**tierra / kube-scheduler = {ratio}** (goal: >= 1). tierra ran {t.get("sessions", 0):.0f}
+sessions taking {t.get("session_seconds", "?")} s in all (bindings are posted as its
+first session decides them, while it decides the rest of the {s["pods"]:,} pods).
 
 ## Gangs of 8 and 64 pods, hard rack limit, created while the scheduler runs
 
@@ -597,6 +637,7 @@ kube-scheduler: Workload API PodGroups (`gang.minCount`, topology key `{RACK}`) 
         else ""
     }
 
+{precreated}
 ## Memory
 
 API server peak RSS {r["apiserver_peak_rss_mib"]} MiB, etcd {r["etcd_peak_rss_mib"]} MiB (whole
@@ -604,13 +645,61 @@ run). In the core's cache (tracemalloc, {c["nodes"]:,} nodes and {c["pods"]:,} b
 by tierra.kube's decoders): **{c["bytes_per_node"]:,} bytes per Node, {c["bytes_per_pod"]:,}
 bytes per Pod**.
 
-Machine: {m["cores"]} cores ({m["cpu"]}), {m["memory_bytes"] / 2**30:.1f} GiB, load at start
-{m["load_average_at_start"]:.2f}; everything (etcd, API server, schedulers, this client and its
-watch) shares those cores. Versions: {result["versions"]}. Date {result["date"]}.
+Machine: {m["cores"]} cores ({m["cpu"]}), {m["memory_bytes"] / 2**30:.1f} GiB, load average at
+start {m["load_average_at_start"]:.2f}, at end {r.get("load_average_at_end", "not recorded")}
+(the machine is shared with other work; absolute figures move with it, the side-by-side
+ratio less so); everything (etcd, API server, schedulers, this client and its
+watch) shares those cores. Versions: kube-scheduler and kube-apiserver
+{result["versions"]["kube-scheduler"]}. Date {result["date"]}.
 
 Reproduce: `{result["command"]}`
-"""
+{comparison}"""
     (out_dir / "kube_scheduler_compare.md").write_text(md)
+
+
+def before_after(before: dict[str, Any], now: dict[str, Any]) -> str:
+    """tierra's figures of an earlier run (``--before``) beside this one's."""
+    rows = []
+    for label, path in (
+        ("plain pods/s (first to last bind)", ("plain", "tierra", "pods_per_s")),
+        ("plain pods/s counting start and sync", ("plain", "tierra", "pods_per_s_end_to_end")),
+        ("plain: first bind after start (s)", ("plain", "tierra", "first_bind_after_start_s")),
+        ("plain: sessions", ("plain", "tierra", "sessions")),
+        (
+            "plain: kube-scheduler pods/s counting start",
+            ("plain", "kube-scheduler", "pods_per_s_end_to_end"),
+        ),
+        ("gangs created while running: pods/s", ("gangs", "tierra", "pods_per_s")),
+        ("... last pod created -> last bound p50 (s)", ("gangs", "tierra", "latency_p50_s")),
+        ("... p99 (s)", ("gangs", "tierra", "latency_p99_s")),
+        ("pre-created gangs: pods/s", ("gangs_precreated", "tierra", "pods_per_s")),
+        ("pre-created gangs: sessions", ("gangs_precreated", "tierra", "sessions")),
+        (
+            "pre-created gangs: load average after",
+            ("gangs_precreated", "tierra", "load_average_after"),
+        ),
+    ):
+        cells = []
+        for run in (before["results"], now):
+            v: Any = run
+            for k in path:
+                v = v.get(k, {}) if isinstance(v, dict) else {}
+            cells.append(
+                "—" if v == {} or v is None else f"{v:,}" if isinstance(v, int) else str(v)
+            )
+        rows.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    m = before["machine"]
+    return f"""
+## Before and after (tierra)
+
+Before: {before.get("date")}, `{before.get("command")}`, load average
+{m["load_average_at_start"]:.2f} at its start; after: this run. The same machine, shared with
+other work both times.
+
+| | before | after |
+|---|---:|---:|
+{chr(10).join(rows)}
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -621,7 +710,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--kube-gang-timeout", type=float, default=900.0)
+    parser.add_argument(
+        "--phases",
+        default="plain,gangs,precreated",
+        help="comma-separated: plain, gangs, precreated; a subset updates those phases in "
+        "an existing result file",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument(
+        "--before", type=Path, help="an earlier run's kube_scheduler_compare.json to compare with"
+    )
     args = parser.parse_args(argv)
     try:
         binaries = Binaries.find()
@@ -630,11 +728,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: cannot run: {exc}", file=sys.stderr)
         return 2
     command = "make bench-kube-compare"
-    if (args.nodes, args.pods, args.racks) != (5000, 10000, 50):
+    if (args.nodes, args.pods, args.racks) != (5000, 10000, 50) or args.phases != (
+        "plain,gangs,precreated"
+    ):
         command = (
             f"python bench/kube_scheduler_compare.py --nodes {args.nodes} "
-            f"--racks {args.racks} --pods {args.pods}"
+            f"--racks {args.racks} --pods {args.pods} --phases {args.phases}"
         )
+    subset = set(args.phases.split(",")) != {"plain", "gangs", "precreated"}
+    if subset and not (args.out / "kube_scheduler_compare.json").is_file():
+        print(
+            "bench: --phases with a subset needs an earlier full run's result file in --out",
+            file=sys.stderr,
+        )
+        return 2
     host = machine()  # before the run: its load average is the one at the start
     cost = cache_cost(args.nodes, 10 * args.pods, max(1, args.nodes // args.racks))
     print(f"bench: cache cost {cost}", flush=True)
@@ -648,6 +755,12 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(run_all(plane, args, Path(tmp)))
     results["cache_cost"] = cost
     results["wall_s"] = round(time.time() - started)
+    previous = args.out / "kube_scheduler_compare.json"
+    if subset:
+        # A subset of the phases: keep the other phases' figures from the last full run.
+        before = json.loads(previous.read_text())
+        results = {**before["results"], **results}
+        command = f"{before['command'].split(';')[0]}; then {command}"
     result = {
         "benchmark": "kube_scheduler_compare",
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
@@ -668,6 +781,10 @@ def main(argv: list[str] | None = None) -> int:
             "kube-apiserver": binary_version(binaries.kube_apiserver),
         },
     }
+    if args.before is not None:
+        earlier = json.loads(args.before.read_text())
+        earlier.pop("before", None)
+        result["before"] = earlier
     write(result, args.out)
     print(f"bench: wrote {args.out}/kube_scheduler_compare.{{json,md}}; reproduce: {command}")
     return 0

@@ -17,10 +17,15 @@ headless Chromium (Debian's, driven by Playwright) opens the page:
 * **API**: the time of ``/api/topology``, ``/api/hypernodes/<cluster>`` and
   ``/api/gangs`` (warm) from a plain HTTP client, and the topology document's size;
 * **server memory**: the serving process's RSS after startup and its peak (VmHWM) after
-  every page load and API call.
+  every page load and API call;
+* **stages** (``web_stages.py``, in this process): read, store, view, the scheduler's
+  cache, one dry run and the gang rows, each in wall and CPU seconds.
 
 Reproduce: ``make bench-web`` (or ``python bench/web_dashboard.py``; ``--quick`` runs
-10,000 nodes only). Writes bench/results/web_dashboard.{json,md}.
+10,000 nodes only). Writes bench/results/web_dashboard.{json,md}. Before/after: run it
+once with an older checkout first on the path and ``--before LABEL``
+(``PYTHONPATH=old/src python bench/web_dashboard.py --before 7b20855``), which writes
+web_dashboard.before.json; the table then shows both, measured the same way.
 """
 
 from __future__ import annotations
@@ -29,8 +34,6 @@ import argparse
 import json
 import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -40,26 +43,17 @@ from typing import Any
 import httpx
 from _machine import machine
 from playwright.sync_api import Browser, sync_playwright
+from web_stages import measure
 
 from tierra.api import dump_json, encode_hypernode
 from tierra.api.node import encode_node
 from tierra.api.pod import encode_pod
 from tierra.api.podgroup import encode_podgroup
-from tierra.web.testing import busy_cluster
+from tierra.web.testing import CHROMIUM, CHROMIUM_FLAGS, busy_cluster, start_serve
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+BEFORE = RESULTS / "web_dashboard.before.json"
 LOADS = 4  # page loads per size: the first is cold
 MIB = 1 << 20
 
@@ -141,29 +135,16 @@ def api_times(url: str) -> dict[str, Any]:
 def run_size(browser: Browser, nodes: int, folder: Path) -> dict[str, Any]:
     path, facts = write_snapshot(nodes, folder)
     print(f"{nodes:,} nodes: snapshot {facts['file_bytes'] / 1e6:.1f} MB written", flush=True)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from tierra.cli import main; main()",
-            "serve",
-            str(path),
-            "--port",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    stages = measure(path)
+    print(
+        "  stages: "
+        + ", ".join(f"{k} {v['wall_s']:.2f} s ({v['cpu_s']:.2f} CPU)" for k, v in stages.items()),
+        flush=True,
     )
+    t0 = time.perf_counter()
+    proc, url = start_serve([str(path)])
+    startup = time.perf_counter() - t0
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        startup = time.perf_counter() - t0
-        found = re.search(r"http://[\d.]+:\d+/", line)
-        if not found:
-            raise SystemExit(f"tierra serve did not start: {line}{proc.stderr.read()}")
-        url = found.group(0)
         after_start = memory(proc.pid)
         loads = [page_load(browser, url) for _ in range(LOADS)]
         api = api_times(url)
@@ -174,6 +155,7 @@ def run_size(browser: Browser, nodes: int, folder: Path) -> dict[str, Any]:
     warm = loads[1:]
     return {
         **facts,
+        "stages": stages,
         "startup_s": startup,
         "first_paint_cold_s": loads[0]["first_paint_s"],
         "first_paint_warm_s": statistics.median(x["first_paint_s"] for x in warm),
@@ -189,8 +171,80 @@ def run_size(browser: Browser, nodes: int, folder: Path) -> dict[str, Any]:
     }
 
 
-def markdown(report: dict[str, Any]) -> str:
+STAGES = ("read", "store", "view", "cache", "dry run", "gang rows")
+
+
+def _machine_line(report: dict[str, Any]) -> str:
     m = report["machine"]
+    return (
+        f"{m['cpu']}, {m['cores']} cores, {m['memory_bytes'] / (1 << 30):.1f} GiB, "
+        f"{m['platform']}, Python {m['python']}, Chromium {report['chromium']}; load average "
+        f"{m['load_average_at_start']:.2f} at start; {report['date']}"
+    )
+
+
+def _comparison(report: dict[str, Any], before: dict[str, Any]) -> list[str]:
+    """Before/after per size: the end-to-end figures, then the stages (CPU seconds, the
+    machine being shared: wall seconds move with everyone else's load)."""
+    old = {c["nodes"]: c for c in before["sizes"]}
+    lines = [
+        f"## Before ({before.get('label', 'before')}) and after",
+        "",
+        "| nodes | startup | first paint, cold | gang table after first paint | "
+        "URL to gang table | server RSS after start | server peak RSS |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for c in report["sizes"]:
+        b = old.get(c["nodes"])
+        if b is None:
+            continue
+
+        def pair(key: str, fmt: str, scale: float = 1.0, c: dict[str, Any] = c, b: Any = b) -> str:
+            return f"{b[key] * scale:{fmt}} -> {c[key] * scale:{fmt}}"
+
+        total_b = b["first_paint_cold_s"] + b["gangs_after_paint_cold_s"]
+        total_a = c["first_paint_cold_s"] + c["gangs_after_paint_cold_s"]
+        lines.append(
+            f"| {c['nodes']:,} | {pair('startup_s', '.1f')} s | "
+            f"{pair('first_paint_cold_s', '.2f')} s | "
+            f"{pair('gangs_after_paint_cold_s', '.2f')} s | "
+            f"{b['startup_s'] + total_b:.1f} -> {c['startup_s'] + total_a:.1f} s | "
+            f"{pair('rss_after_start_bytes', ',.0f', 1 / MIB)} MiB | "
+            f"{pair('peak_rss_bytes', ',.0f', 1 / MIB)} MiB |"
+        )
+    lines += [
+        "",
+        "Stages, CPU seconds before -> after (wall seconds after, in brackets):",
+        "",
+        "| nodes | " + " | ".join(STAGES) + " |",
+        "| ---: |" + " ---: |" * len(STAGES),
+    ]
+    for c in report["sizes"]:
+        b = old.get(c["nodes"])
+        if b is None or "stages" not in b:
+            continue
+        cells = []
+        for st in STAGES:
+            now, was = c["stages"].get(st), b["stages"].get(st)
+            cells.append(
+                f"{was['cpu_s']:.2f} -> {now['cpu_s']:.2f} ({now['wall_s']:.2f})"
+                if now and was
+                else "-"
+            )
+        lines.append(f"| {c['nodes']:,} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Before, every dry run (and every explain) paid `cache` and `dry run` again; after,",
+        "`cache` is paid once at start-up and each dry run is a session in `Cache.trial()`",
+        "on it, fed what changed. URL to gang table = startup + first paint + gang table.",
+        "",
+        f"Before: {_machine_line(before)}. After: {_machine_line(report)}.",
+        "",
+    ]
+    return lines
+
+
+def markdown(report: dict[str, Any], before: dict[str, Any] | None = None) -> str:
     lines = [
         "# Dashboard (`tierra serve`) at scale",
         "",
@@ -216,8 +270,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"after startup, warm = the median of {LOADS - 1} later loads.",
         "Gang table after: from first paint until the gang table is filled (the server's",
         "scheduling dry run, cold). Startup: `tierra serve FILE` until it prints its URL",
-        "(reading the JSON snapshot). RSS: the serving process (VmRSS after start; VmHWM after",
-        "every load and API call).",
+        "(reading the JSON snapshot, building the view the first page reads). RSS: the serving",
+        "process (VmRSS after start; VmHWM after every load and API call).",
         "",
         "| nodes | /api/hypernodes/<cluster> | /api/gangs (warm) | "
         "Chromium first-contentful-paint |",
@@ -232,19 +286,32 @@ def markdown(report: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_bytes'] / (1 << 30):.1f} GiB, "
-        f"{m['platform']}, Python {m['python']}, Chromium {report['chromium']}; load average "
-        f"{m['load_average_at_start']:.2f} at start. Date: {report['date']}.",
+        "Stages (`bench/web_stages.py`, in the benchmark's process), wall seconds (CPU):",
         "",
-        f"Reproduce: `{report['command']}`",
-        "",
+        "| nodes | " + " | ".join(STAGES) + " |",
+        "| ---: |" + " ---: |" * len(STAGES),
     ]
+    for c in report["sizes"]:
+        cells = [
+            f"{v['wall_s']:.2f} ({v['cpu_s']:.2f})" if (v := c["stages"].get(st)) else "-"
+            for st in STAGES
+        ]
+        lines.append(f"| {c['nodes']:,} | " + " | ".join(cells) + " |")
+    lines += ["", f"Machine: {_machine_line(report)}.", ""]
+    if before is not None:
+        lines += _comparison(report, before)
+    lines += [f"Reproduce: `{report['command']}`", ""]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="10,000 nodes only")
+    parser.add_argument(
+        "--before",
+        metavar="LABEL",
+        help="write the results as the baseline (an older checkout first on PYTHONPATH)",
+    )
     args = parser.parse_args()
     sizes = [10_000] if args.quick else [10_000, 100_000]
     command = "python bench/web_dashboard.py --quick" if args.quick else "make bench-web"
@@ -254,7 +321,7 @@ def main() -> None:
     )
     results = []
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_FLAGS))
         version = browser.version
         for n in sizes:
             r = run_size(browser, n, Path(tmp))
@@ -279,8 +346,14 @@ def main() -> None:
     }
     print(f"reproduce: {command}")
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.before:
+        report["label"] = args.before
+        BEFORE.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"wrote {BEFORE}")
+        return
     (RESULTS / "web_dashboard.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / "web_dashboard.md").write_text(markdown(report))
+    before = json.loads(BEFORE.read_text()) if BEFORE.is_file() else None
+    (RESULTS / "web_dashboard.md").write_text(markdown(report, before))
     print(f"wrote {RESULTS / 'web_dashboard.json'} and .md")
 
 

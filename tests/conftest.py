@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,19 +29,8 @@ def shared_fixtures(fixtures: Path) -> Path:
 # -- the dashboard in a real headless Chromium (tests/web, and live mode in tests/kube) --------
 # Debian's Chromium, driven by Playwright for Python: Playwright's own browser download needs a
 # network this project does not have, so the system browser is launched by path (`make test`
-# installs it with apt-get). One browser serves the whole session; each test gets its own page.
-
-CHROMIUM = Path(os.environ.get("TIERRA_CHROMIUM", "/usr/bin/chromium"))
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# installs it with apt-get). One browser per test module (two modules use one), each test its
+# own page.
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +40,14 @@ def browser() -> Iterator[Any]:
     Module-scoped: Playwright's sync API keeps an event loop running in the main thread
     while it is open, so every later ``asyncio.run`` in the session (the Kubernetes tests)
     would fail with "cannot be called from a running event loop"."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} not found: `make test` installs Debian's chromium with apt-get")
     from playwright.sync_api import sync_playwright
 
+    from tierra.web.testing import CHROMIUM, CHROMIUM_FLAGS
+
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} not found: `make test` installs Debian's chromium with apt-get")
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_FLAGS))
         yield b
         b.close()
 

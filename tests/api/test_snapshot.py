@@ -174,3 +174,55 @@ def test_pod_written_back_reads_the_same(tmp_path: Path) -> None:
     first = load_snapshot([write(tmp_path, "a.yaml", yaml.safe_dump(pod))]).pods[0]
     again = load_snapshot([write(tmp_path, "b.yaml", yaml.safe_dump(encode_pod(first)))]).pods[0]
     assert again == first
+
+
+def test_json_msgspec_refuses_is_still_read_as_json_reads_it(tmp_path: Path) -> None:
+    """JSON is decoded with msgspec first; what it refuses (an integer past 64 bits, NaN)
+    must still read exactly as Python's json reads it."""
+    node = json.loads(json.dumps(NODE))
+    node["metadata"]["annotations"] = {"big": "x"}
+    node["status"]["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 2**70}, "x": float("nan")}
+    text = json.dumps({"kind": "List", "items": [node, POD]})
+    assert "NaN" in text
+    plain = json.dumps({"kind": "List", "items": [NODE, POD]})
+    fast = load_snapshot([write(tmp_path, "fast.json", plain)])
+    slow = load_snapshot([write(tmp_path, "slow.json", text)])
+    assert slow.nodes[0].allocatable == fast.nodes[0].allocatable
+    assert slow.pods == fast.pods and not slow.errors
+    assert slow.nodes[0].meta.extra == {}  # the odd status fields are not kept
+
+
+def test_a_resource_list_read_twice_gives_two_dicts_and_bad_amounts_are_still_named(
+    tmp_path: Path,
+) -> None:
+    """Parsed resource lists are remembered; each object still gets its own dict, and an
+    amount that is wrong is named wherever it appears."""
+    other = json.loads(json.dumps(NODE))
+    other["metadata"]["name"] = "n3"
+    bad = json.loads(json.dumps(NODE))
+    bad["metadata"]["name"] = "n2"
+    bad["status"]["allocatable"]["cpu"] = "-1"
+    listed = json.dumps({"kind": "List", "items": [NODE, other, bad]})
+    snap = load_snapshot([write(tmp_path, "n.json", listed)])
+    first, second = snap.nodes[0], snap.nodes[1]
+    assert first.allocatable == second.allocatable and first.allocatable is not second.allocatable
+    (problem,) = snap.errors
+    assert str(problem).endswith("Node/n2: status.allocatable.cpu: must not be negative, got '-1'")
+    assert "cpu" not in snap.nodes[2].allocatable
+
+
+PRIORITY_CLASS = {
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": {"name": "high"},
+    "value": 100,
+    "globalDefault": False,
+}
+
+
+def test_priority_classes_are_read(tmp_path: Path) -> None:
+    bad = {**PRIORITY_CLASS, "metadata": {"name": "broken"}, "value": "urgent"}
+    snap = load_snapshot([write(tmp_path, "pc.yaml", yaml.safe_dump_all([PRIORITY_CLASS, bad]))])
+    assert [(pc.name, pc.value) for pc in snap.priority_classes] == [("high", 100), ("broken", 0)]
+    (error,) = snap.errors
+    assert "PriorityClass/broken: value" in str(error) and "expected an integer" in str(error)

@@ -13,6 +13,7 @@ from tierra.api.pod import decode_pod
 from tierra.api.snapshot import load_snapshot
 from tierra.api.workload import (
     SYNTHETIC_ANNOTATION,
+    TopologyKeys,
     decode_workload_podgroup,
     label_domain,
     resolve_topology_keys,
@@ -90,6 +91,29 @@ def test_a_key_no_hypernode_covers_becomes_one_domain_per_label_value() -> None:
     assert [h.meta.annotations[SYNTHETIC_ANNOTATION] for h in extra] == [f"{RACK}=r1", f"{RACK}=r2"]
     assert all(h.tier == 1 and h.tier_name == RACK for h in extra)
     assert extra[0] == label_domain(RACK, "r1")  # deterministic
+
+
+def test_topology_keys_kept_between_events_say_what_to_add_and_drop() -> None:
+    """Event by event (live mode): a keyed group is held until resolved; label values
+    appear and go as nodes are relabelled; the last keyed group gone drops them all."""
+    keys = TopologyKeys()
+    keyed = decode_workload_podgroup(podgroup("t", {"gang": {"minCount": 2}}, RACK), None, [])
+    plain = decode_workload_podgroup(podgroup("u", {"gang": {"minCount": 2}}), None, [])
+    assert keys.hold(keyed) and not keys.hold(plain)
+    nodes = [node("a", **{RACK: "r1"}), node("b", **{RACK: "r2"})]
+    pgs, extra, gone = keys.resolve(nodes, [])
+    assert pgs == [keyed] and [h.name for h in extra] == [
+        label_domain(RACK, "r1").name,
+        label_domain(RACK, "r2").name,
+    ]
+    assert gone == []
+    # node b relabelled into r1: r2's domain is no longer wanted; synthetic ones given
+    # back as HyperNodes are not taken for discovered ones
+    _, extra2, gone = keys.resolve([nodes[0], node("b", **{RACK: "r1"})], extra)
+    assert [h.name for h in extra2] == [label_domain(RACK, "r1").name]
+    assert gone == [label_domain(RACK, "r2").name]
+    keys.drop(keyed.key)
+    assert keys.resolve(nodes, extra2) == ([], [], [label_domain(RACK, "r1").name])
 
 
 def test_a_key_with_discovered_hypernodes_uses_their_tier() -> None:

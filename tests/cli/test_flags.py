@@ -15,26 +15,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from tierra.cli import app
+from run_cli import one_line, run
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "canonical.yaml"
 TRAINING = REPO / "examples" / "scheduler" / "training.yaml"
-runner = CliRunner()
-
-
-def run(*args: str | Path) -> tuple[int, str, str]:
-    """Exit status, stdout and stderr of ``tierra ARGS``."""
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    return result.exit_code, result.stdout, result.stderr
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,8 @@ from tierra.cli import Commands
 
 REPO = Path(__file__).resolve().parents[2]
 TIERRA = Path(sys.executable).parent / "tierra"
-EXAMPLE = REPO / "examples" / "canonical.yaml"
+EXAMPLE = REPO / "examples" / "canonical.yaml"  # a topology: validate needs no scheduler
+TRAINING = REPO / "examples" / "scheduler" / "training.yaml"  # gangs: validate judges them
 NEVER_FOR_OFFLINE = ("scipy", "httpx", "tierra.sim", "kubernetes_asyncio", "tierra.kube")
 
 
@@ -66,7 +67,8 @@ def test_version_is_the_installed_one() -> None:
 @pytest.mark.parametrize(
     ("args", "uses", "never"),
     [
-        (("validate", str(EXAMPLE)), ("numpy", "yaml"), ("tierra.discovery",)),
+        (("validate", str(EXAMPLE)), ("numpy", "yaml"), ("tierra.discovery", "tierra.scheduler")),
+        (("validate", str(TRAINING)), ("tierra.scheduler",), ("tierra.discovery",)),
         (("tree", str(EXAMPLE)), ("numpy", "rich"), ("tierra.discovery", "tierra.scheduler")),
         (("schedule", str(EXAMPLE)), ("tierra.scheduler",), ("tierra.discovery",)),
         (

@@ -6,19 +6,11 @@ import json
 from pathlib import Path
 
 import yaml
-from typer.testing import CliRunner
 
-from tierra.cli import app
+from run_cli import run
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "canonical.yaml"
-runner = CliRunner()
-
-
-def run(*args: str | Path) -> tuple[int, str]:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.stdout
 
 
 def walk(doc: dict) -> list[dict]:  # type: ignore[type-arg]
@@ -27,12 +19,12 @@ def walk(doc: dict) -> list[dict]:  # type: ignore[type-arg]
 
 def test_gpus_on_notready_and_cordoned_nodes_are_not_free() -> None:
     """node-5 is NotReady and node-6 cordoned (8 GPUs each): 'GPU 56/64 free' counted them."""
-    code, out = run("tree", EXAMPLE)
+    code, out, _ = run("tree", EXAMPLE)
     assert code == 0
     assert "<cluster> · tier 4 · 8 nodes · GPU 40/64 free (16 on unavailable nodes)" in out
     assert "s2 · tier 1 (leaf) · 2 nodes · GPU 8/16 free (8 on unavailable nodes)" in out
     assert "s1 · tier 1 (leaf) · 2 nodes · GPU 16/16 free · CPU 128/128 free · healthy" in out
-    code, out = run("tree", EXAMPLE, "-o", "json")
+    code, out, _ = run("tree", EXAMPLE, "-o", "json")
     s5 = json.loads(out)["children"][0]["children"][1]
     assert s5["gpu"] == {"free": 16, "allocatable": 32, "unavailable": 16}
     assert s5["cpu"] == {"free": "128", "allocatable": "256", "unavailable": "128"}
@@ -48,12 +40,12 @@ def test_the_root_counts_the_nodes_there_are(tmp_path: Path) -> None:
     docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "spare"}})
     path = tmp_path / "partial.yaml"
     path.write_text(yaml.safe_dump_all(docs))
-    code, out = run("tree", path)
+    code, out, _ = run("tree", path)
     assert code == 0
     assert "<cluster> · tier 4 · 4 nodes (+5 listed, not in the snapshot)" in out
     assert "s6 · tier 3 (core) · 3 nodes (+5 listed, not in the snapshot)" in out
     assert "s1 · tier 1 (leaf) · 1 node (+1 listed, not in the snapshot)" in out
-    code, out = run("tree", path, "-o", "json")
+    code, out, _ = run("tree", path, "-o", "json")
     root = json.loads(out)
     assert root["nodes"] == 4 and root["missingNodes"] == [f"node-{i}" for i in range(3, 8)]
     assert all(d["nodes"] <= root["nodes"] for d in walk(root))
@@ -88,12 +80,12 @@ def test_large_numbers_are_grouped(tmp_path: Path) -> None:
     ]
     path = tmp_path / "big.yaml"
     path.write_text(yaml.safe_dump_all([*nodes, *hns]))
-    code, out = run("tree", path)
+    code, out, _ = run("tree", path)
     assert code == 0
     assert (
         "<cluster> · tier 2 · 1,500 nodes · GPU 12,000/12,000 free · CPU 336,000/336,000 free"
         in out
     )
     assert "r0 · tier 1 · 500 nodes · GPU 4,000/4,000 free · CPU 112,000/112,000 free" in out
-    code, out = run("tree", path, "-o", "json")
+    code, out, _ = run("tree", path, "-o", "json")
     assert json.loads(out)["gpu"] == {"free": 12000, "allocatable": 12000, "unavailable": 0}

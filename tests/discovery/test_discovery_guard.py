@@ -13,33 +13,18 @@ from pathlib import Path
 import pytest
 import yaml
 from disc_helpers import node
-from typer.testing import CliRunner
 
+from run_cli import one_line, run
 from tierra.api.hypernode import VOLCANO_GROUP, HyperNode
 from tierra.api.manifest import dump_yaml
 from tierra.api.node import encode_node
-from tierra.cli import app
 from tierra.discovery import reconcile
 from tierra.discovery.result import hypernode
 from tierra.errors import ConfigError
 
-runner = CliRunner()
-
-
-def run(*args: str | Path) -> tuple[int, str, str]:
-    """Exit status, stdout and stderr of ``tierra ARGS``."""
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    return result.exit_code, result.stdout, result.stderr
-
 
 def ib(fixtures: Path, name: str) -> Path:
     return fixtures / "ibnetdiscover" / name
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())  # rich wraps long messages on stderr
 
 
 # -- sources that find nothing -----------------------------------------------------------------

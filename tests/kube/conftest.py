@@ -85,13 +85,16 @@ def run_api(control_plane: ControlPlane) -> Callable[[Callable[[Any], Awaitable[
 def tierra_plane() -> Iterator[ControlPlane]:
     """A second control plane with tierra installed from ``deploy/`` and the identities of
     its components (see ``deploy_helpers``): its webhook configuration and cluster roles
-    must not leak into the other tests' cluster."""
+    must not leak into the other tests' cluster. The Workload API is on, as in the other,
+    so the scheduler's and the webhook's roles are proven for upstream PodGroups too."""
     from deploy_helpers import identities, install
 
     try:
         binaries = Binaries.find()
     except ControlPlaneUnavailable as exc:
         pytest.skip(f"no control plane: {exc}")
-    with ControlPlane(binaries, extra_identities=identities()) as plane:
+    with ControlPlane(
+        binaries, extra_identities=identities(), apiserver_args=WORKLOAD_API_ARGS
+    ) as plane:
         install(plane)
         yield plane

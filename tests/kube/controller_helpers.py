@@ -4,7 +4,7 @@ the controller running as its own ServiceAccount."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from deploy_helpers import CONTROLLER, NAMESPACE
@@ -135,6 +135,3 @@ async def controller(
     )
     async with running(app.serve(options, metrics=metrics)):
         yield
-
-
-Check = Callable[[], bool]

@@ -20,6 +20,7 @@ DEPLOY = REPO / "deploy"
 NAMESPACE = "tierra-system"
 CONTROLLER = f"system:serviceaccount:{NAMESPACE}:tierra-controller"
 WEBHOOK = f"system:serviceaccount:{NAMESPACE}:tierra-webhook"
+SCHEDULER = f"system:serviceaccount:{NAMESPACE}:tierra-scheduler"
 SA_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
 
 
@@ -27,6 +28,7 @@ def identities() -> list[Identity]:
     return [
         Identity(CONTROLLER, SA_GROUPS, "tierra-controller-token"),
         Identity(WEBHOOK, SA_GROUPS, "tierra-webhook-token"),
+        Identity(SCHEDULER, SA_GROUPS, "tierra-scheduler-token"),
     ]
 
 
@@ -42,12 +44,8 @@ def install(plane: ControlPlane) -> None:
     plane.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{c}" for c in crds)
     )
-    # Established comes a moment before the storage serves ("storage is (re)initializing").
-    deadline = time.monotonic() + 30
     for crd in crds:
-        while plane.kubectl("get", crd, check=False).returncode != 0:
-            assert time.monotonic() < deadline, f"{crd} not served"
-            time.sleep(0.2)
+        _served(plane, crd)
 
 
 _RENDERED: dict[Path, str] = {}
@@ -58,3 +56,50 @@ def rendered(plane: ControlPlane, folder: Path) -> list[dict[str, Any]]:
     if folder not in _RENDERED:
         _RENDERED[folder] = plane.kubectl("kustomize", str(folder)).stdout
     return [d for d in yaml.safe_load_all(_RENDERED[folder]) if d]
+
+
+def stand_in_crd(
+    plane: ControlPlane,
+    group: str,
+    version: str,
+    kind: str,
+    plural: str,
+    *,
+    namespaced: bool = False,
+) -> None:
+    """A CRD serving ``kind`` with any content, for another project tierra writes to or is
+    installed beside (cert-manager, KAI): the tests check tierra's side, not theirs."""
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced" if namespaced else "Cluster",
+            "names": {"kind": kind, "plural": plural},
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(crd))
+    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{plural}.{group}")
+    _served(plane, f"{plural}.{group}")
+
+
+def _served(plane: ControlPlane, resource: str) -> None:
+    """Established comes a moment before the storage serves ("storage is (re)initializing")."""
+    deadline = time.monotonic() + 30
+    while plane.kubectl("get", resource, check=False).returncode != 0:
+        assert time.monotonic() < deadline, f"{resource} not served"
+        time.sleep(0.2)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import urllib.request
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from tierra.kube.resources import (
     VOLCANO_PODGROUPS,
     WORKLOAD_PODGROUPS,
 )
-from tierra.kube.testing import ControlPlane, ManagedProcess
+from tierra.kube.testing import ADMIN, ControlPlane, ManagedProcess
 from tierra.kube.testing.controlplane import free_ports
 from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
 
@@ -218,15 +218,21 @@ async def wait_bound(
 
 
 def start_scheduler(
-    plane: ControlPlane, workdir: Path, name: str, *extra: str, leader: bool = False
+    plane: ControlPlane,
+    workdir: Path,
+    name: str,
+    *extra: str,
+    leader: bool = False,
+    user: str = ADMIN,
 ) -> tuple[ManagedProcess, int]:
-    """``tierra scheduler`` as a real process; returns it and its metrics/health port."""
+    """``tierra scheduler`` as a real process (as ``user``); returns it and its
+    metrics/health port."""
     (port,) = free_ports(1)
     args = [
         *TIERRA,
         "scheduler",
         "--kubeconfig",
-        str(plane.kubeconfig),
+        str(plane.kubeconfig_for(user)),
         "--scheduler-name",
         name,
         "--metrics-port",
@@ -280,3 +286,22 @@ async def read(kube: Kube, path: str) -> dict[str, Any] | None:
 
 def load_json(text: str) -> Any:
     return json.loads(text)
+
+
+async def at_first_binding(
+    kube: Kube, namespace: str, start: Callable[[], Awaitable[None]], then: Callable[[], None]
+) -> None:
+    """Watch ``namespace``; run ``start``; call ``then`` the moment a pod is seen bound.
+
+    A watch reacts within milliseconds, where polling a list can miss a whole gang's
+    bindings between two polls on a busy machine."""
+    listing = await kube.get(PODS.path(namespace), query={"limit": 1})
+    query = {"watch": True, "resourceVersion": listing["metadata"]["resourceVersion"]}
+    async with kube.stream(PODS.path(namespace), query=query, read_timeout=120) as lines:
+        await start()
+        async for line in lines:
+            event = json.loads(line)
+            if event.get("type") == "MODIFIED" and event["object"]["spec"].get("nodeName"):
+                then()
+                return
+    raise AssertionError("the watch ended before any pod was bound")

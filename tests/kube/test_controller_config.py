@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from tierra.kube.controller.config import (
     parse_config,
     parse_duration,
 )
+from tierra.kube.controller.runner import ConfigWatch
+from tierra.kube.informer import Event, EventType
 
 FULL = """
 groups: [tierra, volcano]
@@ -222,3 +225,28 @@ def test_durations(text: Any, seconds: float) -> None:
 @pytest.mark.parametrize("text", ["", "soon", "10x", True, None, "m"])
 def test_bad_durations(text: Any) -> None:
     assert parse_duration(text) is None
+
+
+def test_a_watched_configuration_applies_valid_changes_and_keeps_running_on_bad_ones() -> None:
+    async def body() -> None:
+        watch = ConfigWatch(namespace="tierra-system", name="cfg")
+
+        def put(text: str | None) -> None:
+            obj = None if text is None else {"data": {"config.yaml": text}}
+            kind = EventType.DELETED if text is None else EventType.MODIFIED
+            watch._on_event(Event(kind, "tierra-system/cfg", obj))
+
+        put("sources: [{name: dra}]\n")
+        assert watch.loaded.is_set() and watch.current is not None
+        first, seen = watch.current, watch.changed.generation
+        put("sources: [{name: dra}]\n# a comment changes nothing\n")
+        assert watch.changed.generation == seen  # the same configuration: no restart
+        put("sources: [{name: magic}]\n")
+        assert watch.current is first and "sources[0].name: unknown source" in watch.error
+        put(None)
+        assert watch.current is first and "was deleted" in watch.error
+        put("groups: [volcano]\nsources: [{name: dra}]\n")
+        assert watch.changed.generation == seen + 1 and watch.error == ""
+        assert watch.current is not None and watch.current.groups == (VOLCANO_GROUP,)
+
+    asyncio.run(body())

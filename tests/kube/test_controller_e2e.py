@@ -6,6 +6,8 @@ the Kueue export writes and cleans up only what it owns."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import time
 from pathlib import Path
 
@@ -29,14 +31,23 @@ from controller_helpers import (
     set_ready,
     total,
 )
-from deploy_helpers import NAMESPACE
-from kube_helpers import eventually, kube_for
+from deploy_helpers import CONTROLLER, NAMESPACE, stand_in_crd
+from kube_helpers import Cut, eventually, kube_for, running
 
+from tierra.discovery.result import MANAGED_BY
 from tierra.kube.client import ApiError, Kube
+from tierra.kube.controller import app
 from tierra.kube.controller.config import parse_config
-from tierra.kube.controller.exports import OWNED_LABELS
+from tierra.kube.controller.exports import EXPORT_OWNER, OWNED_LABELS
 from tierra.kube.controller.metrics import Metrics
-from tierra.kube.resources import KUEUE_TOPOLOGIES, LEASES, NODES
+from tierra.kube.resources import (
+    CONFIGMAPS,
+    KAI_TOPOLOGIES,
+    KUEUE_TOPOLOGIES,
+    LEASES,
+    NODES,
+    RESOURCE_SLICES,
+)
 from tierra.kube.testing import ControlPlane
 
 pytestmark = pytest.mark.kube
@@ -364,17 +375,22 @@ def _kueue_crd() -> dict[str, object]:
 
 
 def test_kueue_export_writes_topology_and_labels_and_cleans_up(tierra_plane: ControlPlane) -> None:
+    """Written and kept current while on; every trace of it removed once switched off."""
     tierra_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(_kueue_crd()))
     tierra_plane.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/topologies.kueue.x-k8s.io"
     )
     nodes = {f"four-{i}": {f"{KEY}/rack": f"r{i // 2}"} for i in range(4)}
     nodes["four-3"]["topology.tierra.dev/tier-1"] = "hand-set"  # someone else's label
+    config_sources = [{"name": "labels", "owner": "four", "levels": [f"four={KEY}/rack"]}]
     config = parse_config(
         {
             "debounce": 0.05,
-            "sources": [{"name": "labels", "owner": "four", "levels": [f"four={KEY}/rack"]}],
-            "export": {"kueue": True},
+            "sources": config_sources,
+            "export": {
+                "kueue": True,
+                "slurm": {"configMap": "tierra-slurm-topology", "format": "conf"},
+            },
         }
     )
 
@@ -412,6 +428,19 @@ def test_kueue_export_writes_topology_and_labels_and_cleans_up(tierra_plane: Con
                     await eventually(lambda: labelled("four-0", "four-r0"), 10, "four-0 labelled")
                     assert await labelled("four-1", "four-r0")
                     assert await labelled("four-2", "four-r1")
+
+                    async def slurm_conf() -> str:
+                        try:
+                            cm = await kube.get(CONFIGMAPS.path(NAMESPACE, "tierra-slurm-topology"))
+                        except ApiError:
+                            return ""
+                        return str(cm["data"].get("topology.conf", ""))
+
+                    await eventually(
+                        lambda: _contains(slurm_conf(), "SwitchName=four-r0 Nodes=four-[0-1]"),
+                        10,
+                        "the Slurm topology.conf written to its ConfigMap",
+                    )
                     labels, listed = await node_labels("four-3")
                     if key == "topology.tierra.dev/tier-1":
                         assert labels[key] == "hand-set" and not listed  # never touched
@@ -421,12 +450,50 @@ def test_kueue_export_writes_topology_and_labels_and_cleans_up(tierra_plane: Con
                     labels, _ = await node_labels("four-0")
                     assert labels["team"] == "ml" and labels["kubernetes.io/hostname"] == "four-0"
                     assert await labelled("four-1", "four-r0")
+
+                # Every export switched off: what it wrote goes, what others wrote stays.
+                # Beside the Kueue Topology: one of KAI's tierra's export left behind, and
+                # one of each kind someone else made, with the same shape but no mark.
+                stand_in_crd(tierra_plane, "kai.scheduler", "v1alpha1", "Topology", "topologies")
+                for resource, name, mark in (
+                    (KAI_TOPOLOGIES, "four-kai", True),
+                    (KAI_TOPOLOGIES, "four-kai-theirs", False),
+                    (KUEUE_TOPOLOGIES, "four-theirs", False),
+                ):
+                    body = {**topo, "apiVersion": resource.api_version, "metadata": {"name": name}}
+                    if mark:
+                        body["metadata"]["labels"] = {MANAGED_BY: EXPORT_OWNER}
+                    await kube.request("POST", resource.path(), body=body)
+                off = parse_config({"debounce": 0.05, "sources": config_sources})
+                async with controller(tierra_plane, Metrics(), config=off):
+
+                    async def swept() -> bool:
+                        left = {
+                            (r.group, o["metadata"]["name"])
+                            for r in (KUEUE_TOPOLOGIES, KAI_TOPOLOGIES)
+                            for o in (await kube.get(r.path()))["items"]
+                        }
+                        return left == {
+                            ("kueue.x-k8s.io", "four-theirs"),
+                            ("kai.scheduler", "four-kai-theirs"),
+                        } and await labelled("four-1", None)
+
+                    await eventually(swept, 10, "the exported Topologies and labels removed")
+                    for n in ("four-1", "four-2"):
+                        labels, listed = await node_labels(n)
+                        assert key not in labels and not listed
+                    labels, _ = await node_labels("four-3")
+                    assert labels["topology.tierra.dev/tier-1"] == "hand-set"
             finally:
                 await cleanup(kube, ["four"], nodes)
-                for obj in (await kube.get(KUEUE_TOPOLOGIES.path()))["items"]:
+                with contextlib.suppress(ApiError):
                     await kube.request(
-                        "DELETE", KUEUE_TOPOLOGIES.path(name=obj["metadata"]["name"])
+                        "DELETE", CONFIGMAPS.path(NAMESPACE, "tierra-slurm-topology")
                     )
+                for r in (KUEUE_TOPOLOGIES, KAI_TOPOLOGIES):
+                    with contextlib.suppress(ApiError):  # KAI's is served once made above
+                        for obj in (await kube.get(r.path()))["items"]:
+                            await kube.request("DELETE", r.path(name=obj["metadata"]["name"]))
 
     asyncio.run(body())
 
@@ -435,12 +502,16 @@ async def _is_not_none(value) -> bool:  # type: ignore[no-untyped-def]
     return (await value) is not None
 
 
+async def _contains(text, part: str) -> bool:  # type: ignore[no-untyped-def]
+    return part in await text
+
+
 def test_each_component_is_refused_what_its_roles_do_not_grant(tierra_plane: ControlPlane) -> None:
-    from deploy_helpers import CONTROLLER, WEBHOOK
+    from deploy_helpers import WEBHOOK
 
     def can(user: str, *args: str) -> bool:
         result = tierra_plane.kubectl(*args, user=user, check=False)
-        assert result.returncode == 0 or "Forbidden" in result.stderr, result.stderr
+        assert result.returncode == 0 or "forbidden" in result.stderr.lower(), result.stderr
         return result.returncode == 0
 
     # What each needs works ...
@@ -454,7 +525,21 @@ def test_each_component_is_refused_what_its_roles_do_not_grant(tierra_plane: Con
     assert not can(CONTROLLER, "get", "secret", "tierra-webhook-tls", "-n", NAMESPACE)
     assert not can(CONTROLLER, "get", "pods", "-A")
     assert not can(CONTROLLER, "delete", "node", "nobody")
-    assert not can(WEBHOOK, "get", "nodes")
+    assert not can(
+        CONTROLLER, "create", "configmap", "x", "-n", "kube-system", "--from-literal=a=b"
+    )
+    assert not can(  # it writes one ConfigMap (the Slurm export's), not its own configuration
+        CONTROLLER,
+        "patch",
+        "configmap",
+        "tierra-controller-config",
+        "-n",
+        NAMESPACE,
+        "-p",
+        '{"data": {"config.yaml": "sources: []"}}',
+    )
+    assert can(WEBHOOK, "get", "nodes")  # what PodGroups are measured against ...
+    assert not can(WEBHOOK, "label", "node", "nobody", "x=y")  # ... never changed
     assert not can(WEBHOOK, "get", "secrets", "-n", NAMESPACE)
     assert not can(WEBHOOK, "delete", "validatingwebhookconfiguration", "tierra-webhook")
     hn = {
@@ -470,3 +555,110 @@ def test_each_component_is_refused_what_its_roles_do_not_grant(tierra_plane: Con
         "create", "-f", "-", input=yaml.safe_dump(hn), user=WEBHOOK, check=False
     )
     assert result.returncode != 0 and "Forbidden" in result.stderr
+
+
+def _slice(node: str, clique: str) -> dict[str, object]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-gpu"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {"name": f"gpu-{i}", "attributes": {"cliqueID": {"string": clique}}}
+                for i in range(2)
+            ],
+        },
+    }
+
+
+def test_dra_slices_become_clique_hypernodes_and_follow_changes(
+    tierra_plane: ControlPlane,
+) -> None:
+    config = parse_config({"debounce": 0.05, "sources": [{"name": "dra", "prefix": "e2e-nvl"}]})
+    slices = {f"five-{i}": "c1" if i < 2 else "c2" for i in range(4)}
+
+    async def body() -> None:
+        async with kube_for(tierra_plane) as kube:
+            for node, clique in slices.items():
+                await kube.request("POST", RESOURCE_SLICES.path(), body=_slice(node, clique))
+            try:
+                async with controller(tierra_plane, Metrics(), config=config):
+
+                    async def cliques(want: dict[str, list[str]]) -> bool:
+                        got = await owned(kube, TIERRA, "dra")
+                        return {n: members(o) for n, o in got.items()} == want
+
+                    want = {"e2e-nvl-c1": ["five-0", "five-1"], "e2e-nvl-c2": ["five-2", "five-3"]}
+                    await eventually(lambda: cliques(want), 15, "one HyperNode per clique")
+                    raw = await kube.get(RESOURCE_SLICES.path(name="five-1-gpu"))
+                    for d in raw["spec"]["devices"]:
+                        d["attributes"]["cliqueID"]["string"] = "c2"
+                    await kube.request("PUT", RESOURCE_SLICES.path(name="five-1-gpu"), body=raw)
+                    want = {"e2e-nvl-c1": ["five-0"], "e2e-nvl-c2": ["five-1", "five-2", "five-3"]}
+                    await eventually(lambda: cliques(want), 10, "five-1 moved to clique c2")
+            finally:
+                for node in slices:
+                    with contextlib.suppress(ApiError):
+                        await kube.request("DELETE", RESOURCE_SLICES.path(name=f"{node}-gpu"))
+                await cleanup(kube, ["dra"], [])
+
+    asyncio.run(body())
+
+
+def test_the_api_server_going_away_loses_nothing(
+    tierra_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Through a relay that is cut: the controller backs off, stays up, and catches up
+    with what changed meanwhile once the server is back."""
+    nodes = racks("six", 4)
+    config = labels_config("six")
+
+    async def body() -> None:
+        async with kube_for(tierra_plane) as kube:
+            await make_nodes(kube, nodes)
+            cut = Cut(tierra_plane.port)
+            await cut.up()
+            kubeconfig = json.loads(tierra_plane.kubeconfig_for(CONTROLLER).read_text())
+            kubeconfig["clusters"][0]["cluster"]["server"] = cut.url
+            path = tmp_path / "through-cut.kubeconfig"
+            path.write_text(json.dumps(kubeconfig))
+            options = app.Options(
+                kubeconfig=path,
+                config=config,
+                leader_elect=False,
+                metrics_port=0,
+                health_port=0,
+                bind_address="127.0.0.1",
+            )
+            metrics = Metrics()
+            try:
+                async with running(app.serve(options, metrics=metrics)) as task:
+
+                    async def racks_are(want: dict[str, list[str]]) -> bool:
+                        got = await owned(kube, TIERRA, "six")
+                        return {n: members(o) for n, o in got.items() if n.count("-") == 2} == want
+
+                    want = {"six-b0-r0": ["six-0", "six-1"], "six-b0-r1": ["six-2", "six-3"]}
+                    await eventually(lambda: racks_are(want), 15, "racks written")
+                    await cut.down()
+                    await relabel(kube, "six-1", {f"{KEY}/rack": "r1"})
+                    await set_ready(kube, "six-2", False)
+                    await asyncio.sleep(2.0)
+                    assert not task.done()  # away is not fatal
+                    await cut.up()
+                    want = {"six-b0-r0": ["six-0"], "six-b0-r1": ["six-1", "six-2", "six-3"]}
+                    await eventually(lambda: racks_are(want), 30, "the move applied after the cut")
+
+                    async def degraded() -> bool:
+                        obj = await kube.get(TIERRA.path(name="six-b0-r1"))
+                        return condition(obj, "Degraded").get("status") == "True"
+
+                    await eventually(degraded, 30, "the NotReady node seen after the cut")
+            finally:
+                await cut.down()
+                await cleanup(kube, ["six"], nodes)
+
+    asyncio.run(body())

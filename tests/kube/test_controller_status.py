@@ -9,7 +9,9 @@ from tierra.api.hypernode import TIERRA_GROUP, VOLCANO_GROUP, encode_hypernode
 from tierra.api.meta import ObjectMeta
 from tierra.api.node import Condition, Node
 from tierra.discovery import health, labels
-from tierra.kube.controller.status import decode_stored, status_patch
+from tierra.kube.controller.cache import decode_cached_node
+from tierra.kube.controller.status import StoredDecoder, decode_stored, status_patch
+from tierra.kube.testing.fake import node_manifest
 
 T0 = "2026-12-01T10:00:00Z"
 T1 = "2026-12-01T10:05:00Z"
@@ -111,3 +113,40 @@ def test_decode_stored_keeps_malformed_objects_with_problems() -> None:
     stored, problems = decode_stored(raw)
     assert stored.name == "hand-made" and stored.resource_version == "3"
     assert problems and stored.transitions == {}
+
+
+def test_the_memoising_decoder_reads_each_version_like_the_plain_one() -> None:
+    ns = nodes({"n1": True, "n2": False})
+    (leaf,) = topology(ns)
+    decoder = StoredDecoder()
+    for group in (TIERRA_GROUP, VOLCANO_GROUP):
+        raw = encode_hypernode(health.rollup([leaf], ns)[0], group)
+        raw["metadata"].update(resourceVersion="5", managedFields=[{"manager": "x"}])
+        for rv in ("5", "6"):  # a second version: the spec part comes from the memo
+            raw["metadata"]["resourceVersion"] = rv
+            raw["status"]["conditions"][0]["lastTransitionTime"] = T0
+            fast, (slow, _) = decoder(raw), decode_stored(raw)
+            assert fast.resource_version == slow.resource_version == rv
+            assert fast.transitions == slow.transitions == {"Ready": T0}
+            assert fast.hypernode.status == slow.hypernode.status
+            assert fast.hypernode.members == slow.hypernode.members
+            assert fast.hypernode.meta.labels == slow.hypernode.meta.labels
+    changed = encode_hypernode(leaf, TIERRA_GROUP)
+    changed["spec"]["tier"] = 2
+    assert decoder(changed).hypernode.tier == 2  # a new spec is decoded anew
+
+
+def test_nodes_are_read_for_health_without_their_resources() -> None:
+    raw = node_manifest("n1", labels={"rack": "r1"}, ready=False)
+    raw["spec"] = {
+        "unschedulable": True,
+        "taints": [
+            {"key": "maintenance", "effect": "NoExecute"},
+            {"key": "odd", "effect": "Sometimes"},  # not an effect: dropped
+        ],
+    }
+    cached = decode_cached_node(raw)
+    assert cached.node.labels["rack"] == "r1"
+    assert not cached.node.ready and cached.node.unschedulable and cached.node.no_execute
+    assert [t.key for t in cached.node.taints] == ["maintenance"]
+    assert health.node_reasons(cached.node) == ["NotReady", "Cordoned", "NoExecute"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from deploy_helpers import DEPLOY, rendered
+from deploy_helpers import DEPLOY, rendered, stand_in_crd
 
 from tierra.kube.controller.config import config_from_text
 from tierra.kube.testing import ControlPlane
@@ -31,38 +31,15 @@ def test_overlay_passes_a_server_side_dry_run(tierra_plane: ControlPlane, overla
     assert "(server dry run)" in result.stdout
 
 
+def cert_manager_crds(plane: ControlPlane) -> None:
+    for kind, plural in (("Certificate", "certificates"), ("Issuer", "issuers")):
+        stand_in_crd(plane, "cert-manager.io", "v1", kind, plural, namespaced=True)
+
+
 def test_cert_manager_component_passes_a_dry_run(
     tierra_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    # Stand-ins for cert-manager's CRDs: the dry run checks tierra's objects, not cert-manager.
-    for kind, plural in (("Certificate", "certificates"), ("Issuer", "issuers")):
-        crd = {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.cert-manager.io"},
-            "spec": {
-                "group": "cert-manager.io",
-                "scope": "Namespaced",
-                "names": {"kind": kind, "plural": plural},
-                "versions": [
-                    {
-                        "name": "v1",
-                        "served": True,
-                        "storage": True,
-                        "schema": {
-                            "openAPIV3Schema": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            }
-                        },
-                    }
-                ],
-            },
-        }
-        tierra_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(crd))
-    tierra_plane.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io"
-    )
+    cert_manager_crds(tierra_plane)
     rel = os.path.relpath(DEPLOY, tmp_path)
     (tmp_path / "kustomization.yaml").write_text(
         yaml.safe_dump(
@@ -76,6 +53,47 @@ def test_cert_manager_component_passes_a_dry_run(
     (vwc,) = of_kind(objs, "ValidatingWebhookConfiguration")
     assert vwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
     assert not [o for o in of_kind(objs, "Secret") if o["metadata"]["name"] == "tierra-webhook-tls"]
+    result = tierra_plane.kubectl("apply", "-k", str(tmp_path), "--dry-run=server", check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_an_install_into_another_namespace_names_only_that_one(
+    tierra_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """kustomize's ``namespace:`` moves metadata only; ``deploy/namespace`` as a transformer
+    rewrites the rest (binding subjects, the webhook's Service, the controller's exemption,
+    cert-manager's names), so nothing still points at tierra-system."""
+    cert_manager_crds(tierra_plane)
+    elsewhere = "tierra-elsewhere"
+    tierra_plane.kubectl("create", "namespace", elsewhere)  # a dry run creates nothing
+    rel = os.path.relpath(DEPLOY, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "namespace": elsewhere,
+                "resources": [f"{rel}/overlays/kueue"],
+                "components": [f"{rel}/components/cert-manager"],
+                "transformers": [f"{rel}/namespace"],
+            }
+        )
+    )
+    text = tierra_plane.kubectl("kustomize", str(tmp_path)).stdout
+    assert "tierra-system" not in text
+    objs = [d for d in yaml.safe_load_all(text) if d]
+    (vwc,) = of_kind(objs, "ValidatingWebhookConfiguration")
+    (exempt,) = vwc["webhooks"][0]["matchConditions"]
+    assert exempt["expression"] == (
+        f"request.userInfo.username != 'system:serviceaccount:{elsewhere}:tierra-controller'"
+    )
+    for hook in vwc["webhooks"]:
+        assert hook["clientConfig"]["service"]["namespace"] == elsewhere
+    assert vwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+        f"{elsewhere}/tierra-webhook"
+    )
+    bindings = of_kind(objs, "RoleBinding") + of_kind(objs, "ClusterRoleBinding")
+    assert len(bindings) == 7  # three components' two each, and the Kueue export's
+    for b in bindings:
+        assert [s["namespace"] for s in b["subjects"]] == [elsewhere], b["metadata"]["name"]
     result = tierra_plane.kubectl("apply", "-k", str(tmp_path), "--dry-run=server", check=False)
     assert result.returncode == 0, result.stderr
 
@@ -152,3 +170,25 @@ def test_shipped_controller_configuration_is_valid(
     ]
     patches_nodes = any("nodes" in r["resources"] and "patch" in r["verbs"] for r in rules)
     assert patches_nodes == bool(want)  # only an export may change Nodes
+
+
+@pytest.mark.parametrize("overlay", ["standalone", "volcano"])
+def test_every_container_command_line_is_one_tierra_accepts(
+    tierra_plane: ControlPlane, overlay: str, tmp_path: Path
+) -> None:
+    """The Deployments' args parse as the commands' own options (a renamed flag would
+    otherwise only show as a crash-looping pod)."""
+    import typer
+
+    from tierra.cli import app
+
+    group = typer.main.get_command(app)
+    objs = rendered(tierra_plane, DEPLOY / "overlays" / overlay)
+    seen = set()
+    for d in of_kind(objs, "Deployment"):
+        (container,) = d["spec"]["template"]["spec"]["containers"]
+        name, *args = [a.replace("$(POD_NAMESPACE)", "tierra-system") for a in container["args"]]
+        command = group.commands[name]  # type: ignore[attr-defined]
+        command.make_context(name, list(args))  # raises on an unknown option or bad value
+        seen.add(name)
+    assert seen == {"controller", "scheduler", "webhook"}

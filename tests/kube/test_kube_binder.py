@@ -1,5 +1,5 @@
 """The binder against the real API server: 409 reconciled, 404 forgotten, evictions
-through the Eviction API completed before the binding that needs their room."""
+through the Eviction API completed before the bindings handed over after them."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from tierra.kube.scheduler.metrics import Metrics
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
 from tierra.scheduler.cache import Cache
-from tierra.scheduler.result import Binding, Eviction, SessionResult
+from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult
+from tierra.scheduler.status import Code
 
 pytestmark = pytest.mark.kube
 
@@ -116,7 +117,7 @@ def test_conflicts_and_missing_pods_are_reconciled(
     assert metrics.registry.get_sample_value(errors, {"code": "404"}) == 1
 
 
-def test_evictions_complete_before_the_binding_that_needs_the_room(
+def test_evictions_complete_before_the_bindings_handed_over_after_them(
     control_plane: ControlPlane, crds: ControlPlane, namespace: str
 ) -> None:
     async def body() -> tuple[list[tuple[str, str]], list[bool], dict[str, str]]:
@@ -149,11 +150,23 @@ def test_evictions_complete_before_the_binding_that_needs_the_room(
                 await eventually(lambda: key + "victim" in cache.pods, 10, "victim seen")
                 cache.remove_pod(key + "victim")  # what the session's eviction does
                 cache.assume(key + "p1", a)
+                cache.assume(key + "p2", a)
                 binder = Binder(kube, feed, metrics, eviction_timeout=20)
-                binder.submit(
-                    SessionResult(
+                # decisions handed over one by one, as a running session makes them: p2's
+                # gang made no eviction, yet it may use the victim's room too
+                binder.begin()
+                binder.decided(
+                    Decision(
+                        key + "p1",
+                        Code.SUCCESS,
+                        0.001,
                         bindings=(Binding(key + "p1", a, None),),
                         evictions=(Eviction(key + "victim", a, "preempted by test"),),
+                    )
+                )
+                binder.decided(
+                    Decision(
+                        key + "p2", Code.SUCCESS, 0.001, bindings=(Binding(key + "p2", a, None),)
                     )
                 )
                 await binder.drain()
@@ -169,6 +182,6 @@ def test_evictions_complete_before_the_binding_that_needs_the_room(
         for method, path in calls
         if method == "POST" and path.endswith(("/eviction", "/binding"))
     ]
-    assert order == ["eviction", "binding"]
-    assert evicting_when_bound == [False]  # the API had deleted the victim by then
-    assert "victim" not in placed and placed["p1"] == "evict-a"
+    assert order == ["eviction", "binding", "binding"]
+    assert evicting_when_bound == [False, False]  # the API had deleted the victim by then
+    assert "victim" not in placed and placed["p1"] == placed["p2"] == "evict-a"

@@ -23,6 +23,7 @@ pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not i
 from e2e_cluster import (
     RACK_KEY,
     Fabric,
+    at_first_binding,
     gpus_used,
     metric,
     placements,
@@ -38,7 +39,7 @@ from kube_helpers import eventually, kube_for
 
 from tierra.kube.client import Kube
 from tierra.kube.resources import EVENTS, PODS, VOLCANO_PODGROUPS, WORKLOAD_PODGROUPS
-from tierra.kube.testing import ControlPlane
+from tierra.kube.testing import ControlPlane, ManagedProcess
 from tierra.kube.testing.fake import PodShape, pod_manifest
 
 pytestmark = pytest.mark.kube
@@ -173,6 +174,7 @@ def test_live_placement_matches_tierra_schedule_on_a_snapshot(
         ready = scrape(port, "/readyz")
     finally:
         process.stop()
+    assert process.poll() == 0, "SIGTERM must stop it cleanly"
 
     # The same placement live and offline, pod for pod.
     assert seen["placed"] == expected
@@ -205,8 +207,33 @@ def test_live_placement_matches_tierra_schedule_on_a_snapshot(
     assert metric(text, "tierra_scheduler_binds_total") == len(expected)
     rack = fabric.rack_of(placed["hard-0"])
     assert f'tierra_scheduler_hypernode_gpus{{hypernode="{rack}",state="total"}} 32.0' in text
-    assert "tierra_scheduler_pending_gangs{reason=" in text
+    # gangs waiting by their outcome's code: every one the offline session left waiting
+    by_code = {
+        code: metric(text, f'tierra_scheduler_pending_gangs{{reason="{code}"}}')
+        for code in (
+            "Unschedulable",
+            "UnschedulableAndUnresolvable",
+            "AttemptFailed",
+            "QueueLimited",
+        )
+    }
+    assert sum(by_code.values()) == len(waiting) and by_code["Unschedulable"] >= 1
+    assert metric(text, "tierra_scheduler_gang_decision_seconds_count") >= len(waiting) + 4
     assert "tierra_scheduler_session_duration_seconds_count" in text
+
+
+async def rack_gang(kube: Kube, namespace: str, scheduler: str, fabric: Fabric, size: int) -> None:
+    """Gang "big" of ``size`` 1-GPU pods that must fit inside one rack."""
+    await volcano_gang(
+        kube,
+        namespace,
+        "big",
+        size,
+        scheduler=scheduler,
+        fabric=fabric,
+        gpus=1,
+        topology={"mode": "hard", "highestTierName": "rack"},
+    )
 
 
 def gang_on_fabric(
@@ -214,16 +241,7 @@ def gang_on_fabric(
 ) -> None:
     async def setup(kube: Kube) -> None:
         await fabric.create(kube)
-        await volcano_gang(
-            kube,
-            namespace,
-            "big",
-            size,
-            scheduler=name,
-            fabric=fabric,
-            gpus=1,
-            topology={"mode": "hard", "highestTierName": "rack"},
-        )
+        await rack_gang(kube, namespace, name, fabric, size)
 
     run(plane, setup)
 
@@ -253,19 +271,23 @@ def test_sigkill_mid_gang_then_restart_finishes_the_gang_in_its_domain(
     name = "tierra-e2e-kill"
     size = 48  # only a whole rack (64 GPUs) holds it
     gang_on_fabric(control_plane, namespace, fabric, name, size)
-    first, _ = start_scheduler(control_plane, tmp_path, name, "--max-binds-in-flight", "1")
+    started: list[ManagedProcess] = []
+
+    async def start() -> None:
+        started.append(
+            start_scheduler(control_plane, tmp_path, name, "--max-binds-in-flight", "1")[0]
+        )
+
+    def kill() -> None:  # the scheduler exists only once start() ran
+        started[0].kill()
+
     try:
-
-        async def until_some(kube: Kube) -> int:
-            await eventually(lambda: bound_count(kube, namespace), 60, "a first binding")
-            return await bound_count(kube, namespace)
-
-        seen_before_kill = run(control_plane, until_some)
-        first.kill()
+        run(control_plane, lambda kube: at_first_binding(kube, namespace, start, kill))
         bound_at_kill = run(control_plane, lambda kube: bound_count(kube, namespace))
     finally:
-        first.stop()
-    assert 0 < seen_before_kill <= bound_at_kill < size, "the kill did not land mid-gang"
+        for process in started:
+            process.stop()
+    assert 0 < bound_at_kill < size, "the kill did not land mid-gang"
     second, _ = start_scheduler(control_plane, tmp_path, name)
     try:
         check_gang(control_plane, namespace, fabric, size, second)
@@ -279,22 +301,29 @@ def test_api_server_away_for_10_seconds_loses_and_doubles_nothing(
     fabric = Fabric("away", spines=1, racks=3, nodes=8)
     name = "tierra-e2e-away"
     size = 48
-    process, _ = start_scheduler(
+    process, port = start_scheduler(
         control_plane, tmp_path, name, "--max-binds-in-flight", "1", "--bind-retry-for", "90"
     )
     try:
-        gang_on_fabric(control_plane, namespace, fabric, name, size)
+        run(control_plane, fabric.create)
 
-        async def some_bound(kube: Kube) -> int:
-            await eventually(lambda: bound_count(kube, namespace), 60, "a first binding")
-            return await bound_count(kube, namespace)
+        async def gang(kube: Kube) -> None:
+            await rack_gang(kube, namespace, name, fabric, size)
 
-        before = run(control_plane, some_bound)
-        control_plane.stop_apiserver()
+        # The API server dies the moment the first pod of the gang is bound.
+        run(
+            control_plane,
+            lambda kube: at_first_binding(
+                kube, namespace, lambda: gang(kube), control_plane.stop_apiserver
+            ),
+        )
         time.sleep(10)
         control_plane.start_apiserver()
         check_gang(control_plane, namespace, fabric, size, process)
-        assert before < size, "the outage did not land mid-gang"
+        text = scrape(port)[1]
+        # Bindings were tried while it was away (status 0: unreachable) and retried.
+        assert 'tierra_scheduler_bind_errors_total{code="0"}' in text
+        assert metric(text, "tierra_scheduler_binds_total") == size
 
         async def more(kube: Kube) -> dict[str, str]:  # the watches resumed
             await volcano_gang(kube, namespace, "after", 2, scheduler=name, fabric=fabric, gpus=1)

@@ -68,10 +68,14 @@ def test_a_node_turning_not_ready_changes_the_open_page(
             page.wait_for_selector("#live:text('live')", timeout=20_000)
             assert "degraded" not in (page.get_attribute(leaf, "class") or "")
             page.evaluate("window.stillTheSamePage = true")
-
+            before = dash.version
+            # A heartbeat (a new lastHeartbeatTime and resourceVersion, nothing else) is no
+            # change to the page; the node turning NotReady after it is one.
+            aside(lambda: run_api(lambda api: set_node_ready(api, NODES[0], True)))
             aside(lambda: run_api(lambda api: set_node_ready(api, NODES[1], False)))
 
             page.wait_for_selector(f"{leaf}.degraded", timeout=20_000)
+            assert dash.version == before + 1
             assert page.evaluate("window.stillTheSamePage") is True  # updated, not reloaded
             title = page.text_content(f"{leaf} title") or ""
             assert "degraded: 1 NotReady" in title and "8 unavailable" in title

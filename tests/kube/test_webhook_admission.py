@@ -10,10 +10,21 @@ from typing import Any
 import pytest
 import yaml
 from typer.testing import CliRunner
-from webhook_helpers import VOLCANO, admission_review, canonical, hn, judge_with, podgroup
+from webhook_helpers import (
+    VOLCANO,
+    admission_review,
+    canonical,
+    canonical_nodes,
+    hn,
+    judge_with,
+    podgroup,
+    workload_podgroup,
+)
 
 from tierra.api.hypernode import TIERRA_GROUP, decode_hypernode
+from tierra.api.node import decode_node
 from tierra.cli import app
+from tierra.kube.testing.fake import node_manifest
 from tierra.kube.webhook import review
 from tierra.kube.webhook.admission import Judge
 
@@ -198,6 +209,94 @@ def test_podgroup_validate_prints_the_same_problem(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["validate", str(snapshot)])
     assert result.exit_code == 1
     assert str(verdict.problems[0]) in result.output.replace("\n", " ").replace("  ", " ")
+
+
+# -- upstream PodGroups (scheduling.k8s.io/v1alpha2) and gangs that never fit ------------
+
+WORKLOAD = "scheduling.k8s.io"
+
+
+@pytest.mark.parametrize(
+    ("key", "allowed", "want"),
+    [
+        pytest.param(None, True, "", id="no-constraint"),
+        pytest.param("example.com/rack", True, "", id="a-node-label"),
+        pytest.param("leaf", True, "", id="discovered-tier-name"),
+        pytest.param(
+            "example.com/row",
+            False,
+            "PodGroup/ml/train: spec: networkTopology.highestTierName 'example.com/row' "
+            "names no tier",
+            id="nothing-carries-the-key",
+        ),
+    ],
+)
+def test_upstream_podgroup_topology_key_must_be_honourable(
+    key: str | None, allowed: bool, want: str
+) -> None:
+    judge = judge_with(canonical(), canonical_nodes())
+    verdict = judge.review_podgroup(workload_podgroup("train", 4, key), group=WORKLOAD)
+    assert verdict.allowed is allowed, verdict.message
+    assert want in verdict.message
+    assert not verdict.warnings  # four pods fit a rack of two 110-pod nodes
+
+
+def test_a_gang_that_can_never_fit_is_admitted_with_validates_warning(tmp_path: Path) -> None:
+    """Too big for any domain its limit allows, even empty: told at once, as ``validate``
+    tells it, but admitted (nodes can be added; a refused PodGroup would stop its job)."""
+    nodes = canonical_nodes()
+    judge = judge_with(canonical(), nodes)
+    big = workload_podgroup("big", 300, "example.com/rack")  # a rack holds 2 x 110 pods
+    verdict = judge.review_podgroup(big, group=WORKLOAD)
+    assert verdict.allowed
+    (warning,) = verdict.warnings
+    assert "can never fit within highestTierName: example.com/rack" in warning
+    assert "holds 220); to fit, allow tier 2" in warning
+    gpus = podgroup({"mode": "hard", "highestTierName": "leaf"})
+    gpus["spec"]["minResources"] = {"nvidia.com/gpu": "24"}  # a leaf has 2 x 8
+    volcano = judge.review_podgroup(gpus)
+    assert volcano.allowed and "short of nvidia.com/gpu (16 of 24)" in volcano.warnings[0]
+    # validate prints the same words for the same objects.
+    snapshot = tmp_path / "s.yaml"
+    snapshot.write_text(yaml.safe_dump_all([*canonical(), *nodes, big, gpus]))
+    result = CliRunner().invoke(app, ["validate", str(snapshot), "-o", "json"])
+    printed = {
+        f"{p['object']}: {p['message']}"
+        for p in json.loads(result.output)["problems"]
+        if p["severity"] == "warning"
+    }
+    assert {warning, volcano.warnings[0]} <= printed
+
+
+def test_upstream_refusal_text_is_what_validate_prints(tmp_path: Path) -> None:
+    bad = workload_podgroup("train", 2, "example.com/row")
+    nodes = canonical_nodes()
+    verdict = judge_with(canonical(), nodes).review_podgroup(bad, group=WORKLOAD)
+    snapshot = tmp_path / "s.yaml"
+    snapshot.write_text(yaml.safe_dump_all([*canonical(), *nodes, bad]))
+    result = CliRunner().invoke(app, ["validate", str(snapshot), "-o", "json"])
+    assert result.exit_code == 1
+    printed = {
+        f"{p['object']}: {p['field']}: {p['message']}"
+        for p in json.loads(result.output)["problems"]
+        if p["severity"] == "error"
+    }
+    assert verdict.problems and {str(p) for p in verdict.problems} <= printed
+
+
+def test_a_malformed_upstream_podgroup_is_refused_with_its_field() -> None:
+    raw = workload_podgroup("train", 2, "not a label key!")
+    verdict = judge_with(canonical(), canonical_nodes()).review_podgroup(raw, group=WORKLOAD)
+    assert not verdict.allowed
+    assert "spec.schedulingConstraints.topology[0].key" in verdict.message
+
+
+def test_nodes_relabelled_change_the_verdict() -> None:
+    judge = judge_with(canonical(), canonical_nodes())
+    raw = workload_podgroup("train", 2, "example.com/zone")
+    assert not judge.review_podgroup(raw, group=WORKLOAD).allowed
+    judge.upsert_node(decode_node(node_manifest("n0", labels={"example.com/zone": "z1"}), None, []))
+    assert judge.review_podgroup(raw, group=WORKLOAD).allowed
 
 
 # -- the wire -----------------------------------------------------------------------------

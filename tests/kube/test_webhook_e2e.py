@@ -1,12 +1,14 @@
 """``tierra webhook`` called by the real API server over TLS: it makes its certificate,
 patches its CA into the ValidatingWebhookConfiguration, refuses a cycle or a second parent
 with ``tierra validate``'s words when ``kubectl apply`` sends one, admits a valid tree,
-judges PodGroups, exempts the controller, and renews its certificate without a gap."""
+judges PodGroups of both APIs, exempts the controller, and renews its certificate
+without a gap."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import ssl
 from typing import Any
 
 import aiohttp
@@ -16,9 +18,11 @@ from deploy_helpers import CONTROLLER, DEPLOY, NAMESPACE, WEBHOOK, rendered
 from kube_helpers import eventually, kube_for, running
 
 from tierra.kube.client import Kube
+from tierra.kube.resources import NODES as NODES_RESOURCE
 from tierra.kube.resources import SECRETS, VALIDATING_WEBHOOKS
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.controlplane import free_ports
+from tierra.kube.testing.fake import node_manifest
 from tierra.kube.webhook import app, certs
 
 pytestmark = pytest.mark.kube
@@ -62,6 +66,22 @@ def podgroup(name: str, tier_name: str) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {"minMember": 2, "networkTopology": {"mode": "hard", "highestTierName": tier_name}},
     }
+
+
+def workload_podgroup(name: str, min_count: int, key: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": min_count}},
+            "schedulingConstraints": {"topology": [{"key": key}]},
+        },
+    }
+
+
+RACK = "e2e.tierra.dev/w-rack"
+NODES = [node_manifest(f"w-n{i}", labels={RACK: "a"}) for i in range(2)]  # 2 x 110 pods
 
 
 def configuration(plane: ControlPlane, port: int) -> dict[str, Any]:
@@ -117,6 +137,9 @@ def test_the_api_server_calls_the_webhook_over_tls(tierra_plane: ControlPlane) -
     )
 
     async def body() -> None:
+        async with kube_for(tierra_plane) as kube:
+            for node in NODES:
+                await kube.request("POST", NODES_RESOURCE.path(), body=node)
         async with kube_for(tierra_plane) as kube, running(app.serve(options)):
             await eventually(lambda: ready(health), 20, "the webhook ready")
             bundles = await ca_bundles(kube)
@@ -145,6 +168,22 @@ def test_the_api_server_calls_the_webhook_over_tls(tierra_plane: ControlPlane) -
             )
             code, err = await apply(tierra_plane, [podgroup("w-pg-good", "w-spine")])
             assert code == 0, err
+
+            # The upstream Workload API's: a label key nothing carries is refused; one the
+            # nodes carry is admitted; a gang no rack could ever hold is admitted with
+            # validate's warning (kubectl prints it).
+            code, err = await apply(
+                tierra_plane, [workload_podgroup("w-wl-bad", 2, "e2e.tierra.dev/w-row")]
+            )
+            assert code != 0
+            assert 'admission webhook "podgroups.topology.tierra.dev" denied the request' in err
+            assert "highestTierName 'e2e.tierra.dev/w-row' names no tier" in err
+            code, err = await apply(tierra_plane, [workload_podgroup("w-wl-good", 2, RACK)])
+            assert code == 0 and "Warning" not in err, err
+            code, err = await apply(tierra_plane, [workload_podgroup("w-wl-huge", 500, RACK)])
+            assert code == 0, err
+            assert "Warning: PodGroup/tierra-system/w-wl-huge: can never fit" in err
+            assert "holds 220" in err
 
             # The controller is exempt (it checks whole plans itself): its write passes.
             code, err = await apply(
@@ -202,6 +241,17 @@ def test_the_api_server_calls_the_webhook_over_tls(tierra_plane: ControlPlane) -
             "w-pg-good",
             "--ignore-not-found",
         )
+        tierra_plane.kubectl(
+            "delete",
+            "-n",
+            NAMESPACE,
+            "podgroups.scheduling.k8s.io",
+            "w-wl-good",
+            "w-wl-huge",
+            "--ignore-not-found",
+            "--wait=false",  # a finalizer no controller removes here
+        )
+        tierra_plane.kubectl("delete", "node", "w-n0", "w-n1", "--ignore-not-found")
 
 
 async def _aging_bundle(stored: certs.Bundle) -> certs.Bundle:
@@ -214,3 +264,62 @@ async def _aging_bundle(stored: certs.Bundle) -> certs.Bundle:
     names = certs.Names(certs.service_names("tierra-webhook", NAMESPACE), ("127.0.0.1",))
     past = dt.datetime.now(dt.UTC) - dt.timedelta(days=80)
     return certs.issue(names, past, ca=(ca_cert, ca_key))  # type: ignore[arg-type]
+
+
+def test_with_cert_manager_it_serves_the_certificate_in_the_secret(
+    tierra_plane: ControlPlane,
+) -> None:
+    """``--certificates cert-manager``: whatever tool fills the Secret, the webhook only
+    reads it (no caBundle to patch: cert-manager's injector does that) and loads renewals."""
+    port, health = free_ports(2)
+    options = app.Options(
+        kubeconfig=tierra_plane.kubeconfig_for(WEBHOOK),
+        namespace=NAMESPACE,
+        certificates="cert-manager",
+        port=port,
+        health_port=health,
+        bind_address="127.0.0.1",
+        check_seconds=1.0,
+    )
+    names = certs.Names(("tierra-webhook.tierra-system.svc",), ("127.0.0.1",))
+
+    async def body() -> None:
+        async with kube_for(tierra_plane) as kube:
+            secret = await kube.get(SECRETS.path(NAMESPACE, "tierra-webhook-tls"))
+            first = certs.issue(names, dt.datetime.now(dt.UTC))
+            data = first.to_secret_data()
+            data.pop("ca.key")  # cert-manager keeps the CA's key to itself
+            secret["data"] = data
+            await kube.request("PUT", SECRETS.path(NAMESPACE, "tierra-webhook-tls"), body=secret)
+            async with running(app.serve(options)):
+                await eventually(lambda: ready(health), 20, "the webhook ready")
+                assert await _served(port, first) == first.cert
+                # A renewal written to the Secret is served from the next connection on.
+                second = certs.issue(names, dt.datetime.now(dt.UTC))
+                secret = await kube.get(SECRETS.path(NAMESPACE, "tierra-webhook-tls"))
+                secret["data"] = {k: v for k, v in second.to_secret_data().items() if k != "ca.key"}
+                await kube.request(
+                    "PUT", SECRETS.path(NAMESPACE, "tierra-webhook-tls"), body=secret
+                )
+
+                async def renewed() -> bool:
+                    try:
+                        return await _served(port, second) == second.cert
+                    except (OSError, ssl.SSLError):
+                        return False
+
+                await eventually(renewed, 10, "the renewed certificate served")
+
+    asyncio.run(body())
+
+
+async def _served(port: int, bundle: certs.Bundle) -> bytes:
+    """The serving certificate (PEM) a TLS client trusting ``bundle``'s CA is shown."""
+    ctx = ssl.create_default_context(cadata=bundle.ca_bundle.decode())
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ctx)
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(True)
+        return ssl.DER_cert_to_PEM_cert(der).encode()
+    finally:
+        writer.close()
+        await writer.wait_closed()

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from tierra.api.hypernode import TIERRA_GROUP, VOLCANO_GROUP, decode_hypernode
+from tierra.api.node import decode_node
+from tierra.kube.testing.fake import NodeShape, node_manifest
 from tierra.kube.webhook import review
 from tierra.kube.webhook.admission import Judge
 
@@ -47,11 +49,35 @@ def canonical(api: str = TIERRA) -> list[dict[str, Any]]:
     ]
 
 
-def judge_with(objs: list[dict[str, Any]], **kwargs: Any) -> Judge:
+def judge_with(
+    objs: list[dict[str, Any]], nodes: list[dict[str, Any]] = (), **kwargs: Any
+) -> Judge:  # type: ignore[assignment]
     judge = Judge(**kwargs)
     for raw in objs:
         judge.upsert(decode_hypernode(raw, None, []))
+    judge.listing_nodes(True)
+    for raw in nodes:
+        judge.upsert_node(decode_node(raw, None, []))
+    judge.listing_nodes(False)
     return judge
+
+
+def canonical_nodes(key: str = "example.com/rack", gpus: int = 8) -> list[dict[str, Any]]:
+    """The canonical tree's nodes n0..n7, two per leaf, labelled ``key=<leaf>``."""
+    shape = NodeShape(gpus=gpus)
+    return [node_manifest(f"n{i}", shape=shape, labels={key: f"s{i // 2}"}) for i in range(8)]
+
+
+def workload_podgroup(name: str, min_count: int, key: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if key is not None:
+        spec["schedulingConstraints"] = {"topology": [{"key": key}]}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": spec,
+    }
 
 
 def podgroup(nt: dict[str, Any] | None, **spec: Any) -> dict[str, Any]:

@@ -6,18 +6,31 @@ make (CONTRACTS.md section 1); each is tested for what a session then decides.
 
 from __future__ import annotations
 
+import json
+import random
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
-from tests.scheduler.helpers import placed, reasons
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.scheduler.helpers import add, cache_state, placed, reasons
+from tests.scheduler.test_sched_properties import SETTINGS, World, worlds
 
-from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session
+from tierra.api.hypernode import decode_hypernode
+from tierra.api.pod import Phase
+from tierra.api.podgroup import encode_podgroup
+from tierra.api.snapshot import Snapshot, load_snapshot
+from tierra.errors import Problem
+from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session, schedule
+from tierra.scheduler.cache import QUEUE_ANNOTATION
 from tierra.scheduler.testing import (
     canonical,
     gang,
     hypernode,
     node,
     pod,
+    pod_manifest,
     podgroup,
     queue,
     snapshot,
@@ -151,7 +164,10 @@ def test_hypernodes_upserted_removed_or_replaced() -> None:
     pg, pods = gang("job", 2, network_topology=topology(tier=1), gpu=8)
     leaves = [hypernode("a", 1, nodes=["n0"]), hypernode("b", 1, nodes=["n1"])]
     cache = Cache.from_snapshot(snapshot(nodes, leaves, pods, [pg]))
-    assert "no tier-1 HyperNode can hold" in reasons(run_session(cache))["default/job"]
+    # two 8-GPU pods, one node per leaf: no leaf could ever hold the gang
+    assert (
+        "can never fit within highestTierAllowed: 1" in reasons(run_session(cache))["default/job"]
+    )
     cache.upsert_hypernode(hypernode("leaf", 1, nodes=["n2", "n3"]))
     generation = cache.generation
     cache.upsert_hypernode(hypernode("leaf", 1, nodes=["n2", "n3"]))  # unchanged
@@ -161,6 +177,61 @@ def test_hypernodes_upserted_removed_or_replaced() -> None:
     assert "leaf" not in cache.index.ix
     cache.set_hypernodes([hypernode("x", 1, nodes=["n0"]), hypernode("y", 1, nodes=["n1"])])
     assert {"x", "y"} <= set(cache.index.ix)
+
+
+def rack_manifest(name: str, members: list[str], pattern: str | None = None) -> dict[str, object]:
+    spec: list[dict[str, object]] = [
+        {"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in members
+    ]
+    if pattern is not None:
+        spec.append({"type": "Node", "selector": {"regexMatch": {"pattern": pattern}}})
+    return {
+        "apiVersion": "topology.tierra.dev/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": {"tier": 1, "members": spec},
+    }
+
+
+def test_a_hypernode_with_an_error_makes_its_tree_unusable_as_a_snapshot_would(
+    tmp_path: Path,
+) -> None:
+    nodes = [node(f"n{i}") for i in range(4)]
+    running = [pod(f"r{i}", node_name=f"n{i}", gpu=8) for i in range(2)]  # rack "a" full
+    pg, pods = gang("job", 2, network_topology=topology(tier=1), gpu=8)
+    good = rack_manifest("a", ["n0", "n1"])
+    bad = rack_manifest("b", ["n2", "n3"], pattern="^x[")  # does not compile
+    problems: list[Problem] = []
+    hns = [decode_hypernode(raw, None, problems) for raw in (good, bad)]
+    assert [p.obj for p in problems] == ["HyperNode/b"]
+    # the same objects in a snapshot file, as tierra schedule reads them
+    path = tmp_path / "cluster.json"
+    manifests = [good, bad, encode_podgroup(pg), *(pod_manifest(p) for p in (*running, *pods))]
+    manifests += [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": n.name},
+            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", GPU: "8"}},
+        }
+        for n in nodes
+    ]
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
+    offline = schedule(load_snapshot([path]))
+    assert offline.bindings == ()  # b's tree is unusable: no tier-1 domain has room
+    # fed one object at a time, the bad one with its problems
+    cache = Cache(nodes=nodes)
+    cache.upsert_hypernode(hns[0])
+    cache.upsert_hypernode(hns[1], problems)
+    for obj in (pg, *running, *pods):
+        add(cache, obj)
+    tree = cache.index.trees[int(cache.index.tree_of[cache.index.ix["b"]])]
+    assert not tree.usable and "regexMatch.pattern" in " ".join(tree.reasons)
+    assert reasons(run_session(cache)) == reasons(offline)
+    # the same object again without its problems: b is a usable rack, the gang goes there
+    cache.upsert_hypernode(hns[1])
+    assert not cache.hypernode_problems
+    assert set(placed(run_session(cache)).values()) == {"n2", "n3"}
 
 
 def test_a_batch_rebuilds_the_index_once() -> None:
@@ -240,3 +311,92 @@ def test_memory_forgets_when_handed_another_cache_or_config() -> None:
     other = Cache.from_snapshot(snapshot(nodes, hns))
     run_session(other, memory=memory)
     assert memory.failures == {} and memory.built == {}
+
+
+# -- a snapshot at once ---------------------------------------------------------------
+
+
+def feed(cache: Cache, snap: Snapshot) -> Cache:
+    """Upsert the queues, PodGroups and pods of ``snap`` one at a time."""
+    for q in snap.queues:
+        cache.upsert_queue(q)
+    for pg in snap.podgroups:
+        cache.upsert_podgroup(pg)
+    for p in snap.pods:
+        cache.upsert_pod(p)
+    return cache
+
+
+def one_by_one(snap: Snapshot) -> Cache:
+    """What ``from_snapshot`` did before it added pods in bulk: every pod upserted."""
+    return feed(Cache(nodes=snap.nodes, hypernodes=snap.hypernodes, problems=snap.problems), snap)
+
+
+@SETTINGS
+@given(worlds(), st.integers(0, 3))
+def test_from_snapshot_equals_upserting_every_pod(world: World, seed: int) -> None:
+    """Bound, pending, finished and lone pods, some on nodes the snapshot lacks: the bulk
+    path leaves every table, ledger and order exactly as upserting them one by one."""
+    base = snapshot(world.nodes, world.hypernodes, world.pods, world.podgroups)
+    bound = {b.pod: b.node for b in schedule(base).bindings}
+    rnd = random.Random(seed)
+    pods = []
+    for p in world.pods:
+        phase = rnd.choice([Phase.RUNNING, Phase.RUNNING, Phase.SUCCEEDED])
+        pods.append(replace(p, node_name=bound[p.key], phase=phase) if p.key in bound else p)
+    pods.append(replace(pod("lone", gpu=1, node_name="not-in-the-snapshot"), phase=Phase.RUNNING))
+    solo = pod("solo", cpu=1, annotations={QUEUE_ANNOTATION: "q"}, node_name=world.nodes[0].name)
+    pods.append(replace(solo, phase=Phase.RUNNING))
+    rnd.shuffle(pods)
+    snap = snapshot(world.nodes, world.hypernodes, pods, world.podgroups, [queue("q")])
+    assert cache_state(Cache.from_snapshot(snap)) == cache_state(one_by_one(snap))
+
+
+def test_from_snapshot_with_a_pod_given_twice_keeps_the_last() -> None:
+    nodes, hns = canonical()
+    first, second = pod("p", gpu=8, node_name="node-0"), pod("p", gpu=4, node_name="node-1")
+    pods = [first, pod("q", gpu=1), second]
+    snap = snapshot(nodes, hns, pods)
+    cache = Cache.from_snapshot(snap)
+    assert cache_state(cache) == cache_state(one_by_one(snap))
+    assert gpus_used(cache, "node-1") == 4 and gpus_used(cache, "node-0") == 0
+
+
+def rebuilt_state(cache: Cache) -> dict[str, object]:
+    """``cache_state`` but for how many times the index was built."""
+    state = cache_state(cache)
+    del state["generation"]
+    return state
+
+
+@SETTINGS
+@given(worlds(), st.integers(0, 3))
+def test_a_first_list_in_one_batch_equals_from_snapshot(world: World, seed: int) -> None:
+    """What an informer's first list does (every object upserted inside ``batch()``, the
+    nodes kept by name until the one rebuild) leaves the cache as ``from_snapshot`` does;
+    and nodes removed or relabelled inside a batch, as if done before it."""
+    rnd = random.Random(seed)
+    snap = snapshot(world.nodes, world.hypernodes, world.pods, world.podgroups, [queue("q")])
+    cache = Cache()
+    with cache.batch():
+        for n in snap.nodes:
+            cache.upsert_node(n)
+        gone = rnd.choice(snap.nodes)
+        cache.remove_node(gone.name)
+        cache.remove_node("never-there")
+        cache.upsert_node(gone)  # back, at the end of the node order
+        for h in snap.hypernodes:
+            cache.upsert_hypernode(h)
+        feed(cache, snap)
+    moved = [n for n in snap.nodes if n.name != gone.name] + [gone]
+    assert rebuilt_state(cache) == rebuilt_state(
+        Cache.from_snapshot(replace(snap, nodes=tuple(moved)))
+    )
+    if len(moved) < 2:
+        return
+    relabelled = replace(gone, meta=replace(gone.meta, labels={"zone": "z"}))
+    with cache.batch():
+        cache.upsert_node(relabelled)
+        cache.remove_node(moved[0].name)
+    after = replace(snap, nodes=(*moved[1:-1], relabelled))
+    assert rebuilt_state(cache) == rebuilt_state(Cache.from_snapshot(after))

@@ -35,9 +35,11 @@ def test_hard_gang_that_needs_a_higher_tier_waits_with_reason() -> None:
     result = run(nodes, hns, pods, [pg])
     assert result.bindings == ()
     reason = reasons(result)["default/job"]
-    assert reason.startswith("no tier-1 HyperNode can hold 3 pods of")
-    assert "best s0 holds 2" in reason
-    assert "tier 2 not allowed (highestTierAllowed: 1)" in reason
+    # three 8-GPU pods, two 8-GPU nodes per leaf: waiting would never help
+    assert reason.startswith("can never fit within highestTierAllowed: 1: ")
+    assert "no allowed HyperNode holds 3 pods of" in reason
+    assert "(the most, s0, holds 2, short of nvidia.com/gpu)" in reason
+    assert "allow tier 2 (highestTierAllowed: 2; s4 could hold it) or shrink the gang" in reason
 
 
 def test_soft_gang_climbs_until_it_fits() -> None:

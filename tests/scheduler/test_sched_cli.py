@@ -38,7 +38,7 @@ def test_schedule_json_contract() -> None:
     pretrain = [b for b in doc["bindings"] if b["pod"].startswith("default/pretrain-")]
     assert len(pretrain) == 8 and {b["hyperNode"] for b in pretrain} == {"s4"}
     assert [u["podGroup"] for u in doc["unschedulable"]] == ["default/too-wide"]
-    assert doc["unschedulable"][0]["reason"].startswith("no tier-1 HyperNode can hold 3 pods")
+    assert doc["unschedulable"][0]["reason"].startswith("can never fit within highestTierName")
 
 
 def test_schedule_table_and_yaml() -> None:
@@ -151,3 +151,54 @@ def test_a_broken_tree_is_named_on_stderr(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert len(json.loads(result.stdout)["bindings"]) == 12
     assert "topology tree zz1 is not used" in result.stderr and "cycle" in result.stderr
+
+
+def test_a_priority_set_only_through_a_priority_class_survives_a_snapshot(tmp_path: Path) -> None:
+    """A PodGroup's priorityClassName means the class's value (tierra snapshot writes them)."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "8"}},
+    }
+
+    def pod(name: str, **spec: object) -> dict[str, object]:
+        requests = {"requests": {"nvidia.com/gpu": "8"}}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "annotations": spec.pop("ann", {})},
+            "spec": {
+                "schedulerName": "tierra",
+                "containers": [{"name": "m", "resources": requests}],
+                **spec,
+            },
+        }
+
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "urgent", "namespace": "default"},
+        "spec": {"minMember": 1, "priorityClassName": "high"},
+    }
+    objects = [
+        node,
+        pod("low", nodeName="n1", priority=1),
+        group,
+        pod("urgent-0", ann={"scheduling.k8s.io/group-name": "urgent"}),
+    ]
+    classes = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 100,
+    }
+    without, with_class = tmp_path / "without.yaml", tmp_path / "with.yaml"
+    without.write_text(yaml.safe_dump_all(objects))
+    with_class.write_text(yaml.safe_dump_all([*objects, classes]))
+    code, out = run("schedule", str(without), "-o", "json")
+    assert code == 0 and json.loads(out)["evictions"] == []  # priority 0 does not outrank 1
+    code, out = run("schedule", str(with_class), "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and [e["pod"] for e in doc["evictions"]] == ["default/low"]
+    assert [b["pod"] for b in doc["bindings"]] == ["default/urgent-0"]

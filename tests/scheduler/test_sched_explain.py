@@ -39,8 +39,10 @@ def test_a_waiting_gang_names_its_best_domain() -> None:
     _, exp = explain_gang(state, "default/job")
     assert exp.status == "unschedulable"
     assert exp.summary == (
-        "no tier-1 HyperNode can hold 3 pods of 1 cpu, 1Gi memory, 8 nvidia.com/gpu: "
-        "best s0 holds 2 (short of nvidia.com/gpu); tier 2 not allowed (highestTierAllowed: 1)"
+        "can never fit within highestTierAllowed: 1: even with every node empty, no allowed"
+        " HyperNode holds 3 pods of 1 cpu, 1Gi memory, 8 nvidia.com/gpu (the most, s0, holds"
+        " 2, short of nvidia.com/gpu); to fit, allow tier 2 (highestTierAllowed: 2; s4 could"
+        " hold it) or shrink the gang to 2 pods"
     )
 
 

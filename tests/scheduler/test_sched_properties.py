@@ -161,16 +161,10 @@ def test_same_input_same_output(world: World, rnd: object) -> None:
     assert third.to_dict() == first.to_dict()
 
 
-@SETTINGS
-@given(worlds(), worlds())
-def test_preemption_never_breaks_a_gang(first: World, second: World) -> None:
-    """Session 1 places ``first``; ``second`` arrives at a higher priority and preempts."""
-    state = Cache.from_snapshot(
-        snapshot(first.nodes, first.hypernodes, first.pods, first.podgroups)
-    )
-    run_session(state)
-    urgent_pgs = [replace(pg, meta=replace(pg.meta, name=f"u{pg.name}")) for pg in second.podgroups]
-    urgent_pods = [
+def urgent(world: World) -> list[PodGroup | Pod]:
+    """``world``'s gangs renamed ``u...`` at priority 10: to arrive after another world."""
+    pgs = [replace(pg, meta=replace(pg.meta, name=f"u{pg.name}")) for pg in world.podgroups]
+    pods = [
         replace(
             p,
             meta=replace(
@@ -180,9 +174,20 @@ def test_preemption_never_breaks_a_gang(first: World, second: World) -> None:
             ),
             priority=10,
         )
-        for p in second.pods
+        for p in world.pods
     ]
-    add(state, *urgent_pgs, *urgent_pods)
+    return [*pgs, *pods]
+
+
+@SETTINGS
+@given(worlds(), worlds())
+def test_preemption_never_breaks_a_gang(first: World, second: World) -> None:
+    """Session 1 places ``first``; ``second`` arrives at a higher priority and preempts."""
+    state = Cache.from_snapshot(
+        snapshot(first.nodes, first.hypernodes, first.pods, first.podgroups)
+    )
+    run_session(state)
+    add(state, *urgent(second))
     result = run_session(state)
     cap = state.capacity
     assert (cap.node_used <= cap.node_alloc).all()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tierra.api.podgroup import PodGroup
@@ -125,3 +126,9 @@ def test_guarantee_deserved_capability_order_inside_a_queue() -> None:
         ("Queue/a", "spec.deserved.nvidia.com/gpu", "deserved 5 is below guarantee 6"),
         ("Queue/a", "spec.deserved.nvidia.com/gpu", "deserved 5 is above capability 4"),
     ]
+
+
+def test_a_closed_ancestor_closes_its_children() -> None:
+    org = replace(queue("org"), state="Closed")
+    tree = QueueTree.build([org, q("team", "org")])
+    assert tree.leaf_problem("team") == "queue team's ancestor queue org is Closed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.scheduler.helpers import placed, reasons, run
 
 from tierra.scheduler import SessionResult
+from tierra.scheduler.queue_status import volcano_status, volcano_status_patches
 from tierra.scheduler.testing import gang, node, pod, podgroup, queue
 
 GPU = "nvidia.com/gpu"
@@ -102,7 +103,7 @@ def test_capability_holds_beyond_the_minimum() -> None:
     assert gpus_bound(result, 2) == 4
     assert len(placed(result)) == 2
     assert reasons(result)["default/job"] == (
-        "1 pending pod beyond minMember wait: queue team capability: 4 nvidia.com/gpu "
+        "1 pending pod beyond minMember waits: queue team capability: 4 nvidia.com/gpu "
         "allowed, 4 nvidia.com/gpu in use, a pod needs 2 nvidia.com/gpu more"
     )
     team = {s.name: s for s in result.queues}["team"]
@@ -127,7 +128,7 @@ def test_a_queue_at_its_capability_grows_no_gang() -> None:
     result = run([node("a")], pods=[running, more], podgroups=[pg], queues=[q])
     assert result.bindings == ()
     assert reasons(result)["default/job"] == (
-        "1 pending pod beyond minMember wait: queue team capability: 2 nvidia.com/gpu "
+        "1 pending pod beyond minMember waits: queue team capability: 2 nvidia.com/gpu "
         "allowed, 2 nvidia.com/gpu in use, a pod needs 2 nvidia.com/gpu more"
     )
 
@@ -211,3 +212,43 @@ def test_sibling_teams_order_by_their_subtree_share() -> None:
         queues=[heavy, h1, h2, light],
     )
     assert list(placed(result)) == ["default/ljob-0"]
+
+
+def test_queue_status_rolls_up_the_tree() -> None:
+    team = queue("team", capability={GPU: 16_000})
+    a, b = queue("a", parent="team"), queue("b", parent="team")
+    old = podgroup("old", 1, queue="a")
+    running = pod("old-0", group="old", gpu=8, node_name="n0")
+    pa, a_pods = gang("more", 1, gpu=8, queue_name="a")
+    pb, b_pods = gang("wide", 2, gpu=8, queue_name="b")  # two more nodes: only one is free
+    result = run(
+        [node("n0"), node("n1")],
+        pods=[running, *a_pods, *b_pods],
+        podgroups=[old, pa, pb],
+        queues=[team, a, b],
+    )
+    by_name = {s.name: s for s in result.queues}
+    assert [s.name for s in result.queues] == ["root", "default", "team", "a", "b"]
+    # a holds its share (8 of team's 16) while b waits: its second gang waits too
+    assert (
+        "queue a holds its fair share of nvidia.com/gpu already" in reasons(result)["default/more"]
+    )
+    assert by_name["a"].allocated[GPU] == 8_000
+    assert (by_name["a"].running, by_name["a"].pending) == (1, 1)
+    assert by_name["b"].pending == 1 and by_name["b"].allocated.get(GPU, 0) == 0
+    assert by_name["team"].allocated[GPU] == 8_000
+    assert (by_name["team"].running, by_name["team"].pending) == (1, 2)
+    assert by_name["a"].capability == {GPU: 16_000}  # its parent's applies
+    assert by_name["team"].parent == "root" and by_name["a"].parent == "team"
+    # deserved: team's share of the cluster (16 GPUs) cut between a (wants 16) and b (16)
+    assert by_name["team"].deserved[GPU] == 16_000
+    assert by_name["a"].deserved[GPU] == 8_000 and by_name["b"].deserved[GPU] == 8_000
+    body = volcano_status(by_name["team"])
+    assert body == {
+        "allocated": {"cpu": "1", "memory": "1Gi", GPU: "8", "pods": "1"},
+        "pending": 2,
+        "running": 1,
+    }
+    patches = volcano_status_patches(result.queues)
+    assert set(patches) == {"root", "default", "team", "a", "b"}
+    assert patches["team"] == {"status": body}

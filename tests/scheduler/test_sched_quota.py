@@ -12,7 +12,7 @@ from tierra.topology.capacity import ResourceAxis
 GPU = "nvidia.com/gpu"
 
 
-def test_room_is_the_tightest_headroom_up_the_tree() -> None:
+def test_the_tightest_capability_up_the_tree_applies() -> None:
     axis = ResourceAxis([GPU])
     g = axis.index[GPU]
     tree = QueueTree.build(
@@ -25,9 +25,11 @@ def test_room_is_the_tightest_headroom_up_the_tree() -> None:
     two = np.zeros(len(axis), dtype=np.int64)
     two[g] = 2000
     quota = Quota(tree, axis, {"b": two * 2})  # b holds 4 GPUs of org's 8
-    assert quota.room("a")[g] == 4000  # org's 8 - 4, tighter than a's own 6
-    assert quota.room("b")[g] == 4000
-    assert quota.room("default")[g] == UNLIMITED - 4000  # the root counts what b holds
+    five = np.zeros(len(axis), dtype=np.int64)
+    five[g] = 5000
+    assert quota.over("a", five) == ("org", g)  # org has 8 - 4 left, a itself would take 6
+    assert quota.over("default", five * 1000) is None
+    assert quota.used["root"][g] == 4000 and quota.cap["root"][g] == UNLIMITED
     quota.charge("a", two)
     assert quota.used["org"][g] == 6000 and quota.used["a"][g] == 2000
     assert quota.over("a", two) is None

@@ -130,8 +130,8 @@ def test_a_killed_run_keeps_the_work_it_did(fattree64: SimCluster, cost: CostMod
     class Evicting(Scripted):
         """Evicts gpt in the session that starts bert (once)."""
 
-        def session(self) -> SessionOutcome:
-            out = super().session()
+        def session(self, now: float) -> SessionOutcome:
+            out = super().session(now)
             if any(p.job == "bert" for p in out.placements):
                 out.evictions.append("gpt")
             return out

@@ -41,8 +41,8 @@ class Watch:
     def node_changed(self, node: object) -> None:
         self.inner.node_changed(node)  # type: ignore[arg-type]
 
-    def session(self) -> SessionOutcome:
-        out = self.inner.session()
+    def session(self, now: float) -> SessionOutcome:
+        out = self.inner.session(now)
         self.placed += [p.job for p in out.placements]
         return out
 
@@ -107,7 +107,7 @@ class Greedy(LedgerPolicy):
     def place(self, gang: Gang) -> list[int] | None:
         return [0] * gang.job.pods
 
-    def session(self) -> SessionOutcome:
+    def session(self, now: float) -> SessionOutcome:
         out = SessionOutcome()
         for job in list(self.pending.values()):
             from tierra.sim.policies.base import Placement
@@ -135,7 +135,7 @@ def test_an_over_committing_policy_is_caught(fattree64: SimCluster, cost: CostMo
 
 def test_part_of_a_gang_is_caught(fattree64: SimCluster, cost: CostModel) -> None:
     class Half(Greedy):
-        def session(self) -> SessionOutcome:
+        def session(self, now: float) -> SessionOutcome:
             from tierra.sim.policies.base import Placement
 
             out = SessionOutcome()
@@ -202,12 +202,12 @@ def test_evicted_jobs_queue_again_and_finish(fattree64: SimCluster, cost: CostMo
         def place(self, gang: Gang) -> list[int] | None:
             return self.fill_roles(gang, range(len(self.index.node_names)))
 
-        def session(self) -> SessionOutcome:
+        def session(self, now: float) -> SessionOutcome:
             if "urgent" in self.pending and "victim" in self.running:
                 self.release(self.known["victim"])  # what the loop will see as evicted
-                out = super().session()
+                out = super().session(now)
                 return SessionOutcome(placements=out.placements, evictions=["victim"])
-            return super().session()
+            return super().session(now)
 
     victim = _job("victim", 1, 8)
     urgent = replace(_job("urgent", 64, 8, arrival=50.0), priority=10)

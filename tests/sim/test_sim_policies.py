@@ -45,7 +45,7 @@ def started(policy: str, cluster: SimCluster, used: dict[str, int]) -> LedgerPol
 
 def placed(p: LedgerPolicy, j: SimJob, cluster: SimCluster) -> list[str] | None:
     p.submit(j)
-    out = p.session().placements
+    out = p.session(0.0).placements
     return [cluster.index.node_names[n] for n in out[0].nodes] if out else None
 
 

@@ -19,8 +19,8 @@ class Recording(TierraPolicy):
         super().__init__()
         self.where: dict[str, tuple[int, ...]] = {}
 
-    def session(self) -> SessionOutcome:
-        out = super().session()
+    def session(self, now: float) -> SessionOutcome:
+        out = super().session(now)
         for p in out.placements:
             self.where[p.job] = p.nodes
         return out

@@ -59,7 +59,7 @@ def test_documents(client: httpx.Client) -> None:
     assert topo["domains"]["name"][topo["root"]] == "<cluster>"
     assert client.get("/api/hypernodes/%3Ccluster%3E").json()["health"]["nodes"] == 8
     gang = client.get("/api/gangs/default/too-wide").json()
-    assert gang["status"] == "pending" and gang["reason"].startswith("no tier-1 HyperNode")
+    assert gang["status"] == "pending" and gang["reason"].startswith("can never fit within")
     exp = client.get("/api/gangs/default/too-wide/explain?show=1").json()
     assert [len(t["candidates"]) for t in exp["tiers"]] == [1, 1, 1, 1]
     assert client.get("/api/search?q=node-7").json()["nodes"][0]["leaves"] == ["s3"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import socket
 import subprocess
@@ -13,6 +12,7 @@ import httpx
 from typer.testing import CliRunner
 
 from tierra.cli import app
+from tierra.web.testing import start_serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CANONICAL = EXAMPLES / "canonical.yaml"
@@ -27,18 +27,10 @@ def run(*args: str) -> tuple[int, str]:
 
 
 def test_serve_listens_answers_and_stops_on_ctrl_c() -> None:
-    proc = subprocess.Popen(
-        [*TIERRA, "serve", str(CANONICAL), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc, url = start_serve([str(CANONICAL)])
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        assert found, line + (proc.stderr.read() if proc.stderr else "")
-        summary = httpx.get(found.group(0) + "api/summary", timeout=10).json()
+        assert url.startswith("http://127.0.0.1:")
+        summary = httpx.get(url + "api/summary", timeout=10).json()
         assert summary["counts"]["nodes"] == 8
         assert summary["source"] == {"mode": "snapshot", "description": str(CANONICAL)}
         proc.send_signal(signal.SIGINT)
@@ -52,7 +44,6 @@ def test_bad_invocations_exit_2_with_a_message(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: Node\n  : : [")
     cases = [
-        ((), "give snapshot files"),
         ((str(CANONICAL), "--kubeconfig", str(CANONICAL)), "not both"),
         ((str(tmp_path / "missing.yaml"),), "missing.yaml"),
         ((str(bad),), "bad.yaml"),
@@ -78,6 +69,18 @@ def test_an_unusable_kubeconfig_exits_2_with_a_message(tmp_path: Path) -> None:
         )
         assert out.returncode == 2, out
         assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_serve_alone_looks_for_a_cluster_and_says_where_it_looked(tmp_path: Path) -> None:
+    """No files, no --kubeconfig: the pod's service account, else $KUBECONFIG or
+    ~/.kube/config; with none of them, exit 2 naming what was looked for."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KUBECONFIG": ""}
+    out = subprocess.run(
+        [*TIERRA, "serve"], capture_output=True, text=True, check=False, env=env, timeout=60
+    )
+    assert out.returncode == 2, out
+    assert "no kubeconfig" in out.stderr and str(tmp_path / ".kube/config") in out.stderr
+    assert "in-cluster service account" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_a_port_in_use_is_a_clear_error() -> None:

@@ -99,7 +99,7 @@ def test_gangs_say_where_they_run_and_why_they_wait() -> None:
     expected = {u.podgroup: u.reason for u in schedule(snap).unschedulable}
     assert rows["default/too-wide"]["status"] == "pending"
     assert rows["default/too-wide"]["reason"] == expected["default/too-wide"]
-    assert "no tier-1 HyperNode can hold 3 pods" in rows["default/too-wide"]["reason"]
+    assert "can never fit within highestTierName: leaf" in rows["default/too-wide"]["reason"]
     assert rows["default/pretrain"]["wouldPlace"] == "s4"
     serve = rows["default/serve"]
     assert serve["status"] == "partial"
@@ -112,11 +112,9 @@ def test_gangs_say_where_they_run_and_why_they_wait() -> None:
 
 
 def test_explain_ranks_and_cuts_as_tierra_explain() -> None:
-    from tierra.web.gangs import explain
-
     snap = load_snapshot([TRAINING])
     dash = dashboard(snap)
-    doc = explain(snap, "default/too-wide", dash.config, 2)
+    _, doc = dash.dry.explain("default/too-wide", 2)
     _, exp = explain_gang(Cache.from_snapshot(snap), "default/too-wide")
     assert doc["summary"] == exp.summary and doc["status"] == "unschedulable"
     for mine, theirs in zip(doc["tiers"], exp.tiers, strict=True):

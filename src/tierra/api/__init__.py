@@ -23,6 +23,7 @@ from tierra.api.meta import ObjectMeta
 from tierra.api.node import Condition, Node, Taint, TaintEffect
 from tierra.api.pod import GROUP_NAME_ANNOTATION, Phase, Pod, Toleration
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy, TopologyMode
+from tierra.api.priority import PriorityClass
 from tierra.api.quantity import QuantityError, milli_to_quantity, parse_quantity, to_milli
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot, load_snapshot, read_documents
@@ -47,6 +48,7 @@ __all__ = [
     "Phase",
     "Pod",
     "PodGroup",
+    "PriorityClass",
     "QuantityError",
     "Queue",
     "Requirement",

@@ -8,12 +8,17 @@ default, so one bad field never hides the next one. Nothing here raises for user
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from tierra.api.quantity import QuantityError, byte_counted, to_milli, too_large
 from tierra.errors import Origin, Problem, Severity
 
 T = TypeVar("T")
+
+INT32_MAX = 2**31 - 1
+INT32_MIN = -(2**31)
+"""The largest int32, the type Kubernetes gives counts, tiers and priorities."""
 
 
 class Report:
@@ -67,7 +72,7 @@ class Fields:
             if required:
                 self.problem(key, "is required")
             return Fields({}, self.at(key), self.report)
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):  # dict: the fast way
             self.problem(key, f"expected an object, got {_type_name(value)}")
             return Fields({}, self.at(key), self.report)
         return Fields(value, self.at(key), self.report)
@@ -84,7 +89,7 @@ class Fields:
         out: list[Fields] = []
         for i, item in enumerate(value):
             path = f"{self.at(key)}[{i}]"
-            if not isinstance(item, Mapping):
+            if type(item) is not dict and not isinstance(item, Mapping):
                 self.report.add(path, f"expected an object, got {_type_name(item)}")
                 continue
             out.append(Fields(item, path, self.report))
@@ -107,8 +112,16 @@ class Fields:
         return self.string(key)
 
     def integer(
-        self, key: str, default: int = 0, *, required: bool = False, minimum: int | None = None
+        self,
+        key: str,
+        default: int = 0,
+        *,
+        required: bool = False,
+        minimum: int | None = None,
+        maximum: int | None = INT32_MAX,
     ) -> int:
+        """An integer field; at most ``maximum`` (int32 by default: every count and tier in
+        these APIs is an int32, and a bigger one is refused by the API server)."""
         value = self.data.get(key)
         if value is None:
             if required:
@@ -119,6 +132,9 @@ class Fields:
             return default
         if minimum is not None and value < minimum:
             self.problem(key, f"must be >= {minimum}, got {value}")
+            return default
+        if maximum is not None and value > maximum:
+            self.problem(key, f"must be <= {maximum}, got {value}")
             return default
         return value
 
@@ -185,6 +201,12 @@ class Fields:
         if not isinstance(value, Mapping):
             self.problem(key, f"expected a resource list, got {_type_name(value)}")
             return {}
+        try:
+            known = _valid_resources(tuple(value.items()))
+        except TypeError:  # an unhashable amount (a list, an object): reported below
+            known = None
+        if known is not None:
+            return dict(known)
         out: dict[str, int] = {}
         for name, qty in value.items():
             try:
@@ -211,3 +233,20 @@ class Fields:
             self.problem(key, f"must be one of {', '.join(allowed)}; got {value!r}")
             return default
         return value
+
+
+@lru_cache(maxsize=4096)
+def _valid_resources(items: tuple[tuple[Any, Any], ...]) -> dict[str, int] | None:
+    """A ResourceList with nothing to report, in milli-units; None when something is
+    wrong (``Fields.resources`` then says what). Remembered: a cluster's pods repeat a
+    few requests and its nodes a few shapes, a hundred thousand times over."""
+    out: dict[str, int] = {}
+    for name, qty in items:
+        try:
+            milli = to_milli(qty)
+        except QuantityError:
+            return None
+        if milli < 0 or too_large(str(name), milli):
+            return None
+        out[str(name)] = milli
+    return out

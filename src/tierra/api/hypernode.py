@@ -39,7 +39,6 @@ from tierra.errors import Origin, Problem
 TIERRA_GROUP = "topology.tierra.dev"
 VOLCANO_GROUP = "topology.volcano.sh"
 VERSION = "v1alpha1"
-INT32_MAX = 2**31 - 1
 GROUPS = (TIERRA_GROUP, VOLCANO_GROUP)
 
 LINK_ANNOTATION = "topology.tierra.dev/link"
@@ -246,10 +245,8 @@ def decode_hypernode(
     if meta.name and (why := dns_subdomain_problem(meta.name)):
         f.obj("metadata").problem("name", why)
     spec = f.obj("spec", required=True)
+    # at most int32 (the CRD's type; numpy's int64 index would overflow past it)
     tier = spec.integer("tier", -1, required=True, minimum=0)
-    if tier > INT32_MAX:  # the CRD field is an int32; numpy's int64 index would overflow
-        spec.problem("tier", f"must be <= {INT32_MAX}, got {tier}")
-        tier = -1
     tier_name = spec.opt_str("tierName")
     if tier_name is not None and len(tier_name) > DNS_SUBDOMAIN_MAX:  # Volcano's CRD maxLength
         spec.problem(

@@ -165,6 +165,8 @@ def _decode_toleration(f: Fields) -> Toleration:
 
 
 def _decode_terms(spec: Fields) -> tuple[NodeSelectorTerm, ...]:
+    if spec.raw("affinity") is None:  # most pods: no need to walk three levels down
+        return ()
     required = (
         spec.obj("affinity")
         .obj("nodeAffinity")

@@ -161,3 +161,39 @@ def resolve_topology_keys(
         else:
             out.append(pg)
     return out, extra
+
+
+class TopologyKeys:
+    """Upstream PodGroups whose topology key becomes a tier, kept between events.
+
+    ``load_snapshot`` resolves a whole snapshot at once; an adapter that sees objects one
+    event at a time (the dashboard's live mode) keeps each keyed PodGroup here (``hold``)
+    and, when the groups, node labels or HyperNodes changed, asks ``resolve`` what the
+    cluster now makes of them: the PodGroups to use, the synthetic HyperNodes to have,
+    and the names of synthetic ones no longer wanted."""
+
+    def __init__(self) -> None:
+        self.keyed: dict[str, PodGroup] = {}
+        self.synthetic: set[str] = set()
+
+    def hold(self, pg: PodGroup) -> bool:
+        """Keep ``pg`` if it names a topology key (True); otherwise forget any earlier
+        version of it (False: the PodGroup is used as it is)."""
+        if topology_key(pg) is None:
+            self.keyed.pop(pg.key, None)
+            return False
+        self.keyed[pg.key] = pg
+        return True
+
+    def drop(self, key: str) -> None:
+        self.keyed.pop(key, None)
+
+    def resolve(
+        self, nodes: Iterable[Node], hypernodes: Iterable[HyperNode]
+    ) -> tuple[list[PodGroup], list[HyperNode], list[str]]:
+        real = [h for h in hypernodes if SYNTHETIC_ANNOTATION not in h.meta.annotations]
+        podgroups, extra = resolve_topology_keys(list(self.keyed.values()), nodes, real)
+        wanted = {h.name for h in extra}
+        gone = sorted(self.synthetic - wanted)
+        self.synthetic = wanted
+        return podgroups, extra, gone

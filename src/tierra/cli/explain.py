@@ -60,6 +60,8 @@ def _render(exp: Explanation, show: int) -> None:
     if exp.constraint:
         console.print(f"constraint: {escape(exp.constraint)}")
     console.print(escape(exp.summary))
+    for note in exp.notes:
+        console.print(escape(note))
     if not exp.tiers and exp.status == "unschedulable":
         console.print("[dim](rejected before any domain was searched)[/dim]")
     for tt in exp.tiers:

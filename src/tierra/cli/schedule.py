@@ -128,11 +128,30 @@ def render(result: SessionResult) -> None:
         for u in result.unschedulable:
             ut.add_row(escape(u.podgroup), escape(u.reason))
         console.print(ut)
+    if len(result.queues) > 2:  # queues beyond the root and default ones
+        qt = Table(title="Queues", title_justify="left")
+        for col in ("queue", "parent", "allocated", "deserved", "pending", "running"):
+            qt.add_column(col)
+        for q in result.queues:
+            d = q.to_dict()
+            qt.add_row(
+                escape(q.name),
+                escape(q.parent or "-"),
+                escape(_amounts(d["allocated"])),
+                escape(_amounts(d["deserved"])),
+                str(q.pending),
+                str(q.running),
+            )
+        console.print(qt)
     console.print(
         f"{_count(len(result.bindings), 'pod')} bound, "
         f"{_count(len(result.unschedulable), 'gang')} waiting, "
         f"{_count(len(result.evictions), 'eviction')}"
     )
+
+
+def _amounts(quantities: dict[str, str]) -> str:
+    return ", ".join(f"{v} {r}" for r, v in quantities.items() if r != "pods") or "-"
 
 
 def _count(n: int, noun: str) -> str:

@@ -62,6 +62,13 @@ def scheduler(  # typer options, keyword-only
     bind_retry_for: Annotated[
         float, typer.Option(help="Seconds a binding is retried while the API server is away.")
     ] = 30.0,
+    queue_status: Annotated[
+        bool,
+        typer.Option(
+            "--queue-status/--no-queue-status",
+            help="Write Volcano Queues' status (off beside Volcano's own controllers).",
+        ),
+    ] = True,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
 ) -> None:
     """Run the gang scheduler against a cluster until SIGTERM/SIGINT."""
@@ -91,5 +98,6 @@ def scheduler(  # typer options, keyword-only
         period=period,
         max_binds_in_flight=max_binds_in_flight,
         bind_retry_for=bind_retry_for,
+        queue_status=queue_status,
     )
     raise typer.Exit(run(kubeconfig=kubeconfig, context=context, options=options, qps=qps))

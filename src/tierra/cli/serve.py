@@ -2,8 +2,10 @@
 
 ``tierra serve FILE...`` reads the same files as ``tierra tree`` (objects that could not
 be read are listed on stderr and on the page); ``tierra serve --kubeconfig FILE`` watches
-a cluster and updates the open page as it changes. The web stack is imported inside the
-command, so ``tierra --help`` stays fast.
+a cluster and updates the open page as it changes, and ``tierra serve`` alone watches the
+cluster it runs in (the pod's service account), else ``$KUBECONFIG`` or
+``~/.kube/config``. The web stack is imported inside the command, so ``tierra --help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ def serve(
     *,
     kubeconfig: Annotated[
         Path | None,
-        typer.Option("--kubeconfig", help="Watch the cluster this names instead of files."),
+        typer.Option(
+            "--kubeconfig",
+            help="Watch the cluster this names. Without files or this: in-cluster, else "
+            "$KUBECONFIG or ~/.kube/config.",
+        ),
     ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
@@ -42,7 +48,7 @@ def serve(
     config: ConfigOption = None,
 ) -> None:
     """Serve the topology dashboard: the picture, gangs, and why pending gangs wait."""
-    if bool(files) == (kubeconfig is not None):
+    if files and kubeconfig is not None:
         fail("give snapshot files (what tierra tree reads) or --kubeconfig FILE, not both")
     cfg = config_or_exit(config, scheduler_name)
     if report is not None and not report.is_file():
@@ -56,7 +62,7 @@ def serve(
     from tierra.web.server import ServeError, Server  # noqa: PLC0415
 
     background: list[Background] = []
-    if kubeconfig is not None:
+    if not files:
         from tierra.kube.client import KubeConfigError  # noqa: PLC0415
         from tierra.web.live import live_dashboard  # noqa: PLC0415
 
@@ -66,15 +72,21 @@ def serve(
             fail(str(exc))
         background.append(feed)
     else:
-        snapshot = load_snapshot_or_exit(files or [])
-        print_problems(snapshot.errors)
-        dash = Dashboard.from_snapshot(
-            snapshot,
-            source=Source("snapshot", ", ".join(str(f) for f in files or [])),
-            config=cfg,
-            report=report,
-        )
-        dash.warm()
+        import gc  # noqa: PLC0415
+
+        from tierra.bulk import building  # noqa: PLC0415
+
+        with building():
+            snapshot = load_snapshot_or_exit(files or [])
+            print_problems(snapshot.errors)
+            dash = Dashboard.from_snapshot(
+                snapshot,
+                source=Source("snapshot", ", ".join(str(f) for f in files or [])),
+                config=cfg,
+                report=report,
+            )
+            dash.warm()
+        gc.freeze()  # all that lives as long as the server: later collections skip it
     try:
         # A live page refetches at most once a second however fast the cluster changes.
         debounce = 1.0 if background else 0.25

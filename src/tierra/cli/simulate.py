@@ -203,6 +203,7 @@ def simulate(  # typer options, keyword-only
     )
     if output is Output.TEXT:
         _table(comp)
+        _queue_table(comp)
     else:
         print_document(comp.to_dict(), output)
     if not no_report:
@@ -316,6 +317,27 @@ def _ratio_cell(comp: Comparison, policy: str) -> str:
     if r.loses:
         return f"[red]{r.text(2)}[/red]"
     return r.text(2)
+
+
+def _queue_table(comp: Comparison) -> None:
+    """Per policy and queue, when there is more than one queue: share held vs deserved."""
+    results = [r for r in comp.results if len(r.queues) > 1]
+    if not results:
+        return
+    table = Table(title="queues (share of the GPU-time while work arrives)")
+    for label in ("policy", "queue", "GPU-hours", "used", "deserved", "gangs waiting"):
+        table.add_column(label, justify="left" if label in ("policy", "queue") else "right")
+    for r in results:
+        for q in r.queues:
+            table.add_row(
+                r.policy,
+                q.name,
+                f"{q.gpu_hours:,.0f}",
+                fmt_pct(q.used_share),
+                "–" if q.deserved_share is None else fmt_pct(q.deserved_share),
+                "–" if q.pending is None else fmt_num(q.pending),
+            )
+    console.print(table)
 
 
 def _table(comp: Comparison) -> None:

@@ -1,4 +1,10 @@
-"""``tierra validate``: every problem in the input, each with file, object and field."""
+"""``tierra validate``: every problem in the input, each with file, object and field.
+
+Beyond the objects themselves: the topology (``TopologyIndex``: cycles, parents, tiers)
+and what ``tierra schedule`` would refuse whatever room is free (``scheduler.refusals``:
+missing PodGroups and queues, minMember above the pods, unknown tier names, gangs too
+big for their tier), in the scheduler's own words.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from tierra.api.snapshot import Snapshot
 from tierra.cli.common import (
     EXIT_PROBLEMS,
     AnyOutput,
@@ -16,9 +23,7 @@ from tierra.cli.common import (
     print_document,
     print_problems,
 )
-from tierra.errors import errors_only
-from tierra.scheduler.queue_tree import QueueTree, podgroup_queue_problems
-from tierra.scheduler.topology_checks import all_podgroup_problems
+from tierra.errors import Problem, errors_only
 from tierra.topology.index import TopologyIndex
 
 
@@ -30,18 +35,23 @@ def validate(
     strict: Annotated[
         bool, typer.Option(help="Also report objects of kinds tierra does not use.")
     ] = False,
+    scheduler_name: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scheduler-name",
+            help="Check pending pods with this spec.schedulerName (repeatable; default tierra).",
+        ),
+    ] = None,
 ) -> None:
     """List every problem (not just the first); exit 1 if there are any, 2 if unreadable."""
     snapshot = load_snapshot_or_exit(files, strict=strict)
-    index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
-    queues = QueueTree.build(snapshot.queues)
-    problems = [
-        *snapshot.problems,
-        *index.problems,
-        *all_podgroup_problems(snapshot.podgroups, index),
-        *queues.problems,
-        *podgroup_queue_problems(snapshot.podgroups, queues),
-    ]
+    pending = any(not p.bound and not p.terminated for p in snapshot.pods)
+    if snapshot.podgroups or snapshot.queues or pending:
+        index, refused = _scheduler_problems(snapshot, tuple(scheduler_name or ()))
+    else:  # a topology file: nothing the scheduler would judge, so it is not even imported
+        index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
+        refused = []
+    problems = [*snapshot.problems, *index.problems, *refused]
     problems.sort(
         key=lambda p: (
             p.origin.file if p.origin else "",
@@ -85,3 +95,23 @@ def validate(
             console.print(f"[green]valid[/green]: {summary}")
     if errors:
         raise typer.Exit(EXIT_PROBLEMS)
+
+
+def _scheduler_problems(
+    snapshot: Snapshot, scheduler_names: tuple[str, ...]
+) -> tuple[TopologyIndex, list[Problem]]:
+    """The index, the queue tree's problems and what a session would refuse
+    (``scheduler.refusals``), over the cache the scheduler builds (its index included)."""
+    from tierra.scheduler.cache import Cache  # noqa: PLC0415 - only for gangs to judge
+    from tierra.scheduler.config import SchedulerConfig  # noqa: PLC0415
+    from tierra.scheduler.queue_tree import QueueTree, podgroup_queue_problems  # noqa: PLC0415
+    from tierra.scheduler.refusals import refusals  # noqa: PLC0415
+
+    cache = Cache.from_snapshot(snapshot)
+    config = SchedulerConfig().with_scheduler_names(scheduler_names)
+    queues = QueueTree.build(snapshot.queues)
+    return cache.index, [
+        *queues.problems,
+        *podgroup_queue_problems(snapshot.podgroups, queues),
+        *refusals(cache, config),
+    ]

@@ -49,6 +49,9 @@ class Event(Generic[T]):
     obj: T | None
 
 
+_JITTER = random.Random()  # shared: seeding a Random per back-off costs more than a bind
+
+
 @dataclass(slots=True)
 class Backoff:
     """Exponential back-off with jitter: ``initial`` doubling up to ``maximum`` seconds."""
@@ -57,7 +60,7 @@ class Backoff:
     maximum: float = 5.0
     factor: float = 2.0
     jitter: float = 0.3
-    rng: random.Random = field(default_factory=random.Random)
+    rng: random.Random = field(default_factory=lambda: _JITTER)
     _next: float = 0.0
 
     def delay(self) -> float:

@@ -17,7 +17,7 @@ from tierra.scheduler.config import (
 )
 from tierra.scheduler.explain import Explanation, TierTrace, Verdict
 from tierra.scheduler.memory import Memory
-from tierra.scheduler.result import Binding, Eviction, SessionResult, Unschedulable
+from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult, Unschedulable
 from tierra.scheduler.session import explain_gang, run_session, schedule
 from tierra.scheduler.status import Code, Searched, Status
 
@@ -25,6 +25,7 @@ __all__ = [
     "Binding",
     "Cache",
     "Code",
+    "Decision",
     "DegradedMode",
     "Eviction",
     "Explanation",

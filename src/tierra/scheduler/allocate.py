@@ -47,7 +47,12 @@ def root_only(limit: TierLimit) -> TierLimit:
 
 def _left_out(budget: Budget) -> str:
     n = budget.left_out
-    return f"{n} pending pod{'s' if n != 1 else ''} beyond minMember wait: {budget.refused}"
+    pods = (
+        "1 pending pod beyond minMember waits"
+        if n == 1
+        else f"{n} pending pods beyond minMember wait"
+    )
+    return f"{pods}: {budget.refused}"
 
 
 def _placed(domain: int, budget: Budget | None) -> Status:

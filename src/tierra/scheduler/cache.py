@@ -16,6 +16,10 @@ removed, new labels or allocatable, HyperNodes changed) rebuilds the index, and 
 Nodes that do not report ``pods`` in allocatable get the kubelet default (110), so a
 hand-written snapshot does not make every node full.
 
+A HyperNode arrives with the problems its decoding found (``upsert_hypernode(h,
+problems)``); one with an error makes its tree unusable, with the reason, exactly as the
+same object in a snapshot file does for ``tierra validate`` and ``tierra schedule``.
+
 Events are counted (``clock``) so that a session can tell what changed since a gang
 last failed (kube-scheduler's unschedulable queue, Kueue's requeue-on-event):
 ``freed_at`` is the last event that may change what fits anywhere (a node, HyperNode,
@@ -40,12 +44,15 @@ from tierra.api.pod import PODS, Pod
 from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
+from tierra.bulk import building
 from tierra.errors import Problem
 from tierra.scheduler.filters import NodeFilter
 from tierra.scheduler.layout import Layouts
 from tierra.scheduler.links import LinkCosts, LinkTable
+from tierra.scheduler.mix import top_shapes
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.transaction import Transaction
+from tierra.scheduler.trial import Journal
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health
 from tierra.topology.index import IntArray, TopologyIndex
@@ -95,6 +102,7 @@ class Cache:
     ) -> None:
         self.hypernodes: dict[str, HyperNode] = {h.name: h for h in hypernodes}
         self.input_problems: tuple[Problem, ...] = tuple(problems)
+        self.hypernode_problems: dict[str, tuple[Problem, ...]] = {}  # name -> its decoding's
         self.pods: dict[str, Pod] = {}
         self.podgroups: dict[str, PodGroup] = {}
         self.queues: dict[str, Queue] = {}
@@ -107,6 +115,9 @@ class Cache:
         self.gang_of: dict[str, str | None] = {}  # pod key -> its gang key (None: alone)
         self.gang_used: dict[str, IntArray] = {}  # gang key -> resources its pods hold
         self.solo_used: dict[str, IntArray] = {}  # queue -> resources held by lone pods
+        self.queue_used: dict[str, IntArray] = {}  # queue -> what its own pods hold
+        self.queue_running: Counter[str] = Counter()  # queue -> its gangs holding resources
+        self._holders: Counter[str] = Counter()  # gang key -> its pods holding resources
         self.priorities: Counter[int] = Counter()  # priorities of pods holding resources
         # GPUs held per gang shape (pods in the gang, GPUs per pod): the recent mix the
         # look-ahead keeps room for (``mix.py``); the shape each holding pod counted under
@@ -119,35 +130,48 @@ class Cache:
         self.dom_freed_at: IntArray = np.zeros(0, dtype=np.int64)
         self.gang_changed_at: dict[str, int] = {}
         self._batching = 0
+        self._journal: Journal | None = None  # inside ``trial()``: what commits changed
+        self._healthy: tuple[int, IntArray | None] = (-1, None)
         self._stale = False  # topology changed inside a batch: rebuild when it ends
+        self._staged: dict[str, Node] | None = None  # the nodes from then on, until it does
+        self._nodes: list[Node] = []
         self._build({n.name: _with_pods(n) for n in nodes})
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> Cache:
-        """Build the index, capacity and health once; then add every queue, group, pod."""
-        cache = cls(
-            nodes=snapshot.nodes, hypernodes=snapshot.hypernodes, problems=snapshot.problems
-        )
-        for q in snapshot.queues:
-            cache.upsert_queue(q)
-        for pg in snapshot.podgroups:
-            cache.upsert_podgroup(pg)
-        for pod in snapshot.pods:
-            cache.upsert_pod(pod)
+        """Build the index, capacity and health once; then add every priority class,
+        queue, group and pod."""
+        with building():
+            cache = cls(
+                nodes=snapshot.nodes, hypernodes=snapshot.hypernodes, problems=snapshot.problems
+            )
+            for pc in snapshot.priority_classes:
+                cache.upsert_priority_class(pc.name, pc.value)
+            for q in snapshot.queues:
+                cache.upsert_queue(q)
+            for pg in snapshot.podgroups:
+                cache.upsert_podgroup(pg)
+            cache._add_pods(snapshot.pods)
         return cache
 
     # -- the index and the ledgers over it --------------------------------------------
 
     def _build(self, by_name: dict[str, Node]) -> None:
+        with building():
+            self._build_index(by_name)
+
+    def _build_index(self, by_name: dict[str, Node]) -> None:
         nodes = list(by_name.values())
         hns = list(self.hypernodes.values())
-        self.index = TopologyIndex.build(nodes, hns, self.input_problems)
+        found = [p for ps in self.hypernode_problems.values() for p in ps]
+        self.index = TopologyIndex.build(nodes, hns, (*self.input_problems, *found))
         ix = self.index
-        self.nodes: list[Node] = sorted(nodes, key=lambda n: ix.node_ix[n.name])
-        self.capacity = Capacity(ix, self.nodes)
-        self.health = Health(ix, self.nodes)
+        self._staged = None
+        self._nodes = sorted(nodes, key=lambda n: ix.node_ix[n.name])
+        self.capacity = Capacity(ix, self._nodes)
+        self.health = Health(ix, self._nodes)
         self.layouts = Layouts(ix)
-        self.filter = NodeFilter(self.nodes, self.health)
+        self.filter = NodeFilter(self._nodes, self.health)
         self.view = View(ix, self.capacity, self.layouts)
         self._links: dict[LinkTable, LinkCosts] = {}
         self.generation += 1
@@ -157,27 +181,41 @@ class Cache:
         self.vec_of.clear()
         self.gang_used.clear()
         self.solo_used.clear()
+        self.queue_used.clear()
+        self.queue_running.clear()
+        self._holders.clear()
         self.priorities.clear()
         self.shape_gpus.clear()
         self._shape_of.clear()
-        for key, pod in self.pods.items():
-            self._hold(key, pod)
+        self._hold_all(self.pods.items())
+
+    @property
+    def nodes(self) -> list[Node]:
+        """Every node, in index order (in a batch after a topology change: as staged)."""
+        return self._nodes if self._staged is None else list(self._staged.values())
+
+    def _nodes_by_name(self) -> dict[str, Node]:
+        """The nodes as the next rebuild will index them; the cache's own dict to change
+        while staged, so an informer's list of N nodes costs N, not N squared."""
+        if self._staged is not None:
+            return self._staged
+        return {n.name: n for n in self._nodes}
 
     def _rebuild(self, by_name: dict[str, Node] | None = None) -> None:
         """Rebuild the index now, or once at the end of the current ``batch``."""
         if by_name is not None:
-            self.nodes = list(by_name.values())  # the index is stale until rebuilt
+            self._staged = by_name  # the index is stale until rebuilt
         if self._batching:
             self._stale = True
             return
-        self._build({n.name: n for n in self.nodes} if by_name is None else by_name)
+        self._build(self._nodes_by_name())
 
     @contextmanager
     def batch(self) -> Iterator[Cache]:
         """Apply many updates with at most one index rebuild, when the block ends.
 
-        Inside the block the index (and so node numbers and ledgers) may be stale; run
-        no session there."""
+        Inside the block the index (and so node numbers, ``nodes`` and the ledgers) may
+        be stale; run no session there."""
         self._batching += 1
         try:
             yield self
@@ -185,7 +223,7 @@ class Cache:
             self._batching -= 1
             if not self._batching and self._stale:
                 self._stale = False
-                self._build({n.name: n for n in self.nodes})
+                self._build(self._nodes_by_name())
 
     # -- events -----------------------------------------------------------------------
 
@@ -211,6 +249,13 @@ class Cache:
             found = self._links[table] = LinkCosts.build(self.index, self.nodes, table)
         return found
 
+    def scoring_view(self, table: LinkTable = ()) -> View:
+        """What a session scores with: the link rates and the shape mix (``mix.py``) as they
+        stand when it starts. Fixed for the session, so the flat path's kept scores stay
+        valid from one lone pod to the next (``flat_state.py``); the gangs it places count
+        in the next session's mix."""
+        return replace(self.view, links=self.links(table), mix=top_shapes(self.shape_gpus))
+
     def unchanged_since(self, gang: str, at: int) -> bool:
         """Whether nothing but consumed or freed room has changed for ``gang`` since ``at``."""
         return self.freed_at <= at and self.gang_changed_at.get(gang, 0) <= at
@@ -219,7 +264,7 @@ class Cache:
 
     def node(self, name: str) -> Node | None:
         i = self.index.node_ix.get(name)
-        return None if i is None or self._stale else self.nodes[i]
+        return None if i is None or self._stale else self._nodes[i]
 
     def upsert_node(self, node: Node) -> None:
         """Readiness, cordon or taint changes update health in place; a new node, or new
@@ -227,43 +272,56 @@ class Cache:
         node = _with_pods(node)
         i = self.index.node_ix.get(node.name)
         if self._stale or i is None:
-            by_name = {n.name: n for n in self.nodes}
+            by_name = self._nodes_by_name()
             if by_name.get(node.name) == node:
                 return
             by_name[node.name] = node
             self._rebuild(by_name)
             return
-        old = self.nodes[i]
+        old = self._nodes[i]
         if old == node:
             return
         if old.labels != node.labels or old.allocatable != node.allocatable:
-            self._rebuild({**{n.name: n for n in self.nodes}, node.name: node})
+            self._rebuild({**self._nodes_by_name(), node.name: node})
             return
-        self.nodes[i] = node
+        self._nodes[i] = node
         self.health.update(node)
         self.filter.invalidate()
         self._freed()
 
     def remove_node(self, name: str) -> None:
-        if all(n.name != name for n in self.nodes):
-            return
-        self._rebuild({n.name: n for n in self.nodes if n.name != name})
+        by_name = self._nodes_by_name()
+        if by_name.pop(name, None) is not None:
+            self._rebuild(by_name)
 
-    def upsert_hypernode(self, hypernode: HyperNode) -> None:
-        if self.hypernodes.get(hypernode.name) == hypernode:
+    def upsert_hypernode(self, hypernode: HyperNode, problems: Iterable[Problem] = ()) -> None:
+        """Add or replace a HyperNode with the problems decoding it found (an error makes
+        its tree unusable until a version without one arrives)."""
+        name, found = hypernode.name, tuple(problems)
+        if (
+            self.hypernodes.get(name) == hypernode
+            and self.hypernode_problems.get(name, ()) == found
+        ):
             return
-        self.hypernodes[hypernode.name] = hypernode
+        self.hypernodes[name] = hypernode
+        if found:
+            self.hypernode_problems[name] = found
+        else:
+            self.hypernode_problems.pop(name, None)
         self._rebuild()
 
     def remove_hypernode(self, name: str) -> None:
+        self.hypernode_problems.pop(name, None)
         if self.hypernodes.pop(name, None) is not None:
             self._rebuild()
 
     def set_hypernodes(self, hypernodes: Sequence[HyperNode]) -> None:
-        """Replace every HyperNode at once (one rebuild)."""
+        """Replace every HyperNode at once (one rebuild); problems of the ones that are
+        gone go with them."""
         new = {h.name: h for h in hypernodes}
         if new != self.hypernodes:
             self.hypernodes = new
+            self.hypernode_problems = {k: v for k, v in self.hypernode_problems.items() if k in new}
             self._rebuild()
 
     # -- pods -------------------------------------------------------------------------
@@ -346,11 +404,69 @@ class Cache:
     def commit(self, txn: Transaction) -> None:
         """Keep what a session's transaction wrote into the ledger: its placements are
         assumed bindings, its evictions are pods removed (``run_session`` only)."""
+        if self._journal is not None:
+            self._remember(self._journal, txn)
         for key, _, _ in txn.evicted:
             self.assumed.discard(key)
             self._forget(key, release=False)
         self._assumed(txn.assigned)
         txn.commit()
+
+    @contextmanager
+    def trial(self) -> Iterator[Cache]:
+        """A dry run: sessions inside the block decide and commit as usual (each gang
+        sees the room the ones before it took), and everything they committed, bindings
+        and evictions, is undone when it ends (``trial.py``).
+
+        Feed nothing inside the block (as while any session runs). Afterwards objects,
+        ledgers and usage are as before; only the event clock moves on: room freed on
+        the nodes that took pods, and the gangs involved changed. So a ``Memory`` kept
+        across dry runs re-checks what the undone decisions could have changed, and
+        skips the rest as it would between real sessions."""
+        if self._journal is not None:
+            raise RuntimeError("Cache.trial: a trial is already open")
+        journal = self._journal = Journal(self.capacity)
+        try:
+            yield self
+        finally:
+            self._journal = None
+            journal.undo(self)
+            for g in sorted(journal.gangs):
+                self._touched(g)
+            for n in sorted(journal.placed_on):
+                self._freed_on(n)
+
+    def _remember(self, journal: Journal, txn: Transaction) -> None:
+        """Hand ``journal`` what committing ``txn`` is about to change (see ``commit``,
+        ``_forget`` and ``_assumed``): a new table there needs a line here."""
+        journal.wrote(txn)
+        journal.placed_on.update(n for _, n, _ in txn.assigned)
+        journal.gangs.update(self.gang_of.get(p.key) or p.key for p, _, _ in txn.assigned)
+        journal.gangs.update(self.gang_of.get(key) or key for key, _, _ in txn.evicted)
+        keys = [pod.key for pod, _, _ in txn.assigned]
+        gangs = [g for pod, _, _ in txn.assigned if (g := gang_key(pod)) is not None]
+        for name in ("priorities", "solo_used", "queue_used", "queue_running", "shape_gpus"):
+            journal.keep_whole(self, name)  # small: one entry per priority or queue
+        if txn.assigned:
+            journal.keep_whole(self, "pending")
+        if txn.evicted:
+            for name in (
+                "pods",
+                "node_of",
+                "vec_of",
+                "gang_of",
+                "pending",
+                "_holders",
+                "_shape_of",
+            ):
+                journal.keep_whole(self, name)
+            journal.keep_whole(self, "members", nested=True)
+            keys += [key for key, _, _ in txn.evicted]
+            gangs += [g for key, _, _ in txn.evicted if (g := gang_key(self.pods[key]))]
+        for name in ("pods", "assumed", "node_of", "vec_of", "_shape_of"):
+            journal.keep(self, name, keys)
+        for name in ("gang_used", "_holders"):
+            journal.keep(self, name, gangs)
 
     def _assumed(self, assigned: Sequence[tuple[Pod, int, IntArray]]) -> None:
         """Record bindings whose resources are already in the ledger."""
@@ -371,10 +487,13 @@ class Cache:
             slot = (True, g) if g is not None else (False, solo_queue(pod))
             cur = totals.get(slot)
             totals[slot] = vec.copy() if cur is None else cur + vec
+            if g is not None:
+                self._held(g, +1)
         for (is_gang, k), total in totals.items():
             book = self.gang_used if is_gang else self.solo_used
             cur = book.get(k)
             book[k] = total if cur is None else cur + total
+            self._queue_add(self.gang_queue(k) if is_gang else k, total)
         for g in sorted(touched):
             self._touched(g)
 
@@ -382,6 +501,54 @@ class Cache:
         """A pod's request on the ledger axis (resources no node offers left out)."""
         axis = self.capacity.axis
         return axis.vector({r: v for r, v in pod.requests.items() if r in axis.index})
+
+    def _add_pods(self, pods: Sequence[Pod]) -> None:
+        """``upsert_pod`` for every pod of a snapshot, into a cache holding none of them
+        yet: the same tables in the same order, with the ledger written at once."""
+        keys = [p.key for p in pods]
+        if len(set(keys)) != len(keys) or not self.pods.keys().isdisjoint(keys):
+            for pod in pods:  # a key given twice replaces: the one-by-one order applies
+                self.upsert_pod(pod)
+            return
+        members, gang_of, pending = self.members, self.gang_of, self.pending
+        for key, pod in zip(keys, pods, strict=True):
+            self.pods[key] = pod
+            g = gang_key(pod)
+            if g is not None:
+                members.setdefault(g, {})[key] = None
+            gang_of[key] = g
+            self._touched(key if g is None else g)
+            if not pod.bound and not pod.terminated:
+                pending[key] = None
+        self._hold_all(zip(keys, pods, strict=True))
+
+    def _hold_all(self, pods: Iterable[tuple[str, Pod]]) -> None:
+        """``_hold`` for many pods: one request vector per distinct request (pods of a
+        gang share theirs), one scatter-add into the ledger (a snapshot's 65,000 bound
+        pods took seconds placed one by one)."""
+        if self._stale:
+            return
+        node_ix = self.index.node_ix
+        vectors: dict[tuple[tuple[str, int], ...], IntArray] = {}
+        nodes: list[int] = []
+        rows: list[IntArray] = []
+        for key, pod in pods:
+            if not pod.holds_resources:
+                continue
+            n = node_ix.get(pod.node_name)
+            if n is None:
+                continue
+            shape = tuple(pod.requests.items())
+            vec = vectors.get(shape)
+            if vec is None:
+                vec = vectors[shape] = self.request_vector(pod)
+            nodes.append(n)
+            rows.append(vec)
+            self.node_of[key] = n
+            self.vec_of[key] = vec
+            self._usage(pod, vec, +1)
+        if rows:
+            self.capacity.place_all(np.asarray(nodes, dtype=np.int64), np.stack(rows))
 
     def _hold(self, key: str, pod: Pod) -> None:
         if not pod.holds_resources:
@@ -407,6 +574,44 @@ class Cache:
         cur = book.get(k)
         delta = vec if sign > 0 else -vec
         book[k] = delta.copy() if cur is None else cur + delta
+        self._queue_add(self.gang_queue(g) if g is not None else k, delta)
+        if g is not None:
+            self._held(g, sign)
+
+    def gang_queue(self, gang: str) -> str:
+        """The queue a gang's pods count toward: its PodGroup's, or default without one."""
+        pg = self.podgroups.get(gang)
+        return pg.queue if pg is not None else DEFAULT_QUEUE
+
+    def _queue_add(self, queue: str, delta: IntArray) -> None:
+        cur = self.queue_used.get(queue)
+        self.queue_used[queue] = delta.copy() if cur is None else cur + delta
+
+    def _held(self, gang: str, sign: int) -> None:
+        """One more (or one fewer) of ``gang``'s pods holds resources."""
+        before = self._holders[gang]
+        after = before + sign
+        q = self.gang_queue(gang)
+        if before == 0 and after > 0:
+            self.queue_running[q] += 1
+        elif before > 0 and after == 0:
+            self.queue_running[q] -= 1
+        if after > 0:
+            self._holders[gang] = after
+        else:
+            del self._holders[gang]
+
+    def _regang(self, gang: str, old: str, new: str) -> None:
+        """A gang's pods now count toward queue ``new`` instead of ``old``."""
+        if old == new:
+            return
+        used = self.gang_used.get(gang)
+        if used is not None:
+            self._queue_add(old, -used)
+            self._queue_add(new, used)
+        if self._holders[gang] > 0:
+            self.queue_running[old] -= 1
+            self.queue_running[new] += 1
 
     def _shape(self, pod: Pod, vec: IntArray, sign: int) -> None:
         """Count a holding pod's GPUs under its gang's shape (``shape_gpus``)."""
@@ -431,13 +636,17 @@ class Cache:
     # -- PodGroups, queues, priority classes ------------------------------------------
 
     def upsert_podgroup(self, pg: PodGroup) -> None:
-        if self.podgroups.get(pg.key) == pg:
+        old = self.podgroups.get(pg.key)
+        if old == pg:
             return
-        self.podgroups[pg.key] = pg  # queue usage is summed per session from gang_used
+        self.podgroups[pg.key] = pg
+        self._regang(pg.key, old.queue if old is not None else DEFAULT_QUEUE, pg.queue)
         self._touched(pg.key)
 
     def remove_podgroup(self, key: str) -> None:
-        if self.podgroups.pop(key, None) is not None:
+        old = self.podgroups.pop(key, None)
+        if old is not None:
+            self._regang(key, old.queue, DEFAULT_QUEUE)
             self._touched(key)
 
     def upsert_queue(self, queue: Queue) -> None:
@@ -470,6 +679,13 @@ class Cache:
         return list(self.priorities)
 
     def healthy_total(self) -> IntArray:
-        """Allocatable summed over nodes that may take pods (Ready, not cordoned)."""
-        alloc = self.capacity.node_alloc[self.filter.base]
-        return np.asarray(alloc.sum(axis=0), dtype=np.int64)
+        """Allocatable summed over nodes that may take pods (Ready, not cordoned).
+
+        Kept until something that may change it happens (``freed_at``: a node or the
+        index changed): every session's queue shares start from it."""
+        at, total = self._healthy
+        if at != self.freed_at or total is None:
+            alloc = self.capacity.node_alloc[self.filter.base]
+            total = np.asarray(alloc.sum(axis=0), dtype=np.int64)
+            self._healthy = (self.freed_at, total)
+        return total

@@ -6,7 +6,8 @@ known: binpack, spread, topology, lookahead``), all at once, as ``ConfigError``.
 
     schedulerNames: [tierra, volcano]
     degradedHyperNodes: avoid        # avoid | exclude | ignore
-    preemption: {enabled: true, maxDomains: 16}
+    preemption: {enabled: true, maxDomains: 16, delay: 30s}   # delay: KAI's preemption delay
+    reclaim: {enabled: true}
     maxAttemptsPerTier: 32
     policies:                        # listed = enabled; omitted = disabled
       binpack: {weight: 1, resources: {cpu: 1, memory: 1, nvidia.com/gpu: 2}, fading: 0.8}
@@ -24,6 +25,7 @@ names (or ``tier<N>``), ``node``, ``node/<nvidia.com/gpu.product>`` and ``cluste
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,10 +44,30 @@ TOP_KEYS = (
     "schedulerNames",
     "degradedHyperNodes",
     "preemption",
+    "reclaim",
     "maxAttemptsPerTier",
     "policies",
     "links",
 )
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: object) -> float | None:
+    """Seconds from a number or a Go duration (``90s``, ``1m30s``, ``500ms``); None if bad."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if value >= 0 else None
+    if not isinstance(value, str) or not value:
+        return None
+    total, at = 0.0, 0
+    for m in _DURATION.finditer(value):
+        if m.start() != at:
+            return None
+        total += float(m.group(1)) * _UNIT[m.group(2)]
+        at = m.end()
+    return total if at == len(value) else None
 
 
 class DegradedMode(enum.StrEnum):
@@ -81,6 +103,10 @@ class SchedulerConfig:
     degraded: DegradedMode = DegradedMode.AVOID
     preemption: bool = True
     preemption_max_domains: int = 16
+    # seconds a gang waits before it may preempt or reclaim (KAI's preemption delay), so
+    # short waits do not churn running jobs; needs the adapter's clock (``run_session(now=)``)
+    preemption_delay: float = 0.0
+    reclaim: bool = True  # a queue below its deserved share takes room back from others
     max_attempts_per_tier: int = 32  # placement trials per tier for gangs counts cannot settle
     links: LinkTable = ()  # link rates where HyperNodes carry no spec.link (``links.py``)
 
@@ -104,10 +130,23 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
     degraded = DegradedMode(f.enum("degradedHyperNodes", tuple(DegradedMode), "avoid"))
     pre = f.obj("preemption")
     for key in pre.data:
-        if key not in ("enabled", "maxDomains"):
-            pre.problem(str(key), "unknown setting; known: enabled, maxDomains")
+        if key not in ("enabled", "maxDomains", "delay"):
+            pre.problem(str(key), "unknown setting; known: enabled, maxDomains, delay")
     max_domains = pre.integer("maxDomains", 16, minimum=1)
     preemption = pre.boolean("enabled", True)  # read before the check below, like every field
+    delay = 0.0
+    if pre.has("delay"):
+        found = parse_duration(pre.raw("delay"))
+        if found is None:
+            pre.problem(
+                "delay", f"expected seconds or a duration like 30s or 2m, got {pre.raw('delay')!r}"
+            )
+        delay = found or 0.0
+    rec = f.obj("reclaim")
+    for key in rec.data:
+        if key != "enabled":
+            rec.problem(str(key), "unknown setting; known: enabled")
+    reclaim = rec.boolean("enabled", True)
     attempts = f.integer("maxAttemptsPerTier", 32, minimum=1)
     policies: tuple[WeightedPolicy, ...] = default_policies()
     if f.has("policies"):
@@ -138,6 +177,8 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         degraded=degraded,
         preemption=preemption,
         preemption_max_domains=max_domains,
+        preemption_delay=delay,
+        reclaim=reclaim,
         max_attempts_per_tier=attempts,
     )
 

@@ -70,7 +70,7 @@ class TierLimit:
 def flat(index: TopologyIndex) -> TierLimit:
     return TierLimit(
         flat=True,
-        tree_max=tuple(index.root_tier for _ in index.trees),
+        tree_max=(index.root_tier,) * len(index.trees),
         root=True,
         preferred=None,
         text="no networkTopology",

@@ -2,7 +2,9 @@
 
 Every unscheduled gang gets a one-line reason naming the best domain tried and what was
 missing, e.g. ``no tier-1 HyperNode can hold 4 pods of 4 cpu, 16Gi memory: best s2
-holds 3 (short of cpu); tier 2 not allowed (highestTierAllowed: 1)``. The domain search
+holds 3 (short of cpu); tier 2 not allowed (highestTierAllowed: 1)``. A gang that no
+allowed domain could hold even with every node empty is told so instead, with what would
+make it fit (``never_fits``): waiting would never help. The domain search
 records a ``Miss`` per tier cheaply (array arg-max) for every gang; the full per-domain
 ``Verdict`` list is kept only for the one gang ``tierra explain`` asks about. Text is
 built here and nowhere else, so the CLI, the simulator and Kubernetes events say the
@@ -18,9 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tierra.api.pod import ONE_POD, PODS
 from tierra.api.quantity import format_milli
+from tierra.scheduler.constraints import resolve
+from tierra.scheduler.status import Status
 
 if TYPE_CHECKING:
+    from tierra.api.podgroup import PodGroup
     from tierra.scheduler.cache import Cache
     from tierra.scheduler.constraints import TierLimit
     from tierra.scheduler.demand import Demand, Shape
@@ -144,6 +150,7 @@ class Explanation:
     summary: str
     constraint: str
     tiers: tuple[TierTrace, ...] = ()
+    notes: tuple[str, ...] = ()  # what preempting or reclaiming would do, or why it cannot
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -152,6 +159,7 @@ class Explanation:
             "summary": self.summary,
             "constraint": self.constraint,
             "tiers": [t.to_dict() for t in self.tiers],
+            "notes": list(self.notes),
         }
 
 
@@ -245,6 +253,97 @@ def _next_tier_note(cache: Cache, limit: TierLimit) -> str:
     return f"; tier {nxt} not allowed ({limit.text})"
 
 
+def _empty_holds(cache: Cache, demand: Demand, domains: IntArray) -> tuple[BoolArray, IntArray]:
+    """Per domain: whether ``demand`` could fit with nothing running (a necessary check:
+    the roll-up, and each shape counted node by node), and how many of its pods it holds."""
+    cap = cache.capacity
+    ok: BoolArray = np.asarray((cap.dom_alloc[domains] >= demand.total).all(axis=1), dtype=bool)
+    holds = np.zeros(len(domains), dtype=np.int64)
+    for shape in demand.shapes:
+        n = len(shape.pods)
+        fit = cap.domain_fit(shape.vec, domains, shape.eligibility.mask, empty=True)
+        ok &= fit >= n
+        holds += np.minimum(fit, n)
+    return ok, holds
+
+
+def _short_when_empty(cache: Cache, demand: Demand, h: int) -> list[str]:
+    """What ``h`` lacks for ``demand`` with nothing running: in all (the roll-up), or on
+    every single node (no node big enough for one pod)."""
+    cap, axis = cache.capacity, cache.capacity.axis
+    nodes = cache.index.real_nodes[h]
+    alloc = cap.node_alloc[nodes]
+    lacking = {i for i in range(len(axis)) if cap.dom_alloc[h, i] < demand.total[i]}
+    for shape in demand.shapes:
+        eligible = alloc[shape.eligibility.mask[nodes]]
+        for i in np.flatnonzero(shape.vec > 0).tolist():
+            if not (eligible[:, i] >= shape.vec[i]).any():
+                lacking.add(i)
+    return [axis.names[i] for i in sorted(lacking) if axis.names[i] != "pods"]
+
+
+def never_fits(cache: Cache, demand: Demand, limit: TierLimit, region: int) -> str | None:
+    """Why ``demand`` fits no domain ``limit`` allows even with every node empty, and what
+    would make it fit; None when some allowed domain could hold it once room frees.
+
+    Without this a gang too big for its tier read like a wait for capacity ("best s0
+    holds 2"), and would wait forever.
+    """
+    ix, lay = cache.index, cache.layouts
+    req = describe_demand(cache.capacity.axis, demand)
+    every = np.arange(ix.root + 1, dtype=np.int64)
+    within = np.array([lay.inside(h, region) for h in range(ix.root + 1)], dtype=bool)
+    if limit.flat:
+        allowed = np.array([region], dtype=np.int64)
+    else:
+        allowed = every[limit.allowed(ix, every) & within]
+    if not len(allowed):
+        return None
+    ok, holds = _empty_holds(cache, demand, allowed)
+    if ok.any():
+        return None
+    best = int(np.argmax(holds))
+    most = int(holds[best])
+    lacking = ", ".join(_short_when_empty(cache, demand, int(allowed[best])))
+    shrink = (
+        f"shrink the gang to {most} pod{'' if most == 1 else 's'}"
+        if most
+        else "shrink its pods' requests"
+    )
+    if limit.flat or limit.root:
+        where = "the whole cluster" if region == ix.root else domain_name(cache, region)
+        return (
+            f"can never fit: even with every node empty, {where} holds only {most} of "
+            f"{req}{f' (short of {lacking})' if lacking else ''}{_excluded(demand)};"
+            f" add nodes or {shrink}"
+        )
+    name = domain_name(cache, int(allowed[best]))
+    top = limit.highest(ix)
+    fix = f"or {shrink}"
+    for t in sorted({int(x) for x in ix.tier[: ix.root]} | {lay.root_tier}):
+        if t <= top:
+            continue
+        above = every[(ix.tier == t) & ix.usable & within]
+        fits, _ = _empty_holds(cache, demand, above) if len(above) else (above > 0, above)
+        if fits.any():
+            h = int(above[int(np.argmax(fits))])
+            tier_name = ix.hypernodes[h].tier_name if h != ix.root else None
+            if t == lay.root_tier:
+                allow = "mode: soft"
+            elif tier_name and limit.text.startswith("highestTierName"):
+                allow = f"highestTierName: {tier_name}"
+            else:
+                allow = f"highestTierAllowed: {t}"
+            fix = f"allow tier {t} ({allow}; {domain_name(cache, h)} could hold it) {fix}"
+            break
+    return (
+        f"can never fit within {limit.text}: even with every node empty, no allowed"
+        f" HyperNode holds {req} (the most, {name}, holds {most}"
+        f"{f', short of {lacking}' if lacking else ''}){_excluded(demand)};"
+        f" to fit, {fix}"
+    )
+
+
 def no_fit_reason(
     cache: Cache,
     demand: Demand,
@@ -264,6 +363,8 @@ def no_fit_reason(
     prefix = what
     if sticky is not None:
         prefix += f"its running pods occupy {domain_name(cache, sticky)}; "
+    elif (never := never_fits(cache, demand, limit, region)) is not None:
+        return prefix + never
     inside = "" if region == ix.root else f" inside {ix.names[region]}"
     real = [m for m in misses if m.tier != root_tier]
     with_cands = [m for m in real if m.candidates]
@@ -294,3 +395,90 @@ def no_fit_reason(
     if root_miss is not None:
         text += f"; the whole cluster has room for {root_miss.holds}"
     return text + _next_tier_note(cache, limit) + _excluded(demand)
+
+
+def podgroup_never_fits(cache: Cache, pg: PodGroup) -> str | None:
+    """Why a PodGroup with no pods yet can never be placed, judged by its own fields:
+    ``minMember`` pods (each takes one of a node's pod slots) and ``minResources``, in
+    one domain its limit allows, with every node empty; None when some domain could hold
+    them. Once its pods exist their requests say more, and ``never_fits`` judges those.
+
+    ``tierra validate`` reports it for a PodGroup without pods, and the admission webhook
+    answers it when the PodGroup is written, so a gang too big for its tier is heard of
+    before its job controller makes pods that would wait forever.
+    """
+    if not cache.nodes:
+        return None  # topology files alone (no Node): nothing to measure a gang against
+    ix = cache.index
+    limit = resolve(pg.network_topology, ix, "spec.networkTopology")
+    if isinstance(limit, Status):
+        return None  # the limit's own problem is reported (topology_checks)
+    axis = cache.capacity.axis
+    floor = None
+    if pg.min_resources:
+        floor = axis.vector({r: v for r, v in pg.min_resources.items() if r in axis.index})
+    need = pg.min_member
+    every = np.arange(ix.root + 1, dtype=np.int64)
+    allowed = np.array([ix.root], dtype=np.int64) if limit.flat else every[limit.allowed(ix, every)]
+    if not len(allowed):
+        return None
+    ok, holds = _minimum_holds(cache, need, floor, allowed)
+    if ok.any():
+        return None
+    best = int(np.argmax(holds))
+    h, most = int(allowed[best]), int(holds[best])
+    want = f"{need} pod{'' if need == 1 else 's'}"
+    if floor is not None and floor.any():
+        want += f" with minResources {amounts(axis, floor)}"
+    lacking = ""
+    if floor is not None:
+        have = cache.capacity.dom_alloc[h]
+        short = [
+            f"{axis.names[i]} ({quantity(axis, i, int(have[i]))} of {quantity(axis, i, v)})"
+            for i, v in enumerate(floor.tolist())
+            if v > have[i]
+        ]
+        lacking = f", short of {', '.join(short)}" if short else ""
+    shrink = f"lower minMember to {most}" if most < need else "lower minResources"
+    if limit.flat or limit.root:
+        return (
+            f"can never fit: even with every node empty, the whole cluster holds {most} of "
+            f"{want}{lacking}; add nodes or {shrink}"
+        )
+    fix = f"or {shrink}"
+    top = limit.highest(ix)
+    for t in sorted({int(x) for x in ix.tier[: ix.root]} | {cache.layouts.root_tier}):
+        if t <= top:
+            continue
+        above = every[(ix.tier == t) & ix.usable]
+        fits, _ = _minimum_holds(cache, need, floor, above)
+        if fits.any():
+            where = int(above[int(np.argmax(fits))])
+            tier_name = ix.hypernodes[where].tier_name if where != ix.root else None
+            if t == cache.layouts.root_tier:
+                allow = "mode: soft"
+            elif tier_name and limit.text.startswith("highestTierName"):
+                allow = f"highestTierName: {tier_name}"
+            else:
+                allow = f"highestTierAllowed: {t}"
+            fix = f"allow tier {t} ({allow}; {domain_name(cache, where)} could hold it) {fix}"
+            break
+    return (
+        f"can never fit within {limit.text}: even with every node empty, no allowed "
+        f"HyperNode holds {want} (the most, {domain_name(cache, h)}, holds {most}{lacking}); "
+        f"to fit, {fix}"
+    )
+
+
+def _minimum_holds(
+    cache: Cache, need: int, floor: IntArray | None, domains: IntArray
+) -> tuple[BoolArray, IntArray]:
+    """Per domain: whether ``need`` pod slots (on healthy, uncordoned nodes) and ``floor``
+    fit with nothing running, and how many of the pods it could take."""
+    cap = cache.capacity
+    slot = cap.axis.vector({PODS: ONE_POD})  # every node has pods (the cache sees to it)
+    slots = cap.domain_fit(slot, domains, cache.filter.base, empty=True)
+    ok: BoolArray = np.asarray(slots >= need, dtype=bool)
+    if floor is not None:
+        ok &= (cap.dom_alloc[domains] >= floor).all(axis=1)
+    return ok, np.minimum(slots, need)

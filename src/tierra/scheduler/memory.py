@@ -6,7 +6,10 @@ a different configuration) and is what lets a session skip work that must repeat
 * ``failures``: each waiting gang's last failure that must repeat until something
   changes (see ``session.py`` for which ones), with where it searched and for what;
 * ``built``: each pending gang as ``gang.collect`` built it, reused while nothing it
-  reads has changed (``Cache.unchanged_since``).
+  reads has changed (``Cache.unchanged_since``);
+* ``waiting_since``: when (the adapter's clock, ``run_session(now=)``) each waiting gang
+  was first seen waiting, or last made room by eviction: the preemption delay counts
+  from there.
 
 Without one, ``run_session`` starts from nothing: same decisions, more work. An adapter
 that runs many sessions keeps one ``Memory`` next to its ``Cache``.
@@ -40,6 +43,7 @@ class Memory:
 
     failures: dict[str, Failure] = field(default_factory=dict)
     built: dict[str, tuple[int, Gang]] = field(default_factory=dict)
+    waiting_since: dict[str, float] = field(default_factory=dict)  # gang -> adapter time
     skip_unchanged: bool = True
     _cache: object = None  # the ``Cache.token`` these entries were made against
     _config: SchedulerConfig | None = None
@@ -50,6 +54,7 @@ class Memory:
         if self._cache is not cache.token:
             self.failures.clear()
             self.built.clear()
+            self.waiting_since.clear()
             self._cache = cache.token
         if self._config != config:
             self.failures.clear()

@@ -21,6 +21,7 @@ from tierra.api.pod import Pod
 from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.demand import Demand, Shape
+from tierra.scheduler.flat_state import FlatStates
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.arrays import FloatArray
@@ -33,9 +34,12 @@ def lowest_common(cache: Cache, nodes: Sequence[int] | IntArray) -> int | None:
         return None
     arr = np.unique(np.asarray(nodes, dtype=np.int64))
     ix = cache.index
-    _, doms = cache.layouts.node_entries(arr)
-    cnt = np.bincount(doms, minlength=ix.root + 1)
-    common = np.flatnonzero(cnt == len(arr))
+    if len(arr) == 1:  # a lone pod's: every domain holding its node
+        common = ix.domains_of(int(arr[0]))
+    else:
+        _, doms = cache.layouts.node_entries(arr)
+        cnt = np.bincount(doms, minlength=ix.root + 1)
+        common = np.flatnonzero(cnt == len(arr))
     common = common[(common == ix.root) | ix.usable[common]]
     order = np.lexsort((common, ix.tier[common]))
     return int(common[order[0]])
@@ -51,6 +55,7 @@ class NodeChoice:
         self.config = config
         self.txn = txn
         self.view = view or cache.view  # the session's (link rates, shape mix)
+        self.flat = FlatStates(cache, txn, self.node_scores)
 
     def counts_in(self, h: int, shape: Shape) -> IntArray:
         ix = self.cache.index
@@ -168,60 +173,34 @@ class NodeChoice:
         policies grow with domain fill), so while G's next node scored at least as well
         as the best node outside G before, it still does: fill G in score order, then
         rescore only the nodes whose domains changed. Spreading policies (which do not
-        pack) rescore after every pod.
+        pack) rescore after every pod. The counts and scores are kept for the session's
+        next gangs (``flat_state.py``), so a lone pod rescores only what changed.
         """
-        cache = self.cache
-        ix, lay = cache.index, cache.layouts
-        root = region == ix.root
-        nodes = np.arange(len(ix.node_names), dtype=np.int64) if root else ix.real_nodes[region]
-        counts = cache.capacity.fit_counts(
-            shape.vec, shape.eligibility.mask, None if root else nodes
-        )
+        state = self.flat.get(shape, region, self.view)
+        nodes, group, counts, live = state.nodes, state.group, state.counts, state.live
         avail = int(counts.sum())
         need = len(pods)
         if avail < need and not partial:
             return 0
         need = min(need, avail)
-        if need == 0:
-            return 0
-        pos = np.full(len(ix.node_names), -1, dtype=np.int64)
-        pos[nodes] = np.arange(len(nodes), dtype=np.int64)
-        live = np.where(counts > 0, self.node_scores(shape.vec, nodes, region), -np.inf)
-        group = lay.group_of[nodes]
         packs = all(wp.policy.packs for wp in self.config.policies if wp.weight)
         placed = 0
         while placed < need:
             i = int(np.argmax(live))
-            batch = np.array([i], dtype=np.int64)
-            if packs:
+            batch = [i]
+            if packs and need - placed > 1:
                 members = np.flatnonzero((group == group[i]) & (counts > 0))
                 saved = live[members].copy()
                 live[members] = -np.inf
                 outside = float(live.max())
                 live[members] = saved
                 order = members[np.lexsort((members, -saved))]
-                batch = order[live[order] >= outside]
-                if len(batch) == 0:
-                    batch = np.array([i], dtype=np.int64)
-            for j in batch.tolist():
+                batch = order[live[order] >= outside].tolist() or [i]
+            for j in batch:
                 if placed >= need:
                     break
                 k = min(int(counts[j]), need - placed) if packs else 1
                 self.txn.place(list(pods[placed : placed + k]), int(nodes[j]), shape.vec)
                 placed += k
-                counts[j] -= k
-            doms = ix.domains_of(int(nodes[i]))
-            doms = doms[(doms != ix.root) & ~lay.covers(doms, region)]
-            if len(doms):
-                widest: dict[int, int] = {}  # per tree, its widest changed domain
-                for d in doms.tolist():
-                    t = int(ix.tree_of[d])
-                    if t not in widest or lay.size[d] > lay.size[widest[t]]:
-                        widest[t] = d
-                touched = pos[np.concatenate([ix.real_nodes[d] for d in widest.values()])]
-                at = np.union1d(touched[touched >= 0], batch)
-            else:
-                at = batch
-            fresh = self.node_scores(shape.vec, nodes[at], region)
-            live[at] = np.where(counts[at] > 0, fresh, -np.inf)
+            self.flat.refresh(state, shape, region)
         return placed

@@ -149,6 +149,11 @@ class Preemptor:
         bundles.sort(key=Bundle.order)
         return bundles
 
+    def admits(self, chosen: list[Bundle], bundle: Bundle) -> bool:
+        """Whether ``bundle`` may join the victims ``chosen`` so far (reclaim narrows it)."""
+        del chosen, bundle
+        return True
+
     def _candidates(self, plan: GangPlan, total: IntArray, victims: list[Victim]) -> list[int]:
         cache = self.cache
         ix, lay, cap = cache.index, cache.layouts, cache.capacity
@@ -189,6 +194,8 @@ class Preemptor:
         tries = 0
         found = False
         for b in self._bundles(victims, inside):
+            if not self.admits(chosen, b):
+                continue
             for v in b.victims:
                 txn.evict(v.key, v.node, v.vec)
             chosen.append(b)

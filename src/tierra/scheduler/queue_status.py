@@ -3,7 +3,8 @@
 ``SessionResult.queues`` carries one ``QueueStatus`` per queue (the root included, in
 the tree's top-down order, broken queues last). Its JSON form is the ``queues`` key of
 ``tierra schedule -o json``; the simulator reports it per queue; ``volcano_status`` is
-the body the Kubernetes scheduler writes to a Volcano Queue's ``/status``.
+the body the Kubernetes scheduler writes to a Volcano Queue's ``/status``
+(``volcano_status_patches(result.queues)``: one merge patch per queue).
 
 Amounts are API milli-units (``allocated`` and ``deserved`` cover the whole subtree);
 gang counts are PodGroups (``running``: holding resources; ``pending``: with pods still
@@ -12,7 +13,7 @@ waiting), summed over the subtree for a queue with children.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,3 +71,10 @@ def volcano_status(status: QueueStatus) -> dict[str, Any]:
         "pending": status.pending,
         "running": status.running,
     }
+
+
+def volcano_status_patches(statuses: Iterable[QueueStatus]) -> dict[str, dict[str, Any]]:
+    """Queue name -> the merge patch for its ``/status`` (``{"status": {...}}``), for every
+    queue a session reported (``SessionResult.queues``). The root queue is in it too;
+    write only to Queue objects that exist."""
+    return {s.name: {"status": volcano_status(s)} for s in statuses}

@@ -179,6 +179,10 @@ class QueueTree:
         if kids:
             shown = ", ".join(kids[:3]) + (", ..." if len(kids) > 3 else "")
             return f"queue {name} has child queues ({shown}); only leaf queues take pods"
+        for up in self.ancestors(name):
+            state = self.queues[up].state
+            if state not in ("Open", ""):  # closing a parent closes its children (Volcano)
+                return f"queue {name}'s ancestor queue {up} is {state}"
         return None
 
     def capability(self, name: str) -> dict[str, int]:

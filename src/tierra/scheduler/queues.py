@@ -39,7 +39,7 @@ import numpy.typing as npt
 from tierra.api.natural import natural_key
 from tierra.api.queue import Queue
 from tierra.scheduler.cache import DEFAULT_QUEUE, Cache
-from tierra.scheduler.explain import amount, amounts
+from tierra.scheduler.explain import amount, amounts, quantity
 from tierra.scheduler.gang import Gang
 from tierra.scheduler.queue_status import QueueStatus
 from tierra.scheduler.queue_tree import QueueTree
@@ -65,14 +65,13 @@ class QueueBook:
         cache: Cache,
         demands: Mapping[str, IntArray],
         waiting: set[str],
-        tree: QueueTree | None = None,
     ) -> None:
         """``waiting``: queues with pending gangs; ``demands``: what their pending pods ask
         for (the deserved shares are water-filled by it)."""
         self.cache = cache
         self.axis = cache.capacity.axis
         self.names = self.axis.names
-        self.tree = tree if tree is not None else QueueTree.build(cache.queues.values())
+        self.tree = QueueTree.build(cache.queues.values())
         self.queues: Mapping[str, Queue] = self.tree.queues
         self.waiting = set(waiting)
         self.guarantees = any(q.guarantee for q in self.queues.values())
@@ -82,21 +81,14 @@ class QueueBook:
         self._total: IntArray | None = None
         self._deserved: dict[str, FloatArray] | None = None
         self._guarantees: dict[str, IntArray] | None = None
+        self._contended: npt.NDArray[np.bool_] | None = None
 
-    # Sums over every running gang and every node: computed on first use only, since a
-    # session with one queue and no limits never needs them.
+    # Computed on first use: a session with one queue and no limits needs only the
+    # statuses at its end.
 
     def own_usage(self) -> dict[str, IntArray]:
         """Per queue, what its own pods hold (not its children's), in ledger units."""
-        width = len(self.names)
-        alloc: dict[str, IntArray] = {}
-        for g, used in self.cache.gang_used.items():
-            pg = self.cache.podgroups.get(g)
-            q = pg.queue if pg is not None else DEFAULT_QUEUE
-            alloc[q] = alloc.get(q, np.zeros(width, dtype=np.int64)) + used
-        for q, used in self.cache.solo_used.items():
-            alloc[q] = alloc.get(q, np.zeros(width, dtype=np.int64)) + used
-        return alloc
+        return dict(self.cache.queue_used)
 
     @property
     def quota(self) -> Quota:
@@ -270,17 +262,88 @@ class QueueBook:
         if self._quota is not None:
             self._quota.charge(q, vec)
 
+    # -- reclaim ----------------------------------------------------------------------
+
+    def contended(self) -> npt.NDArray[np.bool_]:
+        """Per resource, whether the queues want more of it than the cluster has."""
+        if self._contended is None:
+            own = self.own_usage()
+            zero = np.zeros(len(self.names), dtype=np.int64)
+            want = sum(
+                (own.get(q, zero) + self._demands.get(q, zero) for q in self.tree.order), zero
+            )
+            self._contended = np.asarray(want > self.total)
+        return self._contended
+
+    def apart(self, q: str, v: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The queues on ``q``'s and on ``v``'s way up below where the two ways meet."""
+        up_q, up_v = (q, *self.tree.ancestors(q)), (v, *self.tree.ancestors(v))
+        common = set(up_q) & set(up_v)
+        return (
+            tuple(x for x in up_q if x not in common),
+            tuple(x for x in up_v if x not in common),
+        )
+
+    def share_of(self, q: str, held: IntArray, dims: npt.NDArray[np.bool_]) -> float:
+        """``q``'s dominant share if it held ``held``: the largest fraction of its deserved
+        amount of a resource in ``dims`` (as DRF; 1.0 is exactly its share).
+
+        Dominant, because water-filling cuts each resource to a different fraction -- a
+        queue asking for little memory deserves more GPUs than memory, in proportion --
+        so asking every resource to stay at its deserved amount would stop reclaim at
+        the least-fitting one. Holding any of a resource it deserves none of is more
+        than its share."""
+        deserved = self.deserved[q]
+        some = dims & (deserved > 0)
+        if (dims & (deserved <= 0) & (held > 0)).any():
+            return float("inf")
+        if not some.any():
+            return 0.0
+        return float((held[some] / deserved[some]).max())
+
+    def below_share(self, q: str, dims: npt.NDArray[np.bool_]) -> bool:
+        return self.share_of(q, self.allocated[q], dims) < 1 - 1e-9
+
+    def above_share(self, q: str, dims: npt.NDArray[np.bool_]) -> bool:
+        return self.share_of(q, self.allocated[q], dims) > 1 + 1e-9
+
+    def keeps_share(self, q: str, taken: IntArray, dims: npt.NDArray[np.bool_]) -> bool:
+        """Whether ``q`` still holds its deserved share once ``taken`` is gone, and its
+        guarantee on every resource it gives up."""
+        left = self.allocated[q] - taken
+        if self.share_of(q, left, dims) < 1 - 1e-9:
+            return False
+        return not ((taken > 0) & (left < self._guarantee(q))).any()
+
+    def holds_share(self, q: str, dims: npt.NDArray[np.bool_]) -> str | None:
+        """Why ``q`` may not take room back (it holds its share already), or None."""
+        alloc, deserved = self.allocated[q], self.deserved[q]
+        if not (dims & (deserved > 0)).any():
+            names = ", ".join(n for n, d in zip(self.names, dims, strict=True) if d)
+            return f"queue {q} deserves none of {names}"
+        if self.below_share(q, dims):
+            return None
+        ratio = np.where(dims & (deserved > 0), alloc / np.maximum(deserved, 1e-9), -1.0)
+        i = int(np.argmax(ratio))
+        return (
+            f"queue {q} holds its deserved share of {self.names[i]} already (deserved "
+            f"{amount(self.axis, i, deserved[i])}, in use {amount(self.axis, i, alloc[i])})"
+        )
+
+    def share_text(self, q: str, i: int) -> str:
+        """``queue b (in use 32, deserved 16 nvidia.com/gpu)``."""
+        alloc, deserved = self.allocated[q][i], self.deserved[q][i]
+        return (
+            f"queue {q} (in use {quantity(self.axis, i, alloc)}, deserved "
+            f"{amount(self.axis, i, deserved)})"
+        )
+
     # -- status -----------------------------------------------------------------------
 
     def statuses(self, pending: Mapping[str, int]) -> tuple[QueueStatus, ...]:
         """Every queue as the session leaves it; ``pending``: gangs still waiting, per queue."""
         tree, axis = self.tree, self.axis
-        running: dict[str, int] = {}
-        for g, used in self.cache.gang_used.items():
-            if used.any():
-                pg = self.cache.podgroups.get(g)
-                q = pg.queue if pg is not None else DEFAULT_QUEUE
-                running[q] = running.get(q, 0) + 1
+        running = self.cache.queue_running
         counts: dict[str, tuple[int, int]] = {}
         for q in reversed(tree.order):
             kids = [counts[k] for k in tree.children.get(q, ())]

@@ -3,12 +3,13 @@
 Volcano's capacity plugin checks ``allocated + request <= capability`` for every task it
 allocates, against the task's queue and each of its ancestors
 (``checkQueueAllocatableHierarchically``). ``Quota`` keeps, per queue, what its whole
-subtree holds in ledger units and its own capability; ``room`` is the tightest headroom
-on the way to the root and ``charge`` books a placement (or, negated, an eviction) on the
-queue and every ancestor. A session asks it for every pod it binds -- inside a gang's
-minimum, beyond it, or added to a running gang -- so no queue ends a session above its
-capability on a resource it was asked for. (A queue already above it, say after its
-capability was lowered, takes nothing more that asks for that resource.)
+subtree holds in ledger units and its own capability; ``over`` finds the first queue on
+the way to the root a request would exceed, and ``charge`` books a placement (or,
+negated, an eviction) on the queue and every ancestor. The session admits a gang's
+minimum through it, and a ``Budget`` made from it every further pod -- beyond the
+minimum, or added to a running gang -- so no queue ends a session above its capability
+on a resource it was asked for. (A queue already above it, say after its capability was
+lowered, takes nothing more that asks for that resource.)
 """
 
 from __future__ import annotations
@@ -56,13 +57,6 @@ class Quota:
     def chain(self, q: str) -> tuple[str, ...]:
         """``q`` and its ancestors (the root last); nothing for a queue outside the tree."""
         return (q, *self.tree.ancestors(q)) if q in self.used else ()
-
-    def room(self, q: str) -> IntArray:
-        """How much more queue ``q`` may take, per resource (negative when already over)."""
-        room = np.full(len(self.axis), UNLIMITED, dtype=np.int64)
-        for x in self.chain(q):
-            room = np.minimum(room, self.cap[x] - self.used[x])
-        return room
 
     def over(self, q: str, request: IntArray) -> tuple[str, int] | None:
         """The first queue on ``q``'s way up and the resource ``request`` would exceed there."""

@@ -8,11 +8,11 @@ status, ``queue_status.py``). Bindings hold complete gangs only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tierra.scheduler.queue_status import QueueStatus
-from tierra.scheduler.status import Status
+from tierra.scheduler.status import Code, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,22 @@ class Eviction:
 
 
 @dataclass(frozen=True, slots=True)
+class Decision:
+    """One gang the session tried (not one it skipped with an earlier status): its
+    outcome, the seconds its plan, admission, placement, preemption and commit took, and
+    the bindings and evictions it committed (evict first, then bind).
+
+    Times are measured, so they differ from run to run: they are not part of
+    ``to_dict`` nor of a result's equality."""
+
+    gang: str
+    code: Code
+    seconds: float
+    bindings: tuple[Binding, ...] = ()
+    evictions: tuple[Eviction, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class SessionResult:
     """Everything one session decided, in the order it decided it.
 
@@ -68,6 +84,7 @@ class SessionResult:
     unschedulable: tuple[Unschedulable, ...] = ()
     evictions: tuple[Eviction, ...] = ()
     queues: tuple[QueueStatus, ...] = ()  # every queue as the session leaves it
+    decisions: tuple[Decision, ...] = field(default=(), compare=False)  # in the order made
 
     def to_dict(self) -> dict[str, Any]:
         return {

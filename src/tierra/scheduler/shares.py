@@ -89,8 +89,8 @@ def split(amount: FloatArray, claims: Sequence[Claim]) -> list[FloatArray]:
     lo = np.minimum(np.maximum(np.stack([c.floor for c in claims]), 0.0), hi)
     fixed = np.stack([c.fixed for c in claims])
     weight = np.array([max(c.weight, 0.0) for c in claims], dtype=np.float64)
-    out = np.zeros_like(hi)
-    for r in range(hi.shape[1]):
+    out = hi.copy()  # a resource nobody wants more of than there is: everyone gets its want
+    for r in np.flatnonzero(hi.sum(axis=0) > np.maximum(amount, 0.0)):
         a = max(float(amount[r]), 0.0)
         low, high = lo[:, r], hi[:, r]
         floors = float(low.sum())

@@ -32,11 +32,20 @@ class Transaction:
         self.changes: list[tuple[IntArray, IntArray]] = []  # (nodes, rows added to used)
         self.assigned: list[tuple[Pod, int, IntArray]] = []  # (pod, node, request)
         self.evicted: list[tuple[str, int, IntArray]] = []  # (pod key, node, request)
+        # every node array the ledger changed on, undos included, for as long as the
+        # transaction lives (a session): what the flat path's kept scores must redo
+        self.touched: list[IntArray] = []
 
     def _apply(self, nodes: IntArray, rows: IntArray) -> None:
         """Add ``rows`` to the used amounts of ``nodes`` and of every domain above them."""
         cap = self.capacity
         ix = cap.index
+        self.touched.append(nodes)
+        if len(nodes) == 1:  # a lone pod's (the common case): no scatter needed
+            n = int(nodes[0])
+            cap.node_used[n] += rows[0]
+            cap.dom_used[ix.domains_of(n)] += rows[0]
+            return
         np.add.at(cap.node_used, nodes, rows)
         starts, ends = ix.domain_ptr[nodes], ix.domain_ptr[nodes + 1]
         lens = ends - starts

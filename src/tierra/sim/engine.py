@@ -34,7 +34,7 @@ from tierra.sim.clusters import SimCluster
 from tierra.sim.clusters._build import GPU
 from tierra.sim.contention import LinkLoads
 from tierra.sim.cost import BoundCost, CostModel
-from tierra.sim.metrics import Fragmentation, JobRecord, Recorder, RunResult
+from tierra.sim.metrics import Fragmentation, JobRecord, QueueMeter, Recorder, RunResult
 from tierra.sim.optimum import DomainWeights, optimal_cost, placement_cost
 from tierra.sim.policies.base import Gang, Placement, Policy, background
 from tierra.sim.workloads import SimJob, Workload
@@ -197,6 +197,8 @@ class Simulation:
         ):
             self.push(t, Kind.FAIL, (n, repair))
         self.recorder.allocated(0.0, self.used_gpus)
+        arrivals = [j.arrival for j in self.workload.jobs]
+        self.recorder.queues = QueueMeter(min(arrivals, default=0.0), max(arrivals, default=0.0))
         total = len(self.workload.jobs)
         stop = self.options.max_time
         window = max((j.arrival for j in self.workload.jobs), default=0.0)
@@ -304,8 +306,13 @@ class Simulation:
             return
         self._sample()
         wall = time.perf_counter()
-        outcome = self.policy.session()
+        outcome = self.policy.session(self.now)
         self.recorder.session_wall.append(time.perf_counter() - wall)
+        if outcome.queues and self.recorder.queues is not None:
+            self.recorder.queues.observe(
+                self.now,
+                {q: (s.deserved_gpus, s.pending, s.running) for q, s in outcome.queues.items()},
+            )
         for name in outcome.evictions:
             run = self.running.get(name)
             if run is not None:
@@ -360,8 +367,11 @@ class Simulation:
         for n, vec in zip(nodes, gang.pod_vecs, strict=True):
             self._touch(n)
             self.capacity.place(n, vec)
-        self.used_gpus += int(gang.total[self.g]) // 1000 if self.g is not None else 0
+        gpus = int(gang.total[self.g]) // 1000 if self.g is not None else 0
+        self.used_gpus += gpus
         self.recorder.allocated(self.now, self.used_gpus)
+        if self.recorder.queues is not None:
+            self.recorder.queues.change(self.now, job.queue, gpus)
         domain, span_gbps = self.cost.span(nodes)
         best = self._best_gbps(gang)
         slowdown = self.cost.model.slowdown(job.comm_share, best, span_gbps)
@@ -447,6 +457,8 @@ class Simulation:
         gpus = sum(int(v[self.g]) for v in run.vecs) // 1000 if self.g is not None else 0
         self.used_gpus -= gpus
         self.recorder.allocated(self.now, self.used_gpus)
+        if self.recorder.queues is not None:
+            self.recorder.queues.change(self.now, run.job.queue, -gpus)
 
     def _touch(self, n: int) -> None:
         if self.g is None:

@@ -20,6 +20,8 @@ plus time series, and a ``Summary`` of the headline numbers:
   shapes weighted by GPU demand (after FGD's fragmentation measure [FGD]), sampled over
   time;
 * queueing delay (arrival to first start), job completion time, makespan;
+* per queue (``QueueMeter``): its share of the GPU-time while work arrives, against the
+  share the policy says it deserves, and its gangs waiting and running;
 * scheduler wall time per session and per decision (a placed gang);
 * with the ILP oracle: each gang's placement cost against the exact optimum.
 """
@@ -118,6 +120,78 @@ class Summary:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class QueueReport:
+    """One queue over the loaded window (first to last arrival): what it held against
+    what it deserved, as shares of the cluster's GPU-time, and its gangs on average."""
+
+    name: str
+    gpu_hours: float
+    used_share: float  # GPU-hours / (cluster GPUs x window)
+    deserved_share: float | None  # time-averaged deserved GPUs / cluster GPUs (None: the
+    # policy keeps no queues)
+    pending: float | None  # gangs waiting, time-averaged (as the policy counts them)
+    running: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class QueueMeter:
+    """Integrates each queue's GPUs in use (from the loop's own ledger) and what the
+    policy says it deserves, over ``[start, end]``."""
+
+    def __init__(self, start: float, end: float) -> None:
+        self.start, self.end = start, end
+        self.last = start
+        self.used: dict[str, float] = {}
+        self.state: dict[str, tuple[float, int, int]] = {}  # deserved GPUs, pending, running
+        self.used_s: dict[str, float] = {}
+        self.state_s: dict[str, list[float]] = {}
+
+    def advance(self, t: float) -> None:
+        a, b = max(self.last, self.start), min(t, self.end)
+        if b > a:
+            for q, g in self.used.items():
+                self.used_s[q] = self.used_s.get(q, 0.0) + g * (b - a)
+            for q, st in self.state.items():
+                acc = self.state_s.setdefault(q, [0.0, 0.0, 0.0])
+                for i, v in enumerate(st):
+                    acc[i] += v * (b - a)
+        self.last = max(self.last, t)
+
+    def change(self, t: float, queue: str, gpus: int) -> None:
+        self.advance(t)
+        self.used[queue] = self.used.get(queue, 0.0) + gpus
+
+    def observe(self, t: float, queues: dict[str, tuple[float, int, int]]) -> None:
+        self.advance(t)
+        self.state = dict(queues)
+
+    def reports(self, total_gpus: int) -> list[QueueReport]:
+        self.advance(self.end)
+        span = self.end - self.start
+        if span <= 0 or total_gpus <= 0:
+            return []
+        out = []
+        for q in sorted({*self.used_s, *self.used, *self.state_s}):
+            used = self.used_s.get(q, 0.0)
+            acc = self.state_s.get(q)
+            if used == 0 and (acc is None or not any(acc)):
+                continue  # a queue nothing ran in (the default one, usually)
+            out.append(
+                QueueReport(
+                    name=q,
+                    gpu_hours=used / 3600,
+                    used_share=used / (total_gpus * span),
+                    deserved_share=acc[0] / (total_gpus * span) if acc else None,
+                    pending=acc[1] / span if acc else None,
+                    running=acc[2] / span if acc else None,
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunResult:
     policy: str
     summary: Summary
@@ -126,9 +200,12 @@ class RunResult:
     fragmentation: list[tuple[float, float]]
     node_busy: list[float]  # per node: time-averaged share of its GPUs in use
     error: str | None = None
+    queues: list[QueueReport] = field(default_factory=list)
 
     def to_dict(self, *, jobs: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {"policy": self.policy, "summary": self.summary.to_dict()}
+        if len(self.queues) > 1:
+            out["queues"] = [q.to_dict() for q in self.queues]
         if self.error:
             out["error"] = self.error
         if jobs:
@@ -236,6 +313,7 @@ class Recorder:
     kills: int = 0
     evictions: int = 0
     failures: int = 0
+    queues: QueueMeter | None = None  # set by the loop once the loaded window is known
 
     def allocated(self, t: float, used_gpus: int) -> None:
         share = used_gpus / self.total_gpus if self.total_gpus else 0.0
@@ -253,6 +331,7 @@ class Recorder:
             fragmentation=self.fragmentation,
             node_busy=node_busy,
             error=error,
+            queues=self.queues.reports(self.total_gpus) if self.queues is not None else [],
         )
 
     def summarise(self) -> Summary:

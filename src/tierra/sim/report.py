@@ -465,6 +465,30 @@ def summary_table(comp: Comparison) -> str:
     return f"<div class=wide><table><tr><th>policy</th>{head}</tr>{''.join(rows)}</table></div>"
 
 
+def queue_table(comp: Comparison) -> str:
+    """Per policy and queue: GPU-time share held against the share deserved ("" for one)."""
+    rows = []
+    for r in comp.results:
+        if len(r.queues) < 2:
+            continue
+        for q in r.queues:
+            deserved = "–" if q.deserved_share is None else fmt_pct(q.deserved_share)
+            pending = "–" if q.pending is None else fmt_num(q.pending, 1)
+            rows.append(
+                f"<tr><td>{esc(r.policy)}</td><td>{esc(q.name)}</td><td>{q.gpu_hours:,.0f}</td>"
+                f"<td>{fmt_pct(q.used_share)}</td><td>{deserved}</td><td>{pending}</td></tr>"
+            )
+    if not rows:
+        return ""
+    return (
+        "<h2>Queues</h2><p class='muted'>Over the loaded window: each queue's GPU-hours, "
+        "their share of the cluster's GPU-time, the share tierra's scheduler says it "
+        "deserves (time-averaged), and its gangs waiting on average.</p>"
+        "<table><tr><th>policy</th><th>queue</th><th>GPU-hours</th><th>used share</th>"
+        f"<th>deserved share</th><th>gangs waiting</th></tr>{''.join(rows)}</table>"
+    )
+
+
 def parameters(comp: Comparison, command: str) -> str:
     c, w = comp.cluster, comp.workload
     items = [
@@ -533,6 +557,7 @@ def render(comp: Comparison, *, command: str = "") -> str:
         "<h2>Comparison</h2>",
         summary_table(comp),
         f"<ul>{skipped}</ul>" if skipped else "",
+        queue_table(comp),
         "<h2>GPU allocation over time</h2>",
         line_chart(alloc, "hours", "GPUs allocated", "GPU allocation over time"),
         "<h2>Queueing delay (CDF)</h2>",

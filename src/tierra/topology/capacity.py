@@ -81,19 +81,23 @@ class Capacity:
         self.index = index
         self.axis = axis or ResourceAxis(r for n in nodes for r in n.allocatable)
         n_nodes, n_res = len(index.node_names), len(self.axis)
-        rows: list[int] = []
-        cols: list[int] = []
-        amounts: list[int] = []
-        column = self.axis.index
+        # Nodes come in a few shapes: one row per distinct allocatable, then one gather.
+        shapes: dict[tuple[tuple[str, int], ...], int] = {}
+        rows: list[IntArray] = []
+        at: list[int] = []
+        shape_of: list[int] = []
+        node_ix = index.node_ix
         for node in nodes:
-            i = index.node_ix[node.name]
-            for r, amount in node.allocatable.items():
-                rows.append(i)
-                cols.append(column[r])
-                amounts.append(amount)
+            shape = tuple(node.allocatable.items())
+            k = shapes.get(shape)
+            if k is None:
+                k = shapes[shape] = len(rows)
+                rows.append(self.axis.allocatable_vector(node.allocatable))
+            at.append(node_ix[node.meta.name])
+            shape_of.append(k)
         self.node_alloc: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
-        self.node_alloc[rows, cols] = amounts
-        self.node_alloc //= self.axis.scale  # allocatable rounds down in ledger units
+        if rows:  # allocatable rounds down in ledger units
+            self.node_alloc[np.asarray(at, dtype=np.int64)] = np.stack(rows)[shape_of]
         self.node_used: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
         self.dom_alloc: IntArray = index.sum_under(self.node_alloc)
         self.dom_used: IntArray = np.zeros_like(self.dom_alloc)
@@ -165,14 +169,17 @@ class Capacity:
         request: IntArray,
         node_mask: npt.NDArray[np.bool_] | None = None,
         nodes: IntArray | None = None,
+        *,
+        empty: bool = False,
     ) -> IntArray:
         """How many pods of ``request`` each node can still take (0 where masked out);
-        with ``nodes``, only those rows, in that order."""
+        with ``nodes``, only those rows, in that order; ``empty``: could take with nothing
+        running (to tell "never" from "not now")."""
         asked = np.flatnonzero(request > 0)
         alloc, used = self.node_alloc, self.node_used
         if nodes is not None:
             alloc, used = alloc[nodes], used[nodes]
-        free = alloc[:, asked] - used[:, asked]  # only the columns asked for: the hot path
+        free = alloc[:, asked] - (0 if empty else used[:, asked])  # asked columns: hot path
         counts = fit_counts(free, request[asked], unlimited=self.unlimited)
         if node_mask is not None:
             mask = node_mask if nodes is None else node_mask[nodes]
@@ -184,11 +191,14 @@ class Capacity:
         request: IntArray,
         domains: Sequence[int] | IntArray,
         node_mask: npt.NDArray[np.bool_] | None = None,
+        *,
+        empty: bool = False,
     ) -> IntArray:
-        """Pods of ``request`` each domain in ``domains`` can take, counted node by node.
+        """Pods of ``request`` each domain in ``domains`` can take, counted node by node
+        (``empty``: with nothing running).
 
         Per-node counts saturate (``unlimited``) so that no domain's sum can overflow."""
         d = np.asarray(domains, dtype=np.int64)
         ptr = self.index.real_ptr
-        per_node = self.fit_counts(request, node_mask)
+        per_node = self.fit_counts(request, node_mask, empty=empty)
         return segment_sums(per_node, self.index.real_idx, ptr[d], ptr[d + 1])

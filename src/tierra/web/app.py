@@ -3,10 +3,11 @@
 The page is plain HTML, CSS and JavaScript modules served from this package (no CDN,
 nothing fetched from elsewhere), and it reads everything through the API it documents
 (``docs/dashboard.md``); so does anything else that wants the same facts. Scheduling
-work (a session's dry run, an explanation) runs in a worker thread on an immutable
-snapshot, so the event loop keeps serving while it runs. ``/api/events`` is a stream of
-server-sent events: one ``version`` event whenever the cluster changes, at most every
-``debounce`` seconds, and the page refetches what it shows.
+work (a session's dry run, an explanation) runs in a worker thread on the dashboard's
+scheduler cache (``dryrun.py``), so the event loop keeps serving while it runs.
+``/api/events`` is a stream of server-sent events: one ``version`` event whenever the
+cluster changes, at most every ``debounce`` seconds, and the page refetches what it
+shows.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from starlette.responses import FileResponse, HTMLResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from tierra.web.gangs import Analysis, explain
 from tierra.web.model import Dashboard
 from tierra.web.theme import theme_css
 
@@ -91,8 +91,7 @@ class Api:
                 or time.monotonic() - self._analysed_at < ANALYSIS_EVERY
             ):
                 return
-            version, snap = dash.snapshot()
-            found = await anyio.to_thread.run_sync(Analysis.run, snap, dash.config)
+            version, found = await anyio.to_thread.run_sync(dash.dry.analyse)
             dash.keep_analysis(version, found)
             self._analysed_at = time.monotonic()
 
@@ -140,15 +139,14 @@ class Api:
             return _json({"error": "show: expected a whole number"}, 400)
         if key not in dash.store.podgroups and key not in dash.store.members:
             return _missing(f"gang {key}")
-        version, snap = dash.snapshot()
-        cache_key = (version, key, show)
-        doc = self._explained.get(cache_key)
-        if doc is None:
-            doc = await anyio.to_thread.run_sync(explain, snap, key, dash.config, show)
-            self._explained[cache_key] = doc
+        version = dash.version
+        kept = self._explained.get((version, key, show))
+        if kept is None:
+            version, doc = await anyio.to_thread.run_sync(dash.dry.explain, key, show)
+            kept = self._explained[(version, key, show)] = doc
             while len(self._explained) > EXPLAIN_CACHE:
                 self._explained.popitem(last=False)
-        return _json({"version": version, **doc})
+        return _json({"version": version, **kept})
 
     async def search(self, request: Request) -> Response:
         return _json(self.dash.search(request.query_params.get("q", "")))
@@ -233,6 +231,10 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         tasks = [asyncio.create_task(run(dash)) for run in background]
+        if not background:
+            # A snapshot does not change: its dry run (if ``warm`` has not run it yet)
+            # starts now, while the first page is drawn, not when the page asks for it.
+            tasks.append(asyncio.create_task(api.fresh_analysis()))
         try:
             yield
         finally:

@@ -2,9 +2,10 @@
 
 Where a gang runs is read from the cluster (its bound pods, the lowest domain holding
 them all). Why a pending gang waits is what a scheduling session would decide now: the
-dashboard runs one over a copy of the cluster (``Analysis``; the cluster itself is never
-changed) and shows each waiting gang's reason, or the domain a session would bind it
-in. ``explain`` is ``tierra explain`` for one gang, candidates ranked and cut the same way.
+dashboard runs one as a dry run (``dryrun.py``; nothing is bound or written) and shows,
+from its ``Analysis``, each waiting gang's reason, or the domain a session would bind
+it in. ``explanation_doc`` is ``tierra explain`` for one gang, candidates ranked and cut
+the same way.
 """
 
 from __future__ import annotations
@@ -16,15 +17,7 @@ from typing import Any
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup
-from tierra.api.snapshot import Snapshot
-from tierra.scheduler import (
-    Cache,
-    Explanation,
-    SchedulerConfig,
-    TierTrace,
-    explain_gang,
-    schedule,
-)
+from tierra.scheduler import Explanation, SchedulerConfig, SessionResult, TierTrace
 from tierra.scheduler.explain import best_first, tally
 from tierra.web.store import Store, gang_of
 from tierra.web.view import TopologyView
@@ -41,10 +34,8 @@ class Analysis:
     evictions: int
 
     @classmethod
-    def run(cls, snapshot: Snapshot, config: SchedulerConfig) -> Analysis:
-        """A dry run: a session over a fresh state built from ``snapshot``."""
-        result = schedule(snapshot, config)
-        pods = {p.key: p for p in snapshot.pods}
+    def of(cls, result: SessionResult, pods: Mapping[str, Pod]) -> Analysis:
+        """A dry run's decisions, per gang (``pods``: the cache's, by key)."""
         placeable: dict[str, str] = {}
         for b in result.bindings:
             pod = pods.get(b.pod)
@@ -197,12 +188,6 @@ class Gangs:
         )
         doc["domains"] = {ix.names[d]: c for d, c in lowest_first}
         return doc
-
-
-def explain(snapshot: Snapshot, key: str, config: SchedulerConfig, show: int) -> dict[str, Any]:
-    """``tierra explain`` for one gang: per tier, the best ``show`` candidates and a tally."""
-    _, exp = explain_gang(Cache.from_snapshot(snapshot), key, config)
-    return explanation_doc(exp, show)
 
 
 def explanation_doc(exp: Explanation, show: int) -> dict[str, Any]:

@@ -6,14 +6,14 @@ place where it can (see ``view.py``), bumps ``version`` when anything changed, a
 the listeners (the server's event stream), so an open page refetches what it shows.
 Reads are cached per version: the same version always gives the same documents.
 
-Scheduling analysis (why a gang waits) runs on an immutable snapshot of the store, so a
-server may compute it in a worker thread while events keep arriving; it is kept with the
-version it was computed for.
+Scheduling analysis (why a gang waits) runs on the scheduler cache ``dryrun.py`` keeps
+beside the store, fed the same changes: a server runs it in a worker thread while events
+keep arriving, and it is kept with the version it was computed for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -23,6 +23,7 @@ from tierra.api.pod import Pod
 from tierra.api.snapshot import Snapshot
 from tierra.errors import Problem, Severity
 from tierra.scheduler import SchedulerConfig
+from tierra.web.dryrun import DryRuns
 from tierra.web.gangs import Analysis, Gangs
 from tierra.web.store import Change, Kind, Object, Store
 from tierra.web.view import TopologyView
@@ -55,7 +56,8 @@ class Dashboard:
         self.version = 1
         self.listeners: list[Callable[[int], None]] = []
         self._view: TopologyView | None = None
-        self._snapshot: tuple[int, Snapshot] | None = None
+        self.dry = DryRuns(store, self.config)
+        self.dry.note((), self.version, hypernodes=False)
         self._analysis: tuple[int, Analysis] | None = None
         self._cache: dict[str, Any] = {}
 
@@ -90,7 +92,7 @@ class Dashboard:
             if not ok:
                 view = None
         self._view = view
-        self._bump()
+        self._bump(changes)
         return True
 
     def note_source(self, **state: Any) -> None:
@@ -99,18 +101,23 @@ class Dashboard:
             self.source.state.update(state)
             self._bump()
 
-    def _bump(self) -> None:
+    def _bump(self, changes: Sequence[Change] = ()) -> None:
         self.version += 1
+        moved = any(c.kind is Kind.HYPERNODE for c in changes)
+        self.dry.note(changes, self.version, hypernodes=moved)
         self._cache.clear()
         for listener in list(self.listeners):
             listener(self.version)
 
     def warm(self) -> None:
-        """Build the view and the first page's documents now (before serving), so the
-        first visitor does not wait for them."""
+        """Build the view, the scheduler cache, the first dry run and the first page's
+        documents (the gang table included) now, before serving: the first visitor
+        waits for none of them, and the page's requests do not compete with them."""
         self.summary_doc()
         self.topology_doc()
         self.hypernode_doc(self.view.index.names[self.view.index.root])
+        self.analyse()
+        self.gangs_doc()
 
     # -- what reads share ---------------------------------------------------------------
 
@@ -119,12 +126,6 @@ class Dashboard:
         if self._view is None:
             self._view = TopologyView(self.store)
         return self._view
-
-    def snapshot(self) -> tuple[int, Snapshot]:
-        """The store as an immutable snapshot, and the version it is of."""
-        if self._snapshot is None or self._snapshot[0] != self.version:
-            self._snapshot = (self.version, self.store.snapshot())
-        return self._snapshot
 
     @property
     def analysis(self) -> Analysis | None:
@@ -144,8 +145,7 @@ class Dashboard:
     def analyse(self) -> Analysis:
         """Run the dry run here and now if the latest is stale (a server uses a thread)."""
         if self.analysed != self.version or self.analysis is None:
-            version, snap = self.snapshot()
-            self.keep_analysis(version, Analysis.run(snap, self.config))
+            self.keep_analysis(*self.dry.analyse())
         assert self.analysis is not None
         return self.analysis
 

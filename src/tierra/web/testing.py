@@ -1,18 +1,29 @@
-"""A busy cluster to look at: a generated topology with gangs bound by tierra's own scheduler.
+"""What the dashboard's tests and benchmark share: a busy cluster, Chromium, a server process.
 
-The dashboard's browser tests, its screenshots and its benchmark all draw this one, so
+``busy_cluster`` is a generated topology with gangs bound by tierra's own scheduler. The
+dashboard's browser tests, its screenshots and its benchmark all draw this one, so
 what the README shows is what the tests checked. ``busy_cluster`` takes a preset of
 ``tierra.sim.clusters``, submits training gangs of 1 to 32 pods (whole 8-GPU nodes, or
 half nodes) with tier constraints until about ``fill`` of the GPUs are asked for, lets a
 scheduling session bind them, then marks a few nodes NotReady or cordoned and adds gangs
 that cannot fit, so the picture has every state: used, free, unavailable, degraded,
 pending with a reason. Deterministic for a seed.
+
+``CHROMIUM`` and ``CHROMIUM_FLAGS`` launch Debian's Chromium headless with no network of
+its own (Playwright's browser download cannot work here); ``start_serve`` runs
+``tierra serve`` as a user would and returns its URL.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from tierra.api.node import Condition, Node
 from tierra.api.pod import Phase, Pod
@@ -23,6 +34,17 @@ from tierra.scheduler.testing import pod, podgroup, topology
 from tierra.sim.clusters import build_cluster
 
 GPU = "nvidia.com/gpu"
+CHROMIUM = Path(os.environ.get("TIERRA_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 SIZES = ((1, 8), (2, 6), (4, 5), (8, 4), (16, 3), (32, 1))  # (pods, weight)
 
 
@@ -97,3 +119,31 @@ def busy_cluster(
         pods=tuple(pods),
         podgroups=tuple(groups),
     )
+
+
+def start_serve(args: Sequence[str]) -> tuple[subprocess.Popen[str], str]:
+    """``tierra serve ARGS --port 0`` in a process of its own, and the URL it printed.
+
+    Raises ``RuntimeError`` with its output if it exits instead; the caller stops it."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from tierra.cli import main; main()",
+            "serve",
+            *args,
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    found = re.search(r"http://[\d.]+:\d+/", line)
+    if found is None:
+        proc.kill()
+        _, err = proc.communicate()
+        raise RuntimeError(f"tierra serve did not start: {line}{err}")
+    return proc, found.group(0)

@@ -120,15 +120,13 @@ class TopologyView:
             n = node_ix.get(pod.node_name)
             if not pod.holds_resources or n is None:
                 continue
-            shape = tuple(sorted(pod.requests.items()))
+            shape = tuple(pod.requests.items())
             vec = vectors.get(shape)
             if vec is None:
                 vec = vectors[shape] = axis.vector(pod.requests)
             nodes.append(n)
             rows.append(vec)
-            self.held[pod.key] = (n, vec)
-            self.pods_on[n][pod.key] = None
-            self.gangs_of[pod.key] = gang_of(pod)
+            self._record(pod, n, vec)
         if rows:
             self.capacity.place_all(np.asarray(nodes, dtype=np.int64), np.stack(rows))
 
@@ -138,6 +136,9 @@ class TopologyView:
             return
         vec = self.capacity.axis.vector(pod.requests)
         self.capacity.place(n, vec)
+        self._record(pod, n, vec)
+
+    def _record(self, pod: Pod, n: int, vec: IntArray) -> None:
         self.held[pod.key] = (n, vec)
         self.pods_on[n][pod.key] = None
         self.gangs_of[pod.key] = gang_of(pod)

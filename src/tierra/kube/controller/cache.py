@@ -17,15 +17,17 @@ the watch) sets nothing, so writing status never loops.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from tierra.api.hypernode import GROUPS, HyperNode, HyperNodeStatus
-from tierra.api.node import Node, decode_node
+from tierra.api.hypernode import GROUPS, HyperNode
+from tierra.api.meta import ObjectMeta
+from tierra.api.node import Condition, Node, Taint, TaintEffect
 from tierra.discovery.dra import ResourceSlice, decode_resource_slice
 from tierra.kube.controller.exports import NodeLabels
-from tierra.kube.controller.status import Stored, decode_stored
+from tierra.kube.controller.status import Stored, StoredDecoder
 
 ANY_LABEL = "*"
 """In ``label_keys``: levels are not known in advance, so every label change counts."""
@@ -59,16 +61,47 @@ class CachedNode:
 
 
 def decode_cached_node(raw: Mapping[str, Any]) -> CachedNode:
-    node = decode_node(raw, None, [])
-    return CachedNode(node, NodeLabels.from_raw(raw))
+    """A Node as the controller reads it: labels, taints, cordon, conditions.
+
+    Not ``api.node.decode_node``: that also reads ``allocatable`` into exact milli-units,
+    which the scheduler needs and the controller does not, and which was most of the
+    cost of listing 5,000 Nodes. A malformed field is dropped here, as the API server
+    would never return one.
+    """
+    labels = NodeLabels.from_raw(raw)
+    spec = _mapping(raw.get("spec"))
+    taints = []
+    for raw_taint in spec.get("taints") or ():
+        t = _mapping(raw_taint)
+        with contextlib.suppress(ValueError):
+            effect = TaintEffect(str(t.get("effect", "")))
+            taints.append(Taint(str(t.get("key", "")), effect, str(t.get("value", ""))))
+    conditions = tuple(
+        Condition(str(c["type"]), str(c.get("status", "Unknown")), str(c.get("reason", "")))
+        for c in (_mapping(raw.get("status")).get("conditions") or ())
+        if isinstance(c, Mapping) and isinstance(c.get("type"), str)
+    )
+    node = Node(
+        meta=ObjectMeta(name=labels.name, labels=labels.labels),
+        taints=tuple(taints),
+        unschedulable=spec.get("unschedulable") is True,
+        conditions=conditions,
+    )
+    return CachedNode(node, labels)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def decode_slice(raw: Mapping[str, Any]) -> ResourceSlice:
     return decode_resource_slice(raw, None, [])
 
 
-def _spec_only(hn: HyperNode) -> HyperNode:
-    return replace(hn, status=HyperNodeStatus())
+def _shape(hn: HyperNode) -> tuple[object, ...]:
+    """What status and export depend on: not the status, nor server bookkeeping
+    (resourceVersion, managedFields), which every status write changes."""
+    return (hn.tier, hn.tier_name, hn.members, hn.link, dict(hn.meta.labels))
 
 
 def _health(node: Node) -> tuple[object, ...]:
@@ -89,6 +122,8 @@ class Cache:
     topology: Signal = field(default_factory=Signal)
     health: Signal = field(default_factory=Signal)
     export: Signal = field(default_factory=Signal)
+    decode: StoredDecoder = field(default_factory=StoredDecoder)
+    """Raw HyperNode -> ``Stored``, for the informers and the writes' responses alike."""
     _node_list: tuple[Node, ...] | None = None
 
     # -- Nodes ----------------------------------------------------------------------------
@@ -139,7 +174,7 @@ class Cache:
         if old is not None and _newer(old.resource_version, stored.resource_version):
             return  # the watch echoing an older version than our own write returned
         by_name[stored.name] = stored
-        if old is None or _spec_only(old.hypernode) != _spec_only(stored.hypernode):
+        if old is None or _shape(old.hypernode) != _shape(stored.hypernode):
             self.health.set()
             if group == primary:
                 self.export.set()
@@ -173,9 +208,3 @@ def _newer(a: str, b: str) -> bool:
         return int(a) > int(b)
     except ValueError:  # also "" (not stored yet)
         return False
-
-
-def stored_from_raw(raw: Mapping[str, Any]) -> Stored:
-    """The informer's decode for HyperNodes (malformed ones are kept: see decode_stored)."""
-    stored, _ = decode_stored(raw)
-    return stored

@@ -22,7 +22,7 @@ spelled in camelCase::
     export:
       kueue: true                    # Topology objects + the node labels they read
       kai: false
-      slurm: {configMap: {name: slurm-topology}, format: yaml}
+      slurm: {configMap: tierra-slurm-topology, format: yaml}
     guard: {maxDeleteShare: 0.5}
 
 Each source owns what it writes through the managed-by label, whose value is its

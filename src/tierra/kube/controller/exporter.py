@@ -6,11 +6,13 @@ of the primary group; the writes from ``exports.label_changes`` and
 ``exports.object_changes``, so only labels tierra listed and objects carrying its
 managed-by label are ever changed.
 
-With the node-label export off, labels tierra set earlier are still removed (if any
-Node lists some), so turning the export off cleans up after it; that needs the export's
-``nodes: patch`` permission until they are gone. Exported objects are left in place
-when their export is turned off (delete them with
-``kubectl delete topologies.kueue.x-k8s.io -l topology.tierra.dev/managed-by=export``).
+Turning an export off cleans up after it. With the node-label export off, labels tierra
+set earlier are still removed (if any Node lists some); that needs the export's ``nodes:
+patch`` permission until they are gone. With the Kueue or KAI export off, the first pass
+looks for Topology objects of that kind carrying the export's managed-by label and deletes
+them (anything else of the kind is never touched); once none is left, or the kind is not
+served, or the controller may not list it (an overlay without that export's role: it
+could not have written them either), that kind is not asked about again.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tierra.discovery.result import MANAGED_BY
 from tierra.errors import InputError
 from tierra.kube.client import MERGE_PATCH, ApiError, Kube
 from tierra.kube.controller.cache import Cache, decode_cached_node
 from tierra.kube.controller.config import ControllerConfig
 from tierra.kube.controller.exports import (
+    EXPORT_OWNER,
     Action,
     LabelPatch,
     ObjectChange,
@@ -59,14 +63,27 @@ class Exporter:
         self.config = config
         self.metrics = metrics
         self.namespace = namespace
+        ex = config.export
+        # Kinds whose export is off and whose earlier objects have not been looked for yet.
+        self.unswept = {
+            r for r, on in ((KUEUE_TOPOLOGIES, ex.kueue), (KAI_TOPOLOGIES, ex.kai)) if not on
+        }
 
     @property
     def wanted(self) -> bool:
-        """Anything to do: an export on, or labels of an earlier export to remove."""
-        return self.config.export.any or any(n.owned for n in self.cache.node_labels())
+        """Anything to do: an export on, or what an earlier export left to remove."""
+        return (
+            self.config.export.any
+            or bool(self.unswept)
+            or any(n.owned for n in self.cache.node_labels())
+        )
 
     async def run_once(self) -> ExportOutcome:
         out = ExportOutcome()
+        if not self.wanted:
+            return out
+        for resource in sorted(self.unswept, key=lambda r: r.name):
+            await self._sweep(resource, out)
         ex = self.config.export
         slurm = ex.slurm
         try:
@@ -98,6 +115,30 @@ class Exporter:
                 CONFIGMAPS, [cm], out, namespace=ns, fields=("data",), only=slurm.config_map.name
             )
         return out
+
+    async def _sweep(self, resource: Resource, out: ExportOutcome) -> None:
+        """Delete the objects an earlier export of ``resource`` left (its export is off)."""
+        try:
+            body = await self.kube.get(
+                resource.path(),
+                query={"labelSelector": f"{MANAGED_BY}={EXPORT_OWNER}"},
+                what=f"look for exported {resource.name} (export off)",
+            )
+        except ApiError as exc:
+            if exc.status == 0:
+                raise
+            if exc.status == 403:
+                log.info("%s; exported %s, if any, are left", exc, resource.name)
+            elif exc.status != 404:  # 404: not served here, so there is none
+                out.errors.append(str(exc))
+                return
+            self.unswept.discard(resource)
+            return
+        changes, _ = object_changes([], body.get("items") or [], delete=True)
+        if await self._change_all(resource, None, changes, out):
+            self.unswept.discard(resource)
+            if changes:
+                log.info("export of %s is off: deleted %d", resource.name, len(changes))
 
     async def _label_patches(self, patches: Sequence[LabelPatch], out: ExportOutcome) -> int:
         semaphore = asyncio.Semaphore(CONCURRENCY)
@@ -161,17 +202,32 @@ class Exporter:
             desired, existing, fields=fields, immutable=immutable, delete=delete
         )
         out.conflicts += [str(c) for c in conflicts]
+        await self._change_all(resource, namespace, changes, out)
+
+    async def _change_all(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        changes: Sequence[ObjectChange],
+        out: ExportOutcome,
+    ) -> bool:
+        """Apply ``changes`` one by one; False if any failed (each failure is in ``out``)."""
+        ok = True
         for change in changes:
             try:
                 await self._apply(resource, namespace, change)
             except ApiError as exc:
                 if exc.status == 0:
                     raise
+                if change.action is Action.DELETE and exc.status == 404:
+                    continue  # gone already
                 out.errors.append(str(exc))
-                self.metrics.write_errors.labels("", what).inc()
+                self.metrics.write_errors.labels("", resource.name).inc()
+                ok = False
                 continue
             out.writes += 1
             self.metrics.export_writes.labels(resource.kind).inc()
+        return ok
 
     async def _apply(self, resource: Resource, namespace: str | None, c: ObjectChange) -> None:
         what = f"{c.action} {resource.kind}/{c.name}"

@@ -9,11 +9,11 @@ For every API group the configuration names:
    owner's objects is refused whole, counted and reported (unless
    ``guard.allowMassDelete``);
 3. the writes, in plan order (children before parents on the way up, parents before
-   children on the way down), those of one tier and action concurrently: merge patches
-   guarded by ``resourceVersion``; on 409 the object is read again and planned again
-   (at most ``RETRIES`` times); an object the API server refuses outright (422, 403) is
-   counted and skipped, the others still go; an API server that is away aborts the run,
-   which is retried.
+   children on the way down), those of one tier and action concurrently and the groups
+   side by side: merge patches guarded by ``resourceVersion``; on 409 the object is read
+   again and planned again (at most ``RETRIES`` times); an object the API server refuses
+   outright (422, 403) is counted and skipped, the others still go; an API server that
+   is away aborts the run, which is retried.
 
 Every successful write's response goes into the cache at once, so a rerun right after
 plans nothing even before the watch has caught up.
@@ -35,13 +35,12 @@ from tierra.kube.client import MERGE_PATCH, ApiError, Kube
 from tierra.kube.controller.cache import Cache
 from tierra.kube.controller.config import ControllerConfig, SourceConfig
 from tierra.kube.controller.metrics import Metrics
-from tierra.kube.controller.status import decode_stored
 from tierra.kube.controller.writes import create_body, delete_options, update_patch
 from tierra.kube.resources import HYPERNODES, Resource
 
 log = logging.getLogger(__name__)
 RETRIES = 3
-CONCURRENCY = 16
+CONCURRENCY = 32
 RESOURCE = {r.group: r for r in HYPERNODES}
 Report = Callable[[str, str, str], None]  # (HyperNode name or "", reason, message)
 
@@ -91,9 +90,9 @@ class Reconciler:
         self.report = report or (lambda name, reason, message: None)
 
     async def reconcile(self, source: SourceConfig, found: Discovery) -> Outcome:
+        """Every group at once (they are independent objects)."""
         outcome = Outcome()
-        for group in self.config.groups:
-            await self._group(source, found, group, outcome)
+        await asyncio.gather(*(self._group(source, found, g, outcome) for g in self.config.groups))
         return outcome
 
     async def _group(
@@ -238,7 +237,7 @@ class Reconciler:
     def _remember(self, raw: object) -> HyperNode | None:
         if not isinstance(raw, dict):
             return None
-        stored, _ = decode_stored(raw)
+        stored = self.cache.decode(raw)
         self.cache.upsert_hypernode(stored, primary=self.config.primary_group)
         return stored.hypernode
 

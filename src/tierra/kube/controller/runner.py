@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -38,7 +39,6 @@ from tierra.kube.controller.cache import (
     Signal,
     decode_cached_node,
     decode_slice,
-    stored_from_raw,
 )
 from tierra.kube.controller.config import ControllerConfig, SourceKind, config_from_text
 from tierra.kube.controller.exporter import Exporter
@@ -83,13 +83,10 @@ class Controller:
             LiveSource(s, cache=self.cache, kube=kube, folder=folder, namespace=namespace)
             for s in config.sources
         ]
-        self.informers: list[Informer[Any]] = []
+        self.informers: list[Informer[Any]] = self._informers()
         self.last_errors: dict[str, str] = {}  # source -> why its last run wrote nothing
 
     # -- readiness ------------------------------------------------------------------------
-
-    def synced(self) -> bool:
-        return bool(self.informers) and all(i.synced.is_set() for i in self.informers)
 
     def not_ready(self) -> str | None:
         waiting = [i.name for i in self.informers if not i.synced.is_set()]
@@ -125,7 +122,7 @@ class Controller:
         groups = {*self.config.groups, *self.config.status_groups}
         for r in HYPERNODES:
             if r.group in groups:
-                out.append(Informer(self.kube, r, stored_from_raw, on_hypernode(r.group)))
+                out.append(Informer(self.kube, r, cache.decode, on_hypernode(r.group)))
         if any(s.kind is SourceKind.DRA for s in self.config.sources):
             out.append(Informer(self.kube, RESOURCE_SLICES, decode_slice, on_slice))
         return out
@@ -133,7 +130,6 @@ class Controller:
     # -- the work -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        self.informers = self._informers()
         async with asyncio.TaskGroup() as tg:
             for inf in self.informers:
                 tg.create_task(inf.run(), name=f"informer {inf.name}")
@@ -145,9 +141,7 @@ class Controller:
                     tg.create_task(w, name=f"input {src.name}")
             for src in self.sources:
                 tg.create_task(self._source_loop(src), name=f"source {src.name}")
-            tg.create_task(
-                self._loop("status", self.cache.health, self.status.run_once), name="status"
-            )
+            tg.create_task(self._loop("status", self.cache.health, self._status), name="status")
             if self.exporter.wanted:
                 tg.create_task(self._loop("export", self.cache.export, self._export), name="export")
 
@@ -179,7 +173,12 @@ class Controller:
                 log.info("source %s: %s", src.name, outcome.written)
             return outcome.retry
 
-        await self._loop(f"source {src.name}", src.changed, once)
+        # UFM with a URL has its own timer (its interval); polling it at every resync too
+        # would ask the server more often than configured.
+        own_timer = src.config.kind is SourceKind.UFM and src.config.url is not None
+        await self._loop(
+            f"source {src.name}", src.changed, once, resync=math.inf if own_timer else None
+        )
 
     def _source_failed(self, src: LiveSource, why: str) -> None:
         self.metrics.source_errors.labels(src.name).inc()
@@ -189,24 +188,41 @@ class Controller:
             )
         self.last_errors[src.name] = why
 
+    async def _status(self) -> bool:
+        await self.status.run_once()
+        return False
+
     async def _export(self) -> bool:
         out = await self.exporter.run_once()
         for why in (*out.conflicts, *out.errors):
             log.warning("export: %s", why)
         return False
 
-    async def _loop(self, name: str, signal: Signal, work: Callable[[], Awaitable[Any]]) -> None:
-        """Run ``work`` on each change of ``signal`` (and every resync); see the module doc.
+    async def _loop(
+        self,
+        name: str,
+        signal: Signal,
+        work: Callable[[], Awaitable[bool]],
+        *,
+        resync: float | None = None,
+    ) -> None:
+        """Run ``work`` on each change of ``signal`` and at least every ``resync`` seconds
+        (None: the configuration's; ``math.inf``: never, for a source with its own timer);
+        see the module doc.
 
-        ``work`` returning True asks to run again soon (a write raced another).
+        ``work`` returning True asks to run again soon (a write raced another). A refused
+        request (a role missing, say) is logged and retried with back-off like an API
+        server that is away: one broken source must not stop the others.
         """
         backoff = Backoff(initial=0.5, maximum=30.0)
         seen = -1
-        quiet, resync = self.config.debounce_seconds, self.config.resync_seconds
+        quiet = self.config.debounce_seconds
+        period = self.config.resync_seconds if resync is None else resync
+        timeout = None if math.isinf(period) else period
         while True:
             if signal.generation == seen:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(signal.changed_since(seen), timeout=resync)
+                    await asyncio.wait_for(signal.changed_since(seen), timeout=timeout)
             first = time.monotonic()
             while quiet > 0 and time.monotonic() - first < MAX_DELAY:
                 mark = signal.generation
@@ -217,8 +233,6 @@ class Controller:
             try:
                 again = await work()
             except (Unavailable, ApiError) as exc:
-                if isinstance(exc, ApiError) and exc.status not in (0, 429, 503, 504):
-                    raise
                 delay = backoff.delay()
                 log.warning("%s: %s; again in %.1f s", name, exc, delay)
                 await asyncio.sleep(delay)

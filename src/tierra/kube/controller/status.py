@@ -19,11 +19,20 @@ Per group:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tierra.api.hypernode import TIERRA_GROUP, HyperNode, HyperNodeStatus, decode_hypernode
-from tierra.api.node import Condition
+import msgspec
+
+from tierra.api.fields import Fields, Report
+from tierra.api.hypernode import (
+    TIERRA_GROUP,
+    HyperNode,
+    HyperNodeStatus,
+    UnhealthyNode,
+    decode_hypernode,
+)
+from tierra.api.node import Condition, decode_condition
 from tierra.errors import Problem
 
 
@@ -41,20 +50,75 @@ class Stored:
 
 
 def decode_stored(raw: Mapping[str, Any]) -> tuple[Stored, list[Problem]]:
-    """The informer's decode for HyperNodes: the object, its resourceVersion and the
+    """A HyperNode as the API returns it: the object, its resourceVersion and the
     conditions' transition times (problems are returned, the object kept regardless:
     a malformed hand-made HyperNode must still be seen, and never be deleted for it)."""
     problems: list[Problem] = []
     hn = decode_hypernode(raw, None, problems)
-    meta = raw.get("metadata")
-    rv = str(meta.get("resourceVersion", "")) if isinstance(meta, Mapping) else ""
+    return _stored(hn, raw), problems
+
+
+def _stored(hn: HyperNode, raw: Mapping[str, Any]) -> Stored:
+    meta = _mapping(raw.get("metadata"))
     transitions: dict[str, str] = {}
-    status = raw.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    conditions = _mapping(raw.get("status")).get("conditions")
     for c in conditions if isinstance(conditions, list) else ():
         if isinstance(c, Mapping) and isinstance(c.get("lastTransitionTime"), str):
             transitions[str(c.get("type", ""))] = c["lastTransitionTime"]
-    return Stored(hn, rv, transitions), problems
+    return Stored(hn, str(meta.get("resourceVersion", "")), transitions)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+class StoredDecoder:
+    """``decode_stored`` for a stream of versions of the same objects.
+
+    Every status write comes back twice (the response, then the watch), each time with
+    the same spec: decoding thousands of members again is most of the controller's CPU
+    at scale. The spec part is decoded once per distinct (group, name, labels,
+    annotations, spec) and kept; only the status is read from each version.
+    """
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self._memo: dict[bytes, HyperNode] = {}
+        self._limit = limit
+        self._encode = msgspec.json.Encoder().encode
+
+    def __call__(self, raw: Mapping[str, Any]) -> Stored:
+        meta = _mapping(raw.get("metadata"))
+        slim = {
+            "apiVersion": raw.get("apiVersion"),
+            "kind": "HyperNode",
+            "metadata": {k: meta[k] for k in ("name", "labels", "annotations") if k in meta},
+            "spec": raw.get("spec"),
+        }
+        key = self._encode(slim)
+        base = self._memo.get(key)
+        if base is None:
+            if len(self._memo) >= self._limit:
+                self._memo.clear()
+            base = self._memo[key] = decode_hypernode(slim, None, [])
+        status = _mapping(raw.get("status"))
+        if status:
+            base = replace(base, status=_status(status, base.status))
+        return _stored(base, raw)
+
+
+def _status(raw: Mapping[str, Any], base: HyperNodeStatus) -> HyperNodeStatus:
+    """The status fields as ``decode_hypernode`` reads them (Volcano's unhealthy list,
+    kept in an annotation, is already in ``base``)."""
+    f = Fields(raw, "status", Report(None, "", []))
+    unhealthy = tuple(
+        UnhealthyNode(u.string("name", required=True), u.string("reason"))
+        for u in f.objects("unhealthyNodes")
+    )
+    return HyperNodeStatus(
+        node_count=f.opt_int("nodeCount", minimum=0),
+        conditions=tuple(decode_condition(c) for c in f.objects("conditions")),
+        unhealthy_nodes=unhealthy or base.unhealthy_nodes,
+    )
 
 
 def _condition(

@@ -23,11 +23,11 @@ from tierra.discovery.result import LinkIssue
 from tierra.kube.client import MERGE_PATCH, ApiError, Kube
 from tierra.kube.controller.cache import Cache
 from tierra.kube.controller.metrics import Metrics
-from tierra.kube.controller.status import decode_stored, status_patch
+from tierra.kube.controller.status import status_patch
 from tierra.kube.resources import HYPERNODES
 
 log = logging.getLogger(__name__)
-CONCURRENCY = 16
+CONCURRENCY = 32
 RESOURCE = {r.group: r for r in HYPERNODES}
 
 
@@ -111,7 +111,7 @@ class StatusWriter:
                     log.warning("%s", exc)
                     return
             if isinstance(raw, dict):
-                stored, _ = decode_stored(raw)
+                stored = self.cache.decode(raw)
                 self.cache.upsert_hypernode(stored, primary=self.primary)
             done += 1
             self.metrics.status_writes.labels(group).inc()

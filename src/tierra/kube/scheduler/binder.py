@@ -1,12 +1,14 @@
 """Apply a session's decisions to the cluster: evictions first, then bindings, gang by gang.
 
 The session has already *assumed* its bindings in the cache (they count as used room)
-and released its victims' room. The binder makes the API agree:
+and released its victims' room. The binder makes the API agree, gang by gang as the
+session hands each decision over (``decided``, while the session goes on), or a whole
+session at once (``submit``):
 
 * evictions go through the Eviction API (``pods/{name}/eviction``, so PodDisruptionBudgets
-  are honoured); the bindings of that session wait until the API has deleted every victim,
-  because before that the room is not really free. A victim that cannot be evicted puts
-  it back and forgets the session's bindings: they needed that room.
+  are honoured); bindings the session hands over after an eviction wait until the API
+  has deleted every victim, because before that the room is not really free. A victim
+  that cannot be evicted puts it back and forgets those bindings: they may need that room.
 * each binding is a ``POST pods/{name}/binding``, at most ``max_in_flight`` at once across
   all gangs; an answer the server could not give (unreachable, 429, 502-504) is retried
   with back-off for ``retry_for`` seconds, which covers an API server restart.
@@ -35,7 +37,7 @@ from tierra.kube.informer import Backoff
 from tierra.kube.scheduler import decode
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
-from tierra.scheduler.result import Binding, Eviction, SessionResult
+from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult
 
 log = logging.getLogger(__name__)
 
@@ -66,23 +68,46 @@ class Binder:
         self.on_failure = on_failure
         self.on_bound = on_bound
         self._slots = asyncio.Semaphore(max_in_flight)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._victims: list[asyncio.Task[bool]] = []  # this session's evictions
         self.bound = 0
         self.failed = 0
 
-    @property
-    def busy(self) -> int:
-        """Sessions whose decisions are still being applied."""
-        return len(self._tasks)
+    def begin(self) -> None:
+        """A session starts: the bindings it hands over wait for the evictions it makes
+        (before they are gone the room is not really free), not for earlier sessions'."""
+        self._victims = []
 
     def submit(self, result: SessionResult) -> None:
-        """Start applying ``result`` in the background."""
-        if not result.bindings and not result.evictions:
-            return
+        """Start applying a whole session's ``result`` in the background: every eviction,
+        then the bindings, gang by gang."""
+        self.begin()
         gangs: dict[str, list[Binding]] = {}
         for b in result.bindings:
             gangs.setdefault(_gang_of(self.feed, b.pod) or b.pod, []).append(b)
-        task = asyncio.create_task(self._apply(result.evictions, gangs))
+        if result.evictions:
+            self._evictions(result.evictions)
+        for gang, bindings in gangs.items():
+            self._bindings(gang, bindings)
+
+    def decided(self, decision: Decision) -> None:
+        """Start applying one gang's decision while its session goes on (call in the
+        event loop): its evictions, then its bindings once every eviction the session
+        made so far is done."""
+        if decision.evictions:
+            self._evictions(decision.evictions)
+        if decision.bindings:
+            self._bindings(decision.gang, list(decision.bindings))
+
+    def _evictions(self, evictions: Sequence[Eviction]) -> None:
+        task = asyncio.create_task(self._evict(evictions))
+        self._victims.append(task)
+        self._track(task)
+
+    def _bindings(self, gang: str, bindings: list[Binding]) -> None:
+        self._track(asyncio.create_task(self._bind_after(list(self._victims), gang, bindings)))
+
+    def _track(self, task: asyncio.Task[Any]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -96,14 +121,15 @@ class Binder:
             task.cancel()
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def _apply(self, evictions: Sequence[Eviction], gangs: dict[str, list[Binding]]) -> None:
-        if evictions and not await self._evict(evictions):
-            for bindings in gangs.values():
-                for b in bindings:
-                    self._forget(b.pod)
+    async def _bind_after(
+        self, evicting: list[asyncio.Task[bool]], gang: str, bindings: list[Binding]
+    ) -> None:
+        if evicting and not all(await asyncio.gather(*evicting)):
+            for b in bindings:
+                self._forget(b.pod)
             self.on_failure()
             return
-        await asyncio.gather(*(self._bind_gang(g, bs) for g, bs in gangs.items()))
+        await self._bind_gang(gang, bindings)
 
     # -- evictions -------------------------------------------------------------------
 
@@ -175,7 +201,8 @@ class Binder:
             last = max(created, default=0.0)
             if last > 0:
                 self.metrics.gang_latency.observe(max(0.0, time.time() - last))
-            self.on_bound(gang, bindings)
+            # Not while a session runs: the callback reads the cache the session writes.
+            self.feed.apply(lambda: self.on_bound(gang, bindings))
         else:
             self.on_failure()
 

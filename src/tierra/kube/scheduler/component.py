@@ -2,11 +2,14 @@
 
 Informers feed the core's long-lived ``Cache`` (``feed.py``); sessions run one at a time,
 when something changed (debounced by ``batch_delay``) and every ``period``, in a worker
-thread while changes are held; the binder applies each session's decisions in the
-background while the next session runs (``binder.py``); the status writer and the Event
+thread while changes are held; the binder applies each gang's decision as soon as the
+session makes it, while the session decides the rest and while the next one runs
+(``binder.py``), so a session over thousands of pods binds its first pods at once; the
+status writer and the Event
 recorder tell users why gangs wait (``status.py``). With leader election on, the informers
 run on every replica (a warm standby takes over without a cold start), but only the
-Lease holder runs sessions and writes anything; a replica that loses the Lease stops,
+Lease holder runs sessions and writes anything (bindings; PodGroup status; Volcano Queue
+status, ``queues.py``); a replica that loses the Lease stops,
 like kube-scheduler, and is restarted with a fresh cache.
 """
 
@@ -28,13 +31,14 @@ from tierra.kube.events import EventRecorder
 from tierra.kube.leader import LeaderElector
 from tierra.kube.scheduler.binder import Binder
 from tierra.kube.scheduler.feed import Feed
-from tierra.kube.scheduler.metrics import Metrics, reason_kind
+from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
+from tierra.kube.scheduler.queues import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
 from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.memory import Memory
-from tierra.scheduler.result import SessionResult
+from tierra.scheduler.result import Decision, SessionResult
 from tierra.scheduler.session import run_session
 
 log = logging.getLogger(__name__)
@@ -58,6 +62,7 @@ class Options:
     batch_delay: float = 0.02
     max_binds_in_flight: int = 64
     bind_retry_for: float = 30.0
+    queue_status: bool = True  # write Volcano Queue status (off beside Volcano's controllers)
 
 
 class LostLease(Exception):
@@ -221,6 +226,8 @@ class SchedulerComponent:
         )
         self.binder = binder
         writer = asyncio.create_task(status.run(), name="status")
+        queues = QueueStatusWriter(self.kube, lambda name: name in self.cache.queues, self.metrics)
+        queue_writer = asyncio.create_task(queues.run(), name="queue status")
         try:
             self.last_session_end = time.monotonic()
             while True:
@@ -230,20 +237,36 @@ class SchedulerComponent:
                 self._wake.clear()
                 if feed.listing:
                     continue
-                result = await self._session(feed)
+                result = await self._session(feed, binder)
                 status.observe(result)
-                binder.submit(result)
+                if self.options.queue_status:
+                    queues.observe(result)
         finally:
             writer.cancel()
+            queue_writer.cancel()
             await binder.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await writer
+            for task in (writer, queue_writer):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
-    async def _session(self, feed: Feed) -> SessionResult:
+    async def _session(self, feed: Feed, binder: Binder) -> SessionResult:
+        """One session in a worker thread; each gang's decision goes to the binder as soon
+        as it is made, so binding starts while the session decides the rest."""
+        loop = asyncio.get_running_loop()
+
+        def decided(d: Decision) -> None:  # in the session's thread
+            if d.bindings or d.evictions:
+                loop.call_soon_threadsafe(binder.decided, d)
+
         started = time.perf_counter()
+        binder.begin()
         with feed.session():
             result = await asyncio.to_thread(
-                run_session, self.cache, self.options.config, memory=self.memory
+                run_session,
+                self.cache,
+                self.options.config,
+                memory=self.memory,
+                on_decision=decided,
             )
         elapsed = time.perf_counter() - started
         self.sessions += 1
@@ -252,21 +275,13 @@ class SchedulerComponent:
         m = self.metrics
         m.sessions.inc()
         m.session_seconds.observe(elapsed)
-        gangs = {
-            (p.group_name if (p := self.cache.pods.get(b.pod)) is not None else "") or b.pod
-            for b in result.bindings
-        }
-        decided = len(gangs) + len(result.unschedulable)
-        if decided:
-            per_gang = elapsed / decided
-            for _ in range(decided):
-                m.decision_seconds.observe(per_gang)
-        kinds: dict[str, int] = {}
+        for d in result.decisions:
+            m.decision_seconds.observe(d.seconds)
+        codes: dict[str, int] = {}
         for u in result.unschedulable:
-            k = reason_kind(u.reason)
-            kinds[k] = kinds.get(k, 0) + 1
-        for k in ("topology", "capacity", "queue", "input", "other"):
-            m.pending_gangs.labels(k).set(kinds.get(k, 0))
+            codes[u.status.code.value] = codes.get(u.status.code.value, 0) + 1
+        for code in WAITING_CODES:
+            m.pending_gangs.labels(code).set(codes.get(code, 0))
         self._gpu_gauges()
         return result
 

@@ -7,15 +7,17 @@ pod). What the adapter needs besides the core object (a pod's creation time, whe
 is terminating) travels next to it in ``LivePod``.
 
 Problems found while decoding are logged once per object and message, naming the object
-and the field. Objects stay usable with the decoder's safe defaults, except HyperNodes
-with errors: feeding a half-valid HyperNode would change the topology silently, so it is
-left out (the informer logs it and keeps the last valid version).
+and the field. Objects stay usable with the decoder's safe defaults. A HyperNode travels
+with its problems (``hypernode``): the cache makes the tree of one with an error
+unusable and says why, as ``tierra validate`` and ``tierra schedule`` do with the same
+object in a snapshot file; leaving it out instead would silently change the topology.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
@@ -23,6 +25,7 @@ from tierra.api.hypernode import HyperNode, decode_hypernode
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import Pod, decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
+from tierra.api.priority import decode_priority_class
 from tierra.api.queue import Queue, decode_queue
 from tierra.api.workload import decode_workload_podgroup
 from tierra.errors import Problem, Severity
@@ -54,26 +57,26 @@ def trim(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _report(what: str, problems: list[Problem]) -> bool:
-    """Log new problems of one object; True when any is an error."""
+def _report(what: str, problems: list[Problem]) -> None:
+    """Log new problems of one object (once per object and set of messages)."""
     if not problems:
         _logged.pop(what, None)
-        return False
+        return
     texts = frozenset(str(p) for p in problems)
     if _logged.get(what) != texts:
         _logged[what] = texts
         for text in sorted(texts):
             log.warning("%s", text)
-    return any(p.severity is Severity.ERROR for p in problems)
 
 
 def _decoded(
     decode: Callable[[Mapping[str, Any], None, list[Problem]], T], raw: Mapping[str, Any]
-) -> tuple[T, bool]:
+) -> tuple[T, tuple[Problem, ...]]:
     problems: list[Problem] = []
     obj = decode(trim(raw), None, problems)
     md = raw.get("metadata") or {}
-    return obj, _report(f"{raw.get('kind')}/{md.get('namespace', '')}/{md.get('name')}", problems)
+    _report(f"{raw.get('kind')}/{md.get('namespace', '')}/{md.get('name')}", problems)
+    return obj, tuple(problems)
 
 
 def _time(text: object) -> float:
@@ -95,15 +98,15 @@ def pod(raw: dict[str, Any]) -> LivePod:
     return LivePod(decoded, _time(md.get("creationTimestamp")), bool(md.get("deletionTimestamp")))
 
 
-def hypernode(raw: dict[str, Any]) -> HyperNode:
-    hn, bad = _decoded(decode_hypernode, raw)
-    if bad:
-        raise ValueError("invalid HyperNode left out of the topology (see the problems above)")
-    return hn
+def hypernode(raw: dict[str, Any]) -> tuple[HyperNode, tuple[Problem, ...]]:
+    """The HyperNode and what is wrong with it (``Cache.upsert_hypernode`` takes both)."""
+    return _decoded(decode_hypernode, raw)
 
 
 def volcano_podgroup(raw: dict[str, Any]) -> PodGroup:
-    return _decoded(decode_podgroup, raw)[0]
+    """Without its status: the scheduler reads none, and its own status writes (a phase
+    moving to Running) must not look like a change that needs a session."""
+    return replace(_decoded(decode_podgroup, raw)[0], phase="")
 
 
 def workload_podgroup(raw: dict[str, Any]) -> PodGroup:
@@ -115,7 +118,8 @@ def queue(raw: dict[str, Any]) -> Queue:
 
 
 def priority_class(raw: dict[str, Any]) -> int:
-    value = raw.get("value")
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"value must be an integer, got {value!r}")
-    return value
+    """The class's value; a class without a valid one is left out (the informer logs it)."""
+    pc, problems = _decoded(decode_priority_class, raw)
+    if any(p.severity is Severity.ERROR for p in problems):
+        raise ValueError("PriorityClass left out (see the problems above)")
+    return pc.value

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
 from tierra.api.workload import SYNTHETIC_ANNOTATION, resolve_topology_keys, topology_key
+from tierra.errors import Problem
 from tierra.kube import resources as r
 from tierra.kube.client import Kube
 from tierra.kube.informer import Event, EventType, Informer
@@ -49,8 +50,10 @@ class CacheApi(Protocol):
     podgroups: dict[str, PodGroup]
     members: dict[str, dict[str, None]]
     assumed: set[str]
-    nodes: list[Node]
     hypernodes: dict[str, HyperNode]
+
+    @property
+    def nodes(self) -> list[Node]: ...
 
     def batch(self) -> contextlib.AbstractContextManager[Any]: ...
     def upsert_node(self, node: Node) -> None: ...
@@ -61,7 +64,7 @@ class CacheApi(Protocol):
     def remove_podgroup(self, key: str) -> None: ...
     def upsert_queue(self, q: Queue) -> None: ...
     def remove_queue(self, name: str) -> None: ...
-    def upsert_hypernode(self, h: HyperNode) -> None: ...
+    def upsert_hypernode(self, h: HyperNode, problems: Iterable[Problem] = ()) -> None: ...
     def remove_hypernode(self, name: str) -> None: ...
     def upsert_priority_class(self, name: str, value: int) -> None: ...
     def remove_priority_class(self, name: str) -> None: ...
@@ -224,12 +227,12 @@ class Feed:
         ):
             self.on_change()
 
-    def _hypernode(self, event: Event[HyperNode]) -> None:
+    def _hypernode(self, event: Event[tuple[HyperNode, tuple[Problem, ...]]]) -> None:
         if event.type is EventType.DELETED:
             self.cache.remove_hypernode(event.key)
         else:
             assert event.obj is not None
-            self.cache.upsert_hypernode(event.obj)
+            self.cache.upsert_hypernode(*event.obj)
         if self._keyed and not self.listing:
             self._resolve_keys()
         self.on_change()
@@ -245,11 +248,15 @@ class Feed:
                 assert pg is not None
                 self.sources[event.key] = GroupSource(resource, pg.meta.uid)
                 if topology_key(pg) is not None:
+                    if self._keyed.get(event.key) == pg:
+                        return  # our own status write came back: nothing to decide
                     self._keyed[event.key] = pg
                     if not self.listing:
                         self._resolve_keys()
                     return
                 self._keyed.pop(event.key, None)
+                if self.cache.podgroups.get(event.key) == pg:
+                    return  # likewise
                 self.cache.upsert_podgroup(pg)
             self.on_change()
 

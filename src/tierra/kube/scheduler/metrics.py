@@ -1,29 +1,20 @@
 """The scheduler's Prometheus metrics, in a registry of its own (served on /metrics).
 
-Reasons are bucketed (``reason_kind``) so the ``pending_gangs`` label set stays small:
-the full explain reason goes to PodGroup status and Events, not to a label.
+``pending_gangs`` is labelled by the outcome's ``Status.code`` (what a later session does
+with the gang: ``Unschedulable``, ``UnschedulableAndUnresolvable``, ``AttemptFailed``,
+``QueueLimited``), so the label set stays small: the full explain reason goes to
+PodGroup status and Events, not to a label.
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from tierra.scheduler.status import Code
+
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 DECISION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
-
-
-def reason_kind(reason: str) -> str:
-    """A coarse class of an explain reason: topology, capacity, queue, input or other."""
-    text = reason.lower()
-    if "queue" in text:
-        return "queue"
-    if "names no tier" in text or "must not" in text or "invalid" in text or "unknown" in text:
-        return "input"
-    if "tier" in text or "hypernode" in text or "domain" in text:
-        return "topology"
-    if "free" in text or "fit" in text or "room" in text or "node" in text:
-        return "capacity"
-    return "other"
+WAITING_CODES = tuple(c.value for c in Code if c is not Code.SUCCESS)
 
 
 class Metrics:
@@ -37,10 +28,16 @@ class Metrics:
             registry=r,
         )
         self.sessions = Counter(p + "sessions", "Scheduling sessions run.", registry=r)
+        self.queue_status_writes = Counter(
+            p + "queue_status_writes",
+            "Volcano Queue status writes (one when a queue's status changed).",
+            registry=r,
+        )
         self.decision_seconds = Histogram(
             p + "gang_decision_seconds",
-            "Per-gang decision latency: each session's duration divided by the gangs it "
-            "decided (the core reports no per-gang time).",
+            "Per-gang decision latency: plan, admission, placement, preemption and "
+            "commit of one gang in a session (gangs skipped with an earlier outcome are "
+            "not counted).",
             buckets=DECISION_BUCKETS,
             registry=r,
         )
@@ -52,7 +49,7 @@ class Metrics:
         )
         self.pending_gangs = Gauge(
             p + "pending_gangs",
-            "Gangs left waiting by the last session, by reason kind.",
+            "Gangs left waiting by the last session, by outcome code.",
             ["reason"],
             registry=r,
         )

@@ -12,13 +12,22 @@ as ``tierra validate``:
   the problems of the forest with the new object, minus those it already had. A forest
   that is already broken somewhere else does not block unrelated writes, and a write
   that repairs part of it is welcome.
-* **PodGroup**: refused when its topology cannot be honoured by the HyperNodes of the
-  configured groups (``scheduler.topology_checks``: an unknown tier name, a hard tier
-  limit below every domain), or when its fields are malformed.
+* **PodGroup**, Volcano's (``scheduling.volcano.sh``) or the upstream Workload API's
+  (``scheduling.k8s.io/v1alpha2``, whose topology is a node-label key: resolved as
+  ``tierra.api.workload`` resolves it, through HyperNodes discovered from that label or
+  else the nodes' own labels): judged by ``scheduler.refusals.podgroup_refusals``, as
+  ``tierra validate`` judges a PodGroup without pods. Refused when malformed or when its
+  topology cannot be honoured (a tier name or label key nothing carries, a hard tier
+  limit below every domain); admitted with a warning when no domain its limit allows
+  could hold its minimum (``minMember`` pods, ``minResources``) even with every node
+  empty, as ``validate`` warns: nodes can be added, and a refused PodGroup would keep
+  its pods from ever asking for them.
 
-Nodes are not consulted: members written as regexes or label selectors resolve against
-node labels, which change without any HyperNode being written, so admission cannot
-guard them; ``tierra validate`` and the controller's reconcile report those overlaps.
+The Nodes the informers deliver (no pods: every node empty) are what a PodGroup is
+measured against. HyperNode members written as regexes or label selectors also resolve
+against node labels, which change without any HyperNode being written, so admission
+does not judge overlaps through them; ``tierra validate`` and the controller's
+reconcile report those.
 
 The informers lag the API server by milliseconds, so ``kubectl apply`` of a file with
 many HyperNodes would otherwise judge each against a view missing the previous ones.
@@ -28,15 +37,19 @@ reports that name, or for ``overlay_seconds``.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tierra.api.hypernode import GROUPS, TIERRA_GROUP, HyperNode, decode_hypernode
-from tierra.api.podgroup import decode_podgroup
+from tierra.api.node import Node
+from tierra.api.podgroup import PodGroup, decode_podgroup
+from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.errors import Problem, Severity
-from tierra.scheduler.topology_checks import podgroup_problems
+from tierra.scheduler.cache import Cache
+from tierra.scheduler.refusals import podgroup_refusals
 from tierra.topology.index import TopologyIndex
 
 OVERLAY_SECONDS = 30.0
@@ -115,7 +128,12 @@ class Judge:
         self._podgroup_groups = tuple(podgroup_groups)
         self._overlay_seconds = overlay_seconds
         self._clock = clock
-        self._pg_index: tuple[tuple[int, ...], TopologyIndex] | None = None
+        # The nodes, and the HyperNodes a PodGroup's topology is resolved against (which
+        # generations of the forests, and which label domains, it was last given).
+        self._cache = Cache()
+        self._cache_key: tuple[tuple[int, ...], tuple[str, ...]] | None = None
+        self._merged: tuple[tuple[int, ...], list[HyperNode]] | None = None
+        self._listing: contextlib.ExitStack | None = None
 
     # -- the informers' side --------------------------------------------------------------
 
@@ -141,6 +159,21 @@ class Judge:
     def count(self, group: str) -> int:
         return len(self._forests[group].view())
 
+    def upsert_node(self, node: Node) -> None:
+        self._cache.upsert_node(node)
+
+    def remove_node(self, name: str) -> None:
+        self._cache.remove_node(name)
+
+    def listing_nodes(self, start: bool) -> None:
+        """Bracket a LIST of Nodes (the informer's ``on_list``): one index rebuild for it."""
+        if start and self._listing is None:
+            self._listing = contextlib.ExitStack()
+            self._listing.enter_context(self._cache.batch())
+        elif not start and self._listing is not None:
+            self._listing.close()
+            self._listing = None
+
     # -- decisions ------------------------------------------------------------------------
 
     def review_hypernode(self, raw: Mapping[str, Any], *, dry_run: bool = False) -> Verdict:
@@ -164,26 +197,39 @@ class Judge:
             forest.generation += 1
         return Verdict(True, (), tuple(map(str, warnings)))
 
-    def review_podgroup(self, raw: Mapping[str, Any]) -> Verdict:
-        """Admit ``raw`` unless it is malformed or its topology cannot be honoured."""
+    def review_podgroup(self, raw: Mapping[str, Any], *, group: str = "") -> Verdict:
+        """Admit ``raw`` (a PodGroup of ``group``: Volcano's unless it is ``WORKLOAD_GROUP``)
+        unless it is malformed or its topology cannot be honoured; warn when it could
+        never fit (see the module docstring)."""
         decoded: list[Problem] = []
-        pg = decode_podgroup(raw, None, decoded)
+        decode = decode_workload_podgroup if group == WORKLOAD_GROUP else decode_podgroup
+        pg = decode(raw, None, decoded)
         errors, warnings = _split(decoded)
-        errors += podgroup_problems(pg, self._podgroup_index())
+        judged, more = _split(podgroup_refusals(self._cache, self._with_topology(pg)))
+        errors += judged
+        warnings += more
         return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))
 
-    def _podgroup_index(self) -> TopologyIndex:
-        """The HyperNodes a PodGroup's topology is resolved against; the first group wins
-        where both hold a name (the controller writes the same objects to both)."""
+    def _with_topology(self, pg: PodGroup) -> PodGroup:
+        """``pg`` with its label key (if any) made a tier, and the cache holding the
+        HyperNodes of the configured groups (the first group wins where both hold a
+        name: the controller writes the same objects to both) and the label domains the
+        key needs."""
         now = self._clock()
         forests = [self._forests[g] for g in self._podgroup_groups]
         for f in forests:
             f.expire(now)
-        key = tuple(f.generation for f in forests)
-        if self._pg_index is None or self._pg_index[0] != key:
+        generations = tuple(f.generation for f in forests)
+        if self._merged is None or self._merged[0] != generations:
             merged: dict[str, HyperNode] = {}
             for f in forests:
                 for name, h in f.view().items():
                     merged.setdefault(name, h)
-            self._pg_index = (key, TopologyIndex.build((), list(merged.values())))
-        return self._pg_index[1]
+            self._merged = (generations, list(merged.values()))
+        real = self._merged[1]
+        (resolved,), extra = resolve_topology_keys([pg], self._cache.nodes, real)
+        key = (generations, tuple(h.name for h in extra))
+        if key != self._cache_key:
+            self._cache.set_hypernodes([*real, *extra])
+            self._cache_key = key
+        return resolved

@@ -1,9 +1,10 @@
 """``tierra webhook`` as a process: informers, certificates, the HTTPS server, probes.
 
-Every replica serves (no leader): each watches the HyperNodes of both groups into its
-own ``Judge``, keeps its certificate current (``tls``) and answers reviews. ``/readyz``
-waits for the first lists (a judge with an empty view would admit a cycle against
-objects it has not seen) and for a loaded certificate whose CA is in the caBundle.
+Every replica serves (no leader): each watches the HyperNodes of both groups and the
+Nodes into its own ``Judge``, keeps its certificate current (``tls``) and answers
+reviews. ``/readyz`` waits for the first lists (a judge with an empty view would admit a
+cycle against objects it has not seen) and for a loaded certificate whose CA is in the
+caBundle.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from tierra.api.hypernode import GROUPS, HyperNode, decode_hypernode
+from tierra.api.node import Node
 from tierra.kube.client import Kube, KubeConfigError
 from tierra.kube.informer import Event, EventType, Informer
-from tierra.kube.resources import HYPERNODES
+from tierra.kube.resources import HYPERNODES, NODES
+from tierra.kube.scheduler import decode
 from tierra.kube.serving import Probes, Server
 from tierra.kube.webhook import certs
 from tierra.kube.webhook.admission import Judge
@@ -87,8 +90,19 @@ def _decode(raw: Mapping[str, Any]) -> HyperNode:
     return decode_hypernode(raw, None, [])
 
 
-def informers(kube: Kube, judge: Judge, metrics: Metrics) -> list[Informer[HyperNode]]:
-    out: list[Informer[HyperNode]] = []
+def informers(kube: Kube, judge: Judge, metrics: Metrics) -> list[Informer[Any]]:
+    """HyperNodes of both groups (the forests a HyperNode is judged against) and Nodes
+    (what a PodGroup is measured against)."""
+
+    def on_node(e: Event[Node]) -> None:
+        if e.type is EventType.DELETED:
+            judge.remove_node(e.key)
+        elif e.obj is not None:
+            judge.upsert_node(e.obj)
+
+    out: list[Informer[Any]] = [
+        Informer(kube, NODES, decode.node, on_node, on_list=judge.listing_nodes)
+    ]
     for r in HYPERNODES:
 
         def on_event(e: Event[HyperNode], group: str = r.group) -> None:
@@ -152,9 +166,8 @@ async def serve(options: Options) -> None:
                 for inf in watches:
                     tg.create_task(inf.run(), name=f"informer {inf.name}")
                 tg.create_task(keeper.run(options.check_seconds), name="certificates")
-                while keeper.bundle is None:
+                while keeper.bundle is None:  # there is no plain HTTP to serve meanwhile
                     await asyncio.sleep(0.1)
-                metrics.expiry.set(certs.not_after(keeper.bundle).timestamp())
                 await server.start()
                 tg.create_task(_expiry_gauge(keeper, metrics), name="expiry gauge")
         finally:

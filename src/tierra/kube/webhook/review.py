@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tierra.api.hypernode import GROUPS
+from tierra.api.workload import WORKLOAD_GROUP
 from tierra.kube.webhook.admission import Judge, Verdict
 
 API_VERSION = "admission.k8s.io/v1"
-PODGROUP_GROUP = "scheduling.volcano.sh"
+PODGROUP_GROUPS = ("scheduling.volcano.sh", WORKLOAD_GROUP)
 MAX_WARNINGS = 20
 
 
@@ -80,8 +81,8 @@ def decide(judge: Judge, req: Request) -> Verdict:
         return Verdict(True)
     if req.kind == "HyperNode" and req.group in GROUPS:
         return judge.review_hypernode(req.obj, dry_run=req.dry_run)
-    if req.kind == "PodGroup" and req.group == PODGROUP_GROUP:
-        return judge.review_podgroup(req.obj)
+    if req.kind == "PodGroup" and req.group in PODGROUP_GROUPS:
+        return judge.review_podgroup(req.obj, group=req.group)
     return Verdict(True, warnings=(f"tierra's webhook has no rule for {req.what}; allowed",))
 
 

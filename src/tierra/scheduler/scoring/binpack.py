@@ -62,11 +62,13 @@ class Binpack:
         if not self.normal_pod or not lay.tiers:
             return own
         tier_w = np.array([self.fading ** (t - 1) for t in lay.tiers], dtype=np.float64)
-        # every domain's fill once; those holding all of region count as "no domain"
-        fill = fill_after(cap.dom_alloc, cap.dom_used, request, w)
-        every = np.arange(len(fill), dtype=np.int64)
-        fill[lay.covers(every, region)] = 1.0
-        fill[~view.index.usable] = 1.0  # unusable trees are not topology
+        # each domain's fill once (only those holding these nodes, when they are fewer);
+        # those holding all of region count as "no domain"
+        doms = self._domains(view, nodes)
+        fill = np.ones(len(cap.dom_alloc), dtype=np.float64)
+        fill[doms] = fill_after(cap.dom_alloc[doms], cap.dom_used[doms], request, w)
+        fill[doms[lay.covers(doms, region)]] = 1.0
+        fill[doms[~view.index.usable[doms]]] = 1.0  # unusable trees are not topology
         if lay.shared_tiers:
             per = self._per_tier_shared(view, fill, nodes)
         else:
@@ -77,6 +79,19 @@ class Binpack:
         fading = (per @ tier_w) / tier_w.sum()
         total = self.node_weight + 1.0
         return np.asarray((self.node_weight * own + fading) / total, dtype=np.float64)
+
+    @staticmethod
+    def _domains(view: View, nodes: IntArray) -> IntArray:
+        """The domains whose fill the scores of ``nodes`` read: all of them, or (for a
+        few nodes, as the flat path rescores after each pod) only those holding one."""
+        lay, n_doms = view.layouts, len(view.capacity.dom_alloc)
+        if len(nodes) * max(len(lay.tiers), 1) >= n_doms:
+            return np.arange(n_doms, dtype=np.int64)
+        if lay.shared_tiers:
+            held = lay.node_entries(nodes)[1]
+        else:
+            held = np.concatenate([lay.node_dom[t][nodes] for t in lay.tiers])
+        return np.unique(held[held >= 0])
 
     @staticmethod
     def _per_tier_shared(view: View, fill: FloatArray, nodes: IntArray) -> FloatArray:

@@ -41,10 +41,20 @@ class Placement:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueShare:
+    """One queue as a policy that keeps queues sees it after a session."""
+
+    deserved_gpus: float
+    pending: int  # gangs waiting
+    running: int  # gangs holding GPUs
+
+
+@dataclass(frozen=True, slots=True)
 class SessionOutcome:
     placements: list[Placement] = field(default_factory=list)
     evictions: list[str] = field(default_factory=list)  # jobs whose pods were evicted
     notes: dict[str, str] = field(default_factory=dict)  # job -> why it waits (optional)
+    queues: dict[str, QueueShare] = field(default_factory=dict)  # optional: queue -> state
 
 
 class PolicyUnavailable(Exception):
@@ -56,8 +66,9 @@ class Policy(Protocol):
 
     Calls arrive in simulated-time order: ``start`` once, then any mix of ``submit``
     (a job is pending), ``release`` (a running job ended or was killed: free its pods),
-    ``node_changed`` (a node failed or recovered) and ``session`` (decide now). A
-    placement returned by ``session`` is committed: the policy must count it as running.
+    ``node_changed`` (a node failed or recovered) and ``session`` (decide now, at
+    simulated time ``now``). A placement returned by ``session`` is committed: the policy
+    must count it as running.
     """
 
     name: str
@@ -70,7 +81,7 @@ class Policy(Protocol):
 
     def node_changed(self, node: Node) -> None: ...
 
-    def session(self) -> SessionOutcome: ...
+    def session(self, now: float) -> SessionOutcome: ...
 
 
 # -- the shared ledger --------------------------------------------------------------------
@@ -176,7 +187,8 @@ class LedgerPolicy(abc.ABC):
             self._freed += 1
         self.healthy[n] = ok
 
-    def session(self) -> SessionOutcome:
+    def session(self, now: float) -> SessionOutcome:
+        del now  # the ledger policies place first come, first served: no clock needed
         out = SessionOutcome()
         order = sorted(self.pending.values(), key=lambda j: (-j.priority, j.arrival, j.name))
         for job in order:

@@ -19,8 +19,9 @@ from tierra.api.snapshot import Snapshot
 from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session
 from tierra.scheduler.links import LinkRate, link_table
 from tierra.sim.clusters import SimCluster
+from tierra.sim.clusters._build import GPU
 from tierra.sim.cost import BoundCost
-from tierra.sim.policies.base import Placement, SessionOutcome
+from tierra.sim.policies.base import Placement, QueueShare, SessionOutcome
 from tierra.sim.workloads import NAMESPACE, SimJob, job_podgroup, job_pods
 
 NAME = "tierra"
@@ -83,9 +84,13 @@ class TierraPolicy:
                 replace(current, conditions=node.conditions, unschedulable=node.unschedulable)
             )
 
-    def session(self) -> SessionOutcome:
-        result = run_session(self.cache, self._config, memory=self.memory)
+    def session(self, now: float) -> SessionOutcome:
+        result = run_session(self.cache, self._config, memory=self.memory, now=now)
         out = SessionOutcome()
+        for q in result.queues:
+            if q.parent is not None or q.problem is not None:  # every queue but the root
+                gpus = q.deserved.get(GPU, 0) / 1000
+                out.queues[q.name] = QueueShare(gpus, q.pending, q.running)
         evicted: dict[str, None] = {}
         for ev in result.evictions:
             slot = self._pod_slot.get(ev.pod)
