@@ -65,6 +65,7 @@ METRICS = [
     ("slowdown", "slowdown", "num3", True),
     ("contention", "of it contention", "num3", True),
     ("at_lowest_tier", "at lowest tier", "pct", False),
+    ("at_best_bandwidth", "at best bandwidth", "pct", False),
     ("fragmentation", "fragmentation", "pct", True),
     ("violations", "hard-limit violations", "num0", True),
     ("jct_p99", "JCT p99", "sec", True),

@@ -46,3 +46,21 @@ def test_tier_beyond_int32(tmp_path: Path) -> None:
     assert [(p.obj, p.path) for p in snap.problems] == [("HyperNode/h", "spec.tier")]
     assert "must be <= 2147483647" in snap.problems[0].message
     TopologyIndex.build(snap.nodes, snap.hypernodes)  # overflowed int64 before
+
+
+def test_creation_timestamps_are_read_and_checked(tmp_path: Path) -> None:
+    f = tmp_path / "pg.yaml"
+    f.write_text(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+        "metadata: {name: ok, creationTimestamp: '2026-01-02T03:04:05Z'}\nspec: {minMember: 1}\n"
+        "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+        "metadata: {name: bad, creationTimestamp: yesterday}\nspec: {minMember: 1}\n"
+    )
+    snap = load_snapshot([f])
+    assert [(p.obj, p.path) for p in snap.problems] == [
+        ("PodGroup/default/bad", "metadata.creationTimestamp")
+    ]
+    assert "RFC 3339" in snap.problems[0].message
+    ok = next(pg for pg in snap.podgroups if pg.meta.name == "ok")
+    assert ok.meta.created == 1767323045.0
+    assert ok.meta.to_dict()["creationTimestamp"] == "2026-01-02T03:04:05Z"

@@ -100,6 +100,10 @@ def test_live_placement_matches_tierra_schedule_on_a_snapshot(
             labels_of=lambda i: {"role": "worker", "partition": f"p{i // 2}"},
         )
         await workload_gang(kube, namespace, "wl", 3, scheduler=name, fabric=fabric)
+        # creationTimestamp has whole seconds and the scheduler takes the oldest gang
+        # first: the two that wait are created a second later, so offline (one session,
+        # by timestamp) they are tried after the others, as live (one by one) they are
+        await asyncio.sleep(1.1)
         await volcano_gang(
             kube, namespace, "huge", 12, scheduler=name, fabric=fabric, topology=hard
         )

@@ -68,12 +68,14 @@ class Scheduler:
 EVENT_COUNTERS = frozenset(
     {"clock", "freed_at", "dom_freed_at", "gang_changed_at", "_healthy", "token"}
 )
+MEMOS = frozenset({"_links"})  # built from the index on first use, the same every time
 
 
 def cache_state(cache: Cache) -> dict[str, Any]:
     """Every table and ledger of ``cache`` as plain values, order included (event counters
-    left out; inside nested objects, private memos too), for exact comparisons."""
-    return {k: _plain(v, 0) for k, v in vars(cache).items() if k not in EVENT_COUNTERS}
+    and memos left out; inside nested objects, private memos too), for exact comparisons."""
+    skip = EVENT_COUNTERS | MEMOS
+    return {k: _plain(v, 0) for k, v in vars(cache).items() if k not in skip}
 
 
 def _plain(value: Any, depth: int) -> Any:

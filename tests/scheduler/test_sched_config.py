@@ -11,10 +11,29 @@ from tierra.scheduler import DegradedMode, SchedulerConfig, load_config, parse_c
 from tierra.scheduler.scoring.binpack import Binpack
 
 
-def test_defaults_are_binpack_and_topology() -> None:
+def test_defaults_are_binpack_topology_and_the_lookahead() -> None:
     config = SchedulerConfig()
-    assert [wp.policy.name for wp in config.policies] == ["binpack", "topology"]
-    assert config.scheduler_names == ("tierra",)
+    assert [wp.policy.name for wp in config.policies] == ["binpack", "topology", "lookahead"]
+    assert config.scheduler_names == ("tierra",) and config.links == ()
+
+
+def test_the_links_table(tmp_path: Path) -> None:
+    f = tmp_path / "sched.yaml"
+    f.write_text(
+        "links:\n  node/NVIDIA-GB200: {bandwidthGBps: 1800}\n"
+        "  aggregation: {bandwidthGBps: 100, oversubscription: 2}\n"
+        "  core: {bandwidthGBps: -1}\n  spine: {bandwidthGBps: 100, oversubscription: 0.5}\n"
+        "  leaf: {bandwidthGBps: 100, speed: fast}\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(f)
+    text = str(err.value)
+    assert "links.core.bandwidthGBps: must be a number > 0" in text
+    assert "links.spine.oversubscription: must be >= 1" in text
+    assert "links.leaf.speed: unknown setting" in text
+    f.write_text("links:\n  aggregation: {bandwidthGBps: 100, oversubscription: 2}\n")
+    (entry,) = load_config(f).links
+    assert entry[0] == "aggregation" and entry[1].effective_gbps == 50.0
 
 
 def test_a_full_file(tmp_path: Path) -> None:

@@ -70,9 +70,22 @@ def preferred_cluster() -> tuple[list, list, list]:  # type: ignore[type-arg]
     return nodes, hns, running
 
 
-def test_binpack_alone_fills_the_fuller_spine() -> None:
+def test_a_less_full_spine_that_costs_less_wins() -> None:
+    """7 pods: the fuller spine x needs all three of its leaves (3 free nodes each), the
+    empty spine y two of its 4-node leaves. Fewer leaves is less traffic crossing the
+    spine, so y wins (it was x, by binpack alone, before costs were weighed)."""
     nodes, hns, running = preferred_cluster()
     pg, pods = gang("job", 7, network_topology=topology(tier=2), gpu=8)
+    result = run(nodes, hns, running + pods, [pg])
+    assert set(domains(result).values()) == {"y"}
+    leaves = {name.split("-")[0] for name in placed(result).values()}
+    assert len(leaves) == 2
+
+
+def test_binpack_decides_between_spines_that_cost_the_same() -> None:
+    """6 pods fit two leaves in either spine: the same cost, so the fuller x is filled."""
+    nodes, hns, running = preferred_cluster()
+    pg, pods = gang("job", 6, network_topology=topology(tier=2), gpu=8)
     result = run(nodes, hns, running + pods, [pg])
     assert set(domains(result).values()) == {"x"}
 

@@ -201,7 +201,7 @@ def test_lone_pods_follow_the_plain_greedy(seed: int, count: int) -> None:
     ref = Cache(nodes=nodes, hypernodes=hns)
     for p in [*running, *lone]:
         ref.upsert_pod(p)
-    chooser = NodeChoice(ref, SchedulerConfig(), Transaction(ref.capacity))
+    chooser = NodeChoice(ref, SchedulerConfig(), Transaction(ref.capacity), ref.scoring_view())
     demands = Demands(ref)
     everything = np.arange(len(ref.index.node_names), dtype=np.int64)
     expected = {}

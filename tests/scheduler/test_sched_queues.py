@@ -20,6 +20,26 @@ def test_higher_priority_gang_goes_first() -> None:
     assert "default/low" in reasons(result)
 
 
+def test_older_gangs_go_first_whatever_their_names() -> None:
+    """Equal priority: the oldest first (creationTimestamp, as Volcano and Kueue order
+    jobs), not the name; by name alone "a-late" would take the node "z-early" waited for."""
+    from dataclasses import replace
+
+    def aged(pg_pods: tuple, created: float) -> tuple:
+        pg, pods = pg_pods
+        return replace(pg, meta=replace(pg.meta, created=created)), pods
+
+    early_pg, early = aged(gang("z-early", 1, gpu=8), 100.0)
+    late_pg, late = aged(gang("a-late", 1, gpu=8), 200.0)
+    result = run([node("a")], pods=late + early, podgroups=[late_pg, early_pg])
+    assert placed(result) == {"default/z-early-0": "a"}
+    assert "default/a-late" in reasons(result)
+    # a gang with no creationTimestamp goes after those with one, then by name
+    none_pg, none = gang("b-unknown", 1, gpu=8)
+    result = run([node("a")], pods=none + late, podgroups=[none_pg, late_pg])
+    assert placed(result) == {"default/a-late-0": "a"}
+
+
 def test_capability_caps_a_queue() -> None:
     nodes = [node("a"), node("b")]
     q = queue("team", capability={GPU: 8000})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tierra.sim.clusters import SimCluster
+from tierra.sim.policies.base import Gang, LedgerPolicy
 from tierra.sim.workloads import ClusterFacts
 from tierra.topology.capacity import Capacity
 
@@ -44,3 +45,16 @@ def tiny_cost() -> object:
             "spine": TierCost(medium="ib", bandwidth_gbps=100, oversubscription=2),
         }
     )
+
+
+class Scripted(LedgerPolicy):
+    """Places each job on the nodes named for it (one per pod), nothing else."""
+
+    name = "scripted"
+
+    def __init__(self, where: dict[str, list[str]]) -> None:
+        super().__init__()
+        self.where = where
+
+    def place(self, gang: Gang) -> list[int] | None:
+        return [self.index.node_ix[n] for n in self.where[gang.job.name]]

@@ -5,27 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from sim_helpers import Scripted
 
 from tierra.errors import InputError
 from tierra.sim.clusters import SimCluster, build_cluster
 from tierra.sim.contention import LinkLoads
 from tierra.sim.cost import CostModel, parse_cost_model
 from tierra.sim.engine import SimOptions, simulate
-from tierra.sim.policies.base import Gang, LedgerPolicy
 from tierra.sim.workloads import JobKind, Role, SimJob, Workload
-
-
-class Scripted(LedgerPolicy):
-    """Places each job on the nodes named for it (one per pod), nothing else."""
-
-    name = "scripted"
-
-    def __init__(self, where: dict[str, list[str]]) -> None:
-        super().__init__()
-        self.where = where
-
-    def place(self, gang: Gang) -> list[int] | None:
-        return [self.index.node_ix[n] for n in self.where[gang.job.name]]
 
 
 def _job(name: str, pods: int, *, arrival: float, duration: float, comm: float) -> SimJob:

@@ -8,7 +8,7 @@ import pytest
 
 from tierra.api.podgroup import NetworkTopology, TopologyMode
 from tierra.sim.clusters import SimCluster
-from tierra.sim.cost import CostModel
+from tierra.sim.cost import BoundCost, CostModel
 from tierra.sim.engine import Failures, SimOptions, Simulation, SimulationError, simulate
 from tierra.sim.policies import POLICIES
 from tierra.sim.policies.base import Gang, LedgerPolicy, SessionOutcome
@@ -27,8 +27,8 @@ class Watch:
         self.released: list[str] = []
         self.placed: list[str] = []
 
-    def start(self, cluster: SimCluster, *, seed: int) -> None:
-        self.inner.start(cluster, seed=seed)
+    def start(self, cluster: SimCluster, *, seed: int, cost: BoundCost) -> None:
+        self.inner.start(cluster, seed=seed, cost=cost)
 
     def submit(self, job: SimJob) -> None:
         self.submitted.append(job.name)
@@ -254,3 +254,28 @@ def test_a_snapshots_running_pods_hold_their_nodes(fattree64: SimCluster, cost: 
         assert result.allocation[0] == (0.0, (64 + 64) / 512), policy  # old + new
         (rec,) = result.jobs
         assert rec.tier == 1 and rec.start == 0.0, policy
+
+
+def test_tier_numbers_and_bandwidth_disagree_on_the_mixed_cluster(cost: CostModel) -> None:
+    """Two 4-GPU pods on one H100 node are at tier 0, the lowest there is; an NVL72 rack
+    (tier 1) was free and twice as fast, so the gang was not at the best bandwidth."""
+    from sim_helpers import Scripted
+
+    from tierra.sim.clusters import build_cluster
+
+    mixed = build_cluster("mixed", 64)
+    h100 = next(n.name for n in mixed.nodes if n.name.startswith("h100-"))
+    job = replace(_job("pair", 2, 4), comm_share=0.3)
+    result = simulate(
+        mixed,
+        Workload(jobs=(job,), source="test"),
+        Scripted({"pair": [h100, h100]}),
+        cost,
+        SimOptions(failures=None),
+    )
+    rec = result.jobs[0]
+    assert (rec.tier, rec.feasible_tier) == (0, 0)
+    assert result.summary.at_lowest_tier == 1.0
+    assert (rec.span_gbps, rec.feasible_gbps) == (900.0, 1800.0)
+    assert result.summary.at_best_bandwidth == 0.0
+    assert rec.slowdown == pytest.approx(0.7 + 0.3 * 2)

@@ -9,6 +9,7 @@ from sim_helpers import tiny_cluster
 
 from tierra.api.podgroup import NetworkTopology, TopologyMode
 from tierra.sim.clusters import SimCluster
+from tierra.sim.cost import default_cost_model
 from tierra.sim.policies import POLICIES
 from tierra.sim.policies.base import LedgerPolicy
 from tierra.sim.workloads import JobKind, Role, SimJob
@@ -35,7 +36,7 @@ def job(
 def started(policy: str, cluster: SimCluster, used: dict[str, int]) -> LedgerPolicy:
     p = POLICIES[policy].make()
     assert isinstance(p, LedgerPolicy)
-    p.start(cluster, seed=1)
+    p.start(cluster, seed=1, cost=default_cost_model().bind(cluster.index, cluster.nodes))
     for name, gpus in used.items():  # as if pods of our usual shape ran there
         request = Role(name="filler", pods=1, gpus=gpus).request()
         p.capacity.place(cluster.index.node_ix[name], p.capacity.axis.vector(request))

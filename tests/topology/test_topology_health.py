@@ -63,7 +63,9 @@ def test_a_link_problem_with_a_sick_node_is_described_once() -> None:
     state = Cache.from_snapshot(snapshot(nodes, with_condition(hns, "s0", LINKS), pods, [pg]))
     _, exp = explain_gang(state, "default/job", SchedulerConfig())
     tier1 = {v.domain: v for t in exp.tiers if t.tier == 1 for v in t.resolved()}
-    assert tier1["s0"].detail == f"degraded ({text}), tried after healthy ones"
+    degraded, _, link = tier1["s0"].detail.partition("; ")
+    assert degraded == f"degraded ({text}), tried after healthy ones"
+    assert link.endswith(" per GPU, cost 1.0")  # and what the gang would get there
 
 
 def test_tree_and_scheduler_use_the_same_rule(tmp_path: Path) -> None:

@@ -345,6 +345,7 @@ def _table(comp: Comparison) -> None:
     cols = [
         ("policy", None, None),
         ("at lowest\ntier", "at_lowest_tier", False),
+        ("at best\nbandwidth", "at_best_bandwidth", False),
         ("tier\nexcess", "tier_excess", True),
         ("hard-limit\nviolations", "violations", True),
         ("slowdown", "slowdown", True),
@@ -391,7 +392,13 @@ def _table(comp: Comparison) -> None:
                 row.append(_ratio_cell(comp, r.policy))
                 continue
             v = getattr(s, key)
-            if key in ("at_lowest_tier", "gpu_allocation", "fragmentation", "optimum_gap"):
+            if key in (
+                "at_lowest_tier",
+                "at_best_bandwidth",
+                "gpu_allocation",
+                "fragmentation",
+                "optimum_gap",
+            ):
                 text = fmt_pct(v)
             elif key in ("queue_delay_mean", "jct_mean", "jct_p99", "makespan"):
                 text = fmt_seconds(v)

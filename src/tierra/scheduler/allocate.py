@@ -28,7 +28,8 @@ from tierra.scheduler.gang import SubGroup, Tally
 from tierra.scheduler.node_choice import NodeChoice, lowest_common
 from tierra.scheduler.plan import GangPlan, nodes_of
 from tierra.scheduler.quota import Budget
-from tierra.scheduler.search import Search
+from tierra.scheduler.scoring.base import View
+from tierra.scheduler.search import Search, Slices
 from tierra.scheduler.status import (
     Code,
     Status,
@@ -72,7 +73,13 @@ class Allocator:
         self.config = config
         self.txn = txn
         self.demands = demands
+        self.view = cache.view
         self.nodes = NodeChoice(cache, config, txn)
+
+    def use_view(self, view: View) -> None:
+        """Score with the session's view (its link rates and shape mix)."""
+        self.view = view
+        self.nodes.view = view
 
     # -- a whole gang -----------------------------------------------------------------
 
@@ -118,6 +125,7 @@ class Allocator:
                 new_gang=not plan.gang.running,
                 trace=trace,
                 scope="gang",
+                view=self.view,
             )
         failure = ""
         for _, cands in search.tiers() if search is not None else iter(tiers):
@@ -147,7 +155,7 @@ class Allocator:
         """Place the core units inside ``h``; the gang ready there, or why not."""
         tally = Tally(plan.gang)
         first_failure = ""
-        for unit in plan.core:
+        for i, unit in enumerate(plan.core):
             sg = unit.sub_group
             if tally.ready and not sg.required:
                 break
@@ -165,6 +173,7 @@ class Allocator:
                     new_gang=not plan.gang.running,
                     scope=f"{sg.label} inside {domain_name(self.cache, h)}",
                     trace=trace,
+                    slices=self._slices(plan, i),
                 )
             if status.ok:
                 tally.add(sg, unit.pods)
@@ -176,6 +185,23 @@ class Allocator:
         if missing is None:
             return success(h)
         return attempt_failed(first_failure or f"only {missing}")
+
+    def _slices(self, plan: GangPlan, i: int) -> Slices | None:
+        """What sub-group ``i``'s search should know of its siblings (``search.Slices``):
+        how many like it are still to place, and which domains the gang already uses."""
+        unit = plan.core[i]
+        if unit.sub_group.policy is None:
+            return None
+        size = len(unit.pods)
+        rest = sum(
+            1
+            for u in plan.core[i:]
+            if u.sub_group.policy == unit.sub_group.policy and len(u.pods) == size
+        )
+        ix = self.cache.index
+        nodes = {n for _, n, _ in self.txn.assigned}
+        used = frozenset(int(d) for n in nodes for d in ix.domains_of(n))
+        return Slices(size=size, rest=rest, used=used)
 
     # -- one unit (a sub-group, or the whole gang) ------------------------------------
 
@@ -213,6 +239,7 @@ class Allocator:
         new_gang: bool,
         scope: str,
         trace: Trace | None = None,
+        slices: Slices | None = None,
     ) -> Status:
         """Place ``demand`` whole inside ``region`` within ``limit``; roll back on failure."""
         cache = self.cache
@@ -221,7 +248,9 @@ class Allocator:
             for i, shape in enumerate(demand.shapes):
                 if self.nodes.pack_flat(shape, shape.pods, region, partial=False) < len(shape.pods):
                     self.txn.rollback(mark)
-                    probe = Search(cache, self.config, demand, root_only(limit), region)
+                    probe = Search(
+                        cache, self.config, demand, root_only(limit), region, view=self.view
+                    )
                     list(probe.tiers())
                     reason = no_fit_reason(cache, demand, limit, probe.misses, region=region)
                     # the first shape fails on counts alone; a later one competes for nodes
@@ -237,6 +266,8 @@ class Allocator:
             new_gang=new_gang,
             trace=trace,
             scope=scope,
+            slices=slices,
+            view=self.view,
         )
         tried = False
         for _, cands in search.tiers():
@@ -347,7 +378,14 @@ class Allocator:
         if isinstance(one, Status):
             return attempt_failed(what + one.reason)
         probe = Search(
-            cache, self.config, one, frame.limit, frame.region, sticky=frame.sticky, new_gang=False
+            cache,
+            self.config,
+            one,
+            frame.limit,
+            frame.region,
+            sticky=frame.sticky,
+            new_gang=False,
+            view=self.view,
         )
         list(probe.tiers())
         reason = no_fit_reason(

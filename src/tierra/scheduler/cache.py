@@ -48,6 +48,8 @@ from tierra.bulk import building
 from tierra.errors import Problem
 from tierra.scheduler.filters import NodeFilter
 from tierra.scheduler.layout import Layouts
+from tierra.scheduler.links import LinkCosts, LinkTable
+from tierra.scheduler.mix import top_shapes
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.transaction import Transaction
 from tierra.scheduler.trial import Journal
@@ -58,6 +60,9 @@ from tierra.topology.index import IntArray, TopologyIndex
 DEFAULT_PODS = 110_000  # kubelet's default max pods, in milli-units
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 DEFAULT_QUEUE = "default"
+
+
+GPU = "nvidia.com/gpu"
 
 
 def gang_key(pod: Pod) -> str | None:
@@ -114,6 +119,10 @@ class Cache:
         self.queue_running: Counter[str] = Counter()  # queue -> its gangs holding resources
         self._holders: Counter[str] = Counter()  # gang key -> its pods holding resources
         self.priorities: Counter[int] = Counter()  # priorities of pods holding resources
+        # GPUs held per gang shape (pods in the gang, GPUs per pod): the recent mix the
+        # look-ahead keeps room for (``mix.py``); the shape each holding pod counted under
+        self.shape_gpus: Counter[tuple[int, int]] = Counter()
+        self._shape_of: dict[str, tuple[int, int]] = {}
         self.generation = 0  # bumped whenever the index is rebuilt
         self.token = object()  # identifies this cache to a ``Memory``
         self.clock = 0  # events so far (see the module docstring)
@@ -164,6 +173,7 @@ class Cache:
         self.layouts = Layouts(ix)
         self.filter = NodeFilter(self._nodes, self.health)
         self.view = View(ix, self.capacity, self.layouts)
+        self._links: dict[LinkTable, LinkCosts] = {}
         self.generation += 1
         self._freed()
         self.dom_freed_at = np.zeros(len(self.capacity.dom_alloc), dtype=np.int64)
@@ -175,6 +185,8 @@ class Cache:
         self.queue_running.clear()
         self._holders.clear()
         self.priorities.clear()
+        self.shape_gpus.clear()
+        self._shape_of.clear()
         self._hold_all(self.pods.items())
 
     @property
@@ -229,6 +241,20 @@ class Cache:
         """Something happened to gang ``gang`` (its PodGroup or its pods)."""
         self.clock += 1
         self.gang_changed_at[gang] = self.clock
+
+    def links(self, table: LinkTable = ()) -> LinkCosts:
+        """Bandwidth and weight of every domain and node (``links.py``), once per index."""
+        found = self._links.get(table)
+        if found is None:
+            found = self._links[table] = LinkCosts.build(self.index, self.nodes, table)
+        return found
+
+    def scoring_view(self, table: LinkTable = ()) -> View:
+        """What a session scores with: the link rates and the shape mix (``mix.py``) as they
+        stand when it starts. Fixed for the session, so the flat path's kept scores stay
+        valid from one lone pod to the next (``flat_state.py``); the gangs it places count
+        in the next session's mix."""
+        return replace(self.view, links=self.links(table), mix=top_shapes(self.shape_gpus))
 
     def unchanged_since(self, gang: str, at: int) -> bool:
         """Whether nothing but consumed or freed room has changed for ``gang`` since ``at``."""
@@ -419,17 +445,25 @@ class Cache:
         journal.gangs.update(self.gang_of.get(key) or key for key, _, _ in txn.evicted)
         keys = [pod.key for pod, _, _ in txn.assigned]
         gangs = [g for pod, _, _ in txn.assigned if (g := gang_key(pod)) is not None]
-        for name in ("priorities", "solo_used", "queue_used", "queue_running"):
+        for name in ("priorities", "solo_used", "queue_used", "queue_running", "shape_gpus"):
             journal.keep_whole(self, name)  # small: one entry per priority or queue
         if txn.assigned:
             journal.keep_whole(self, "pending")
         if txn.evicted:
-            for name in ("pods", "node_of", "vec_of", "gang_of", "pending", "_holders"):
+            for name in (
+                "pods",
+                "node_of",
+                "vec_of",
+                "gang_of",
+                "pending",
+                "_holders",
+                "_shape_of",
+            ):
                 journal.keep_whole(self, name)
             journal.keep_whole(self, "members", nested=True)
             keys += [key for key, _, _ in txn.evicted]
             gangs += [g for key, _, _ in txn.evicted if (g := gang_key(self.pods[key]))]
-        for name in ("pods", "assumed", "node_of", "vec_of"):
+        for name in ("pods", "assumed", "node_of", "vec_of", "_shape_of"):
             journal.keep(self, name, keys)
         for name in ("gang_used", "_holders"):
             journal.keep(self, name, gangs)
@@ -448,6 +482,7 @@ class Cache:
             self.node_of[key] = node
             self.vec_of[key] = vec
             self.priorities[pod.priority] += 1
+            self._shape(pod, vec, +1)
             g = gang_key(pod)
             slot = (True, g) if g is not None else (False, solo_queue(pod))
             cur = totals.get(slot)
@@ -532,6 +567,7 @@ class Cache:
         self.priorities[pod.priority] += sign
         if self.priorities[pod.priority] <= 0:
             del self.priorities[pod.priority]
+        self._shape(pod, vec, sign)
         g = gang_key(pod)
         book = self.gang_used if g is not None else self.solo_used
         k = g if g is not None else solo_queue(pod)
@@ -576,6 +612,26 @@ class Cache:
         if self._holders[gang] > 0:
             self.queue_running[old] -= 1
             self.queue_running[new] += 1
+
+    def _shape(self, pod: Pod, vec: IntArray, sign: int) -> None:
+        """Count a holding pod's GPUs under its gang's shape (``shape_gpus``)."""
+        if sign < 0:
+            shape = self._shape_of.pop(pod.key, None)
+            if shape is not None:
+                self.shape_gpus[shape] -= shape[1]
+                if self.shape_gpus[shape] <= 0:
+                    del self.shape_gpus[shape]
+            return
+        g = self.capacity.axis.index.get(GPU)
+        gpus = int(vec[g]) // 1000 if g is not None else 0
+        if gpus <= 0:
+            return
+        group = gang_key(pod)
+        pg = self.podgroups.get(group) if group is not None else None
+        size = pg.min_member if pg is not None and pg.min_member > 0 else 1
+        shape = (size, gpus)
+        self._shape_of[pod.key] = shape
+        self.shape_gpus[shape] += gpus
 
     # -- PodGroups, queues, priority classes ------------------------------------------
 

@@ -2,7 +2,7 @@
 
 A YAML file selects and weights the scoring policies and sets the few knobs; every
 mistake is reported with the file and field path (``policies.binpak: unknown policy;
-known: binpack, spread, topology``), all at once, as ``ConfigError``. Example::
+known: binpack, spread, topology, lookahead``), all at once, as ``ConfigError``. Example::
 
     schedulerNames: [tierra, volcano]
     degradedHyperNodes: avoid        # avoid | exclude | ignore
@@ -12,6 +12,14 @@ known: binpack, spread, topology``), all at once, as ``ConfigError``. Example::
     policies:                        # listed = enabled; omitted = disabled
       binpack: {weight: 1, resources: {cpu: 1, memory: 1, nvidia.com/gpu: 2}, fading: 0.8}
       topology: {weight: 1}
+      lookahead: {weight: 1}
+    links:                           # for HyperNodes without spec.link, and inside nodes
+      node: {bandwidthGBps: 900}
+      node/NVIDIA-GB200: {bandwidthGBps: 1800}
+      aggregation: {bandwidthGBps: 100, oversubscription: 2}
+
+``links`` has the schema of the simulator's cost model (``tiers:`` there): keys are tier
+names (or ``tier<N>``), ``node``, ``node/<nvidia.com/gpu.product>`` and ``cluster``.
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.files import read_yaml
 from tierra.errors import ConfigError, InputError, Origin, Problem
+from tierra.scheduler.links import LinkRate, LinkTable, link_table
 from tierra.scheduler.scoring import REGISTRY, Policy
 from tierra.scheduler.scoring.binpack import Binpack
+from tierra.scheduler.scoring.lookahead import Lookahead
 from tierra.scheduler.scoring.topology import Topology
 
 TOP_KEYS = (
@@ -37,6 +47,7 @@ TOP_KEYS = (
     "reclaim",
     "maxAttemptsPerTier",
     "policies",
+    "links",
 )
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -74,7 +85,13 @@ class WeightedPolicy:
 
 
 def default_policies() -> tuple[WeightedPolicy, ...]:
-    return (WeightedPolicy(Binpack(), 1.0), WeightedPolicy(Topology(), 1.0))
+    """Binpack, topology and the look-ahead, weighted alike (the look-ahead's weight was
+    set equal to binpack's, not fitted to any benchmark seed)."""
+    return (
+        WeightedPolicy(Binpack(), 1.0),
+        WeightedPolicy(Topology(), 1.0),
+        WeightedPolicy(Lookahead(), 1.0),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +108,7 @@ class SchedulerConfig:
     preemption_delay: float = 0.0
     reclaim: bool = True  # a queue below its deserved share takes room back from others
     max_attempts_per_tier: int = 32  # placement trials per tier for gangs counts cannot settle
+    links: LinkTable = ()  # link rates where HyperNodes carry no spec.link (``links.py``)
 
     def with_scheduler_names(self, names: tuple[str, ...]) -> SchedulerConfig:
         return replace(self, scheduler_names=names) if names else self
@@ -149,9 +167,11 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
             chosen.append(WeightedPolicy(parse(args), 1.0 if weight is None else weight))
         order = list(REGISTRY)
         policies = tuple(sorted(chosen, key=lambda wp: order.index(wp.policy.name)))
+    links = _links(f.obj("links"))
     if sink:
         raise ConfigError("\n".join(str(p) for p in sink))
     return SchedulerConfig(
+        links=links,
         scheduler_names=names,
         policies=policies,
         degraded=degraded,
@@ -161,6 +181,25 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         reclaim=reclaim,
         max_attempts_per_tier=attempts,
     )
+
+
+def _links(f: Fields) -> LinkTable:
+    out: dict[str, LinkRate] = {}
+    for key in f.data:
+        entry = f.obj(str(key))
+        for k in entry.data:
+            if k not in ("bandwidthGBps", "oversubscription", "medium"):
+                entry.problem(str(k), "unknown setting; known: bandwidthGBps, oversubscription")
+        bw = entry.number("bandwidthGBps")
+        over = entry.number("oversubscription")
+        if bw is None or bw <= 0:
+            entry.problem("bandwidthGBps", f"must be a number > 0 (GB/s per GPU), got {bw}")
+            continue
+        if over is not None and over < 1:
+            entry.problem("oversubscription", f"must be >= 1 (downlink:uplink), got {over}")
+            continue
+        out[str(key)] = LinkRate(bw, over or 1.0)
+    return link_table(out)
 
 
 def load_config(path: str | Path) -> SchedulerConfig:

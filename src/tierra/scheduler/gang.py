@@ -19,6 +19,7 @@ missing queue) makes the gang wait with a reason instead.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -84,6 +85,14 @@ class Gang:
     # per policy, sub-groups with no pending pod that are whole by their running pods
     # (they are ready sub-groups for minSubGroups, though there is nothing to place)
     running_whole: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def created(self) -> float:
+        """Its PodGroup's ``creationTimestamp`` (a lone pod's own), seconds; unknown: +inf."""
+        meta = self.podgroup.meta if self.podgroup is not None else None
+        if meta is None and self.pending:
+            meta = self.pending[0].meta
+        return math.inf if meta is None or meta.created is None else meta.created
 
 
 class Tally:

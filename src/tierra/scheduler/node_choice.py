@@ -22,6 +22,7 @@ from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.demand import Demand, Shape
 from tierra.scheduler.flat_state import FlatStates
+from tierra.scheduler.scoring.base import View
 from tierra.scheduler.transaction import Transaction
 from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
@@ -47,10 +48,13 @@ def lowest_common(cache: Cache, nodes: Sequence[int] | IntArray) -> int | None:
 class NodeChoice:
     """Chooses nodes inside domains and places pods there through ``txn``."""
 
-    def __init__(self, cache: Cache, config: SchedulerConfig, txn: Transaction) -> None:
+    def __init__(
+        self, cache: Cache, config: SchedulerConfig, txn: Transaction, view: View | None = None
+    ) -> None:
         self.cache = cache
         self.config = config
         self.txn = txn
+        self.view = view or cache.view  # the session's (link rates, shape mix)
         self.flat = FlatStates(cache, txn, self.node_scores)
 
     def counts_in(self, h: int, shape: Shape) -> IntArray:
@@ -156,9 +160,7 @@ class NodeChoice:
         for wp in self.config.policies:
             if wp.weight:
                 total += (
-                    wp.weight
-                    * 100.0
-                    * wp.policy.node_scores(self.cache.view, vec, nodes, region, None)
+                    wp.weight * 100.0 * wp.policy.node_scores(self.view, vec, nodes, region, None)
                 )
         return np.round(total, 6)
 
@@ -174,7 +176,7 @@ class NodeChoice:
         pack) rescore after every pod. The counts and scores are kept for the session's
         next gangs (``flat_state.py``), so a lone pod rescores only what changed.
         """
-        state = self.flat.get(shape, region, self.cache.view)
+        state = self.flat.get(shape, region, self.view)
         nodes, group, counts, live = state.nodes, state.group, state.counts, state.live
         avail = int(counts.sum())
         need = len(pods)

@@ -5,7 +5,8 @@ only). Order (per session, re-evaluated after every gang): walking down from the
 at the first level where two leaves' paths part, the sibling with the higher
 ``priority`` goes first, then the one with the lower weighted dominant-resource share
 (the largest fraction of any cluster resource its subtree holds, divided by its
-weight), then by name; inside a queue, gangs by priority descending, then name. So a
+weight), then by name; inside a queue, gangs by priority descending, then the oldest
+(``creationTimestamp``), then name. So a
 light queue's gang goes before a heavy one's, and a light team's before a heavy team's.
 
 Limits, each a reason the gang waits with:
@@ -51,7 +52,11 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def gang_order(gang: Gang) -> tuple[object, ...]:
-    return (-gang.priority, natural_key(gang.key))
+    """Priority first, then the oldest (Volcano's and Kueue's order: creationTimestamp),
+    then the name. By name alone, a pod created later jumps every older gang whose name
+    sorts after it: ``single-*`` and ``infer-*`` before ``train-*`` in the simulator,
+    which took room waiting training gangs had been counting on."""
+    return (-gang.priority, gang.created, natural_key(gang.key))
 
 
 class QueueBook:

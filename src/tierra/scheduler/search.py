@@ -1,4 +1,4 @@
-"""Candidate domains for a gang or sub-group: lowest feasible tier first, best first.
+"""Candidate domains for a gang or sub-group: the fastest placement first, then the cheapest.
 
 For each tier the limit allows (ascending, the whole cluster last when allowed), the
 domains inside the search region are checked with arrays only:
@@ -11,12 +11,32 @@ domains inside the search region are checked with arrays only:
 4. health: for a new gang, degraded domains are dropped (``exclude``) or tried after
    the healthy ones of the same tier (``avoid``).
 
-Survivors are ordered by (healthy first, fewest preferred-tier domains needed, policy
-score descending, name) and handed to placement, which tries them in that order. For a
-gang whose pods already run, candidates are ordered by how low their common ancestor
-with the running pods is, so new pods stay near old ones (Volcano's sticky domain).
-Every tier also records its best miss (the domain holding the most pods, and which
-resource ran short), which becomes the gang's reason if nothing fits.
+Survivors are ordered by what the placement would cost (``links.py``: the same link
+rates the simulator's cost model uses), not by tier number alone:
+
+1. healthy first;
+2. reach, descending: the bandwidth the gang gets there -- the domain's own, or a
+   node's when one node inside holds the whole gang (node choice puts it there). So a
+   faster domain of a higher tier (an NVL72 rack beside one H100 node) wins, and where
+   tiers are as fast as each other (a non-blocking fabric) the lower tier is not
+   preferred for its number;
+3. fewest preferred-tier domains needed (``preferred`` limits);
+4. for a sub-group, whole sub-groups: a domain this gang already uses, then the
+   tightest one holding every sub-group still to place, else the one holding most
+   (Kueue's slices); so the gang's sub-groups share as few domains as they can;
+5. cost, ascending: the weighted count of the nodes and sub-domains the gang needs
+   inside (greedy, largest first) plus the domain itself -- within one tier a less
+   full domain that holds the gang in fewer nodes and leaves beats the fullest;
+6. policy score, descending (binpack, fragmentation look-ahead, ...); then tier, name.
+
+Tiers are still walked lowest first and lazily: a tier's candidates are handed out once
+no tier above can reach more (``LinkCosts.new_reach``), which on a tree whose tiers get
+slower upward is exactly "lowest feasible tier first" (Volcano's ``soft``). Hard limits
+are untouched: a tier the limit forbids is never searched. For a gang whose pods already
+run, candidates are ordered by how low their common ancestor with the running pods is,
+so new pods stay near old ones (Volcano's sticky domain). Every tier also records its
+best miss (the domain holding the most pods, and which resource ran short), which
+becomes the gang's reason if nothing fits.
 """
 
 from __future__ import annotations
@@ -31,12 +51,13 @@ from tierra.scheduler.config import DegradedMode, SchedulerConfig
 from tierra.scheduler.constraints import TierLimit
 from tierra.scheduler.demand import Demand
 from tierra.scheduler.explain import Miss, TierTrace, Trace, Verdict, describe_shortfall, short_of
+from tierra.scheduler.scoring.base import View
 from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
 
 
 def combined_domain_scores(
-    cache: Cache,
+    view: View,
     config: SchedulerConfig,
     request: IntArray,
     domains: IntArray,
@@ -45,10 +66,52 @@ def combined_domain_scores(
     total = np.zeros(len(domains), dtype=np.float64)
     for wp in config.policies:
         if wp.weight:
-            total += (
-                wp.weight * 100.0 * wp.policy.domain_scores(cache.view, request, domains, allocated)
-            )
+            total += wp.weight * 100.0 * wp.policy.domain_scores(view, request, domains, allocated)
     return np.round(total, 6)
+
+
+@dataclass(frozen=True, slots=True)
+class Slices:
+    """A sub-group's search inside its gang's domain: ``rest`` sub-groups of ``size`` pods
+    (this one included) still to place, and the domains the gang's pods already use."""
+
+    size: int
+    rest: int
+    used: frozenset[int]
+
+
+def _ranges(start: IntArray, end: IntArray) -> tuple[IntArray, IntArray]:
+    """Every index of every ``[start, end)`` range, and which range it came from."""
+    lens = end - start
+    total = int(lens.sum())
+    group = np.repeat(np.arange(len(start), dtype=np.int64), lens)
+    first = np.cumsum(lens) - lens
+    return np.arange(total, dtype=np.int64) - first[group] + start[group], group
+
+
+def cover_cost(
+    values: IntArray, weights: FloatArray, group: IntArray, groups: int, need: int
+) -> FloatArray:
+    """Per group, the summed weight of the fewest members whose values reach ``need``,
+    taken largest first (lighter first among equals); all of them if they never do."""
+    out = np.zeros(groups, dtype=np.float64)
+    if len(values) == 0:
+        return out
+    order = np.lexsort((weights, -values, group))
+    v, w, g = values[order], weights[order], group[order]
+    cv, cw = np.cumsum(v), np.cumsum(w)
+    start = np.searchsorted(g, np.arange(groups, dtype=np.int64))
+    end = np.searchsorted(g, np.arange(groups, dtype=np.int64), side="right")
+    base_v = np.where(start > 0, cv[np.maximum(start - 1, 0)], 0)
+    base_w = np.where(start > 0, cw[np.maximum(start - 1, 0)], 0.0)
+    pos = np.arange(len(v), dtype=np.int64)
+    hit = np.where(cv - base_v[g] >= need, pos, len(v))
+    first = np.full(groups, len(v), dtype=np.int64)
+    np.minimum.at(first, g, hit)
+    last = np.where(first < len(v), first, end - 1)
+    some = end > start
+    out[some] = cw[last[some]] - base_w[some]
+    return out
 
 
 @dataclass(slots=True)
@@ -64,6 +127,8 @@ class Search:
     new_gang: bool = True
     trace: Trace | None = None
     scope: str = "gang"
+    slices: Slices | None = None
+    view: View | None = None  # the session's (link rates, shape mix); else the cache's
     misses: list[Miss] = field(default_factory=list)
     per_node: list[IntArray] = field(default_factory=list)
 
@@ -92,8 +157,7 @@ class Search:
         if self.trace is not None:
             self._trace_disallowed([t for t in lay.tiers_up_to(lay.root_tier) if t not in tiers])
         if self.sticky is None:
-            for t in tiers:
-                yield t, self._tier(t)
+            yield from self._by_reach(tiers)
             return
         pooled: list[tuple[int, int, float, int]] = []
         ix = self.cache.index
@@ -110,7 +174,37 @@ class Search:
             i += len(group)
             yield eff, group
 
-    def _tier(self, t: int, scores_out: dict[int, float] | None = None) -> list[int]:
+    def _by_reach(self, tiers: list[int]) -> Iterator[tuple[int, list[int]]]:
+        """Candidates of every tier, fastest reach first, each reach handed out as soon as
+        no tier still unsearched could reach more; ``(lowest tier among them, list)``."""
+        bound = self.cache.links(self.config.links).new_reach
+        left = list(tiers)
+        found: list[tuple[float, int, int]] = []  # (-reach, rank, candidate)
+        rank = 0
+        while left or found:
+            best = -found[0][0] if found else -1.0
+            ceiling = max((bound.get(t, 0.0) for t in left), default=-1.0)
+            if found and best >= ceiling:
+                group = [x for x in found if -x[0] == best]
+                found = found[len(group) :]
+                lowest = min(int(self.cache.index.tier[h]) for _, _, h in group)
+                yield lowest, [h for _, _, h in group]
+                continue
+            if not left:
+                break
+            t = left.pop(0)
+            reach: dict[int, float] = {}
+            for h in self._tier(t, reach_out=reach):
+                found.append((-reach[h], rank, h))
+                rank += 1
+            found.sort()
+
+    def _tier(
+        self,
+        t: int,
+        scores_out: dict[int, float] | None = None,
+        reach_out: dict[int, float] | None = None,
+    ) -> list[int]:
         cache, lim, d = self.cache, self.limit, self.demand
         ix, lay = cache.index, cache.layouts
         tl = lay.by_tier[t]
@@ -140,13 +234,18 @@ class Search:
         self._record_miss(t, doms, allowed, holds, ok)
         idx = np.flatnonzero(ok)
         cand = doms[idx]
-        scores = combined_domain_scores(cache, self.config, d.total, cand, self.sticky)
+        view = self.view or cache.view
+        scores = combined_domain_scores(view, self.config, d.total, cand, self.sticky)
         pref = self._preferred_counts(cand, t)
         avoid = degraded[idx] if mode is DegradedMode.AVOID else np.zeros(len(idx), bool)
-        order = np.lexsort((cand, -scores, pref, avoid))
+        reach, cost = self._reach_and_cost(t, lo + idx, cand)
+        held, spread = self._slice_keys(cand, counts[0][idx] if counts else None)
+        order = np.lexsort((cand, -scores, cost, spread, held, pref, -reach, avoid))
         ranked = [int(h) for h in cand[order]]
         if scores_out is not None:
             scores_out.update({int(h): float(s) for h, s in zip(cand, scores, strict=True)})
+        if reach_out is not None:
+            reach_out.update({int(h): float(r) for h, r in zip(cand, reach, strict=True)})
         if self.trace is not None:
             self._trace(
                 t=t,
@@ -160,8 +259,71 @@ class Search:
                 cand=cand,
                 scores=scores,
                 pref=pref,
+                reach=reach,
+                cost=cost,
             )
         return ranked
+
+    def _reach_and_cost(
+        self, t: int, pos: IntArray, cand: IntArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """Per candidate (at positions ``pos`` of tier ``t``'s layout): the bandwidth the
+        gang gets there and the weighted count of what it spans (module docstring)."""
+        cache = self.cache
+        links = cache.links(self.config.links)
+        reach = links.domain_gbps[cand].astype(np.float64)
+        cost = links.domain_weight[cand].astype(np.float64)
+        if len(cand) == 0 or not self.demand.shapes:
+            return reach, cost
+        if len(cand) == 1 and len(self.demand.shapes) > 1:
+            return reach, cost  # nothing to rank, and no single node holds mixed shapes
+        lay = cache.layouts
+        tl = lay.by_tier[t]
+        need = len(self.demand.shapes[0].pods)
+        per_node = self.per_node[0]
+        entries, group = _ranges(tl.start[pos], tl.end[pos])
+        nodes = tl.nodes[entries]
+        fit = np.minimum(per_node[nodes], need)
+        k = len(cand)
+        cost += cover_cost(fit, links.node_weight[nodes], group, k, need)
+        tins = lay.tin[cand]
+        touts = lay.tout[cand]
+        for lower in lay.tiers:
+            if lower >= t:
+                break
+            lo, hi = lay.slice(lower, self.region)
+            if hi <= lo:
+                continue
+            sub = lay.by_tier[lower]
+            counts = np.minimum(sub.counts(lo, hi, per_node), need)
+            owner = np.searchsorted(tins, sub.tin[lo:hi], side="right") - 1
+            inside = (owner >= 0) & (sub.tin[lo:hi] < touts[np.maximum(owner, 0)])
+            doms = sub.domains[lo:hi][inside]
+            cost += cover_cost(counts[inside], links.domain_weight[doms], owner[inside], k, need)
+        if len(self.demand.shapes) == 1:  # one node holding all of it: node choice takes it
+            whole = fit >= need
+            if whole.any():
+                bw = np.zeros(k, dtype=np.float64)
+                np.maximum.at(bw, group[whole], links.node_gbps[nodes[whole]])
+                light = np.full(k, np.inf)
+                np.minimum.at(light, group[whole], links.node_weight[nodes[whole]])
+                on_node = bw > 0
+                reach = np.where(on_node, np.maximum(reach, bw), reach)
+                cost = np.where(on_node, light, cost)
+        return reach, cost
+
+    def _slice_keys(self, cand: IntArray, counts: IntArray | None) -> tuple[IntArray, IntArray]:
+        """Sort keys for a sub-group's candidates (module docstring, step 4); zeros if none."""
+        zero = np.zeros(len(cand), dtype=np.int64)
+        sl = self.slices
+        if sl is None or counts is None or sl.size <= 0:
+            return zero, zero
+        have = counts // sl.size
+        holds = have >= sl.rest
+        used = np.array([int(h) in sl.used for h in cand.tolist()], dtype=bool)
+        held = np.where(holds, np.where(used, 0, 1), np.where(used, 2, 3)).astype(np.int64)
+        spread = np.where(holds, have, -have).astype(np.int64)
+        return held, spread
 
     def _preferred_counts(self, cand: IntArray, t: int) -> IntArray:
         """Per candidate, how many preferred-tier domains the demand needs inside it."""
@@ -254,12 +416,18 @@ class Search:
         cand: IntArray,
         scores: FloatArray,
         pref: IntArray,
+        reach: FloatArray,
+        cost: FloatArray,
     ) -> None:
         assert self.trace is not None
         cache = self.cache
         ix = cache.index
         score_of = {int(h): float(s) for h, s in zip(cand, scores, strict=True)}
         pref_of = {int(h): int(p) for h, p in zip(cand, pref, strict=True)}
+        links_of = {
+            int(h): f"{r:g} GB/s per GPU, cost {c:.1f}"
+            for h, r, c in zip(cand, reach, cost, strict=True)
+        }
         verdicts: list[Verdict] = []
         for i, h in enumerate(doms.tolist()):
             name = ix.names[h]
@@ -282,5 +450,6 @@ class Search:
                 extra.append(f"degraded ({cache.health.describe(h)}), tried after healthy ones")
             if self.limit.preferred is not None and pref_of[h] > 1:
                 extra.append(f"needs {pref_of[h]} preferred-tier domains")
-            verdicts.append(Verdict(name, t, "fits", "; ".join(extra) or "fits", score_of.get(h)))
+            extra.append(links_of[h])
+            verdicts.append(Verdict(name, t, "fits", "; ".join(extra), score_of.get(h)))
         self.trace.add(TierTrace(tier=t, scope=self.scope, verdicts=verdicts))

@@ -113,6 +113,7 @@ class _Session:
         # 1. gangs
         gangs, orphans = collect(self.cache, self.config.scheduler_names, self.memory)
         self.unschedulable.extend(orphans)
+        self.allocator.use_view(self.cache.scoring_view(self.config.links))
         self._forget_failures({g.key for g in gangs})
         self._track_waiting({g.key for g in gangs})
         # 2. queues

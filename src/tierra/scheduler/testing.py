@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tierra.api.hypernode import TIERRA_GROUP, HyperNode, Member, MemberSelector, MemberType
+from tierra.api.hypernode import (
+    TIERRA_GROUP,
+    HyperNode,
+    LinkSpec,
+    Member,
+    MemberSelector,
+    MemberType,
+)
 from tierra.api.labels import LabelSelector
 from tierra.api.meta import ObjectMeta
 from tierra.api.node import Condition, Node, Taint, TaintEffect
@@ -70,7 +77,10 @@ def hypernode(
     children: Sequence[str] = (),
     regex: str | None = None,
     tier_name: str | None = None,
+    gbps: float | None = None,
+    oversubscription: float | None = None,
 ) -> HyperNode:
+    """``gbps`` (per GPU) and ``oversubscription`` become its ``spec.link``."""
     members = [Member(MemberType.NODE, MemberSelector(exact=n)) for n in nodes]
     members += [Member(MemberType.HYPERNODE, MemberSelector(exact=c)) for c in children]
     if regex is not None:
@@ -81,6 +91,11 @@ def hypernode(
         members=tuple(members),
         tier_name=tier_name,
         group=TIERRA_GROUP,
+        link=(
+            LinkSpec(bandwidth_gbps=gbps, oversubscription=oversubscription)
+            if gbps is not None
+            else None
+        ),
     )
 
 

@@ -180,7 +180,7 @@ class Simulation:
         self.seq += 1
 
     def run(self) -> RunResult:
-        self.policy.start(self.cluster, seed=self.options.seed)
+        self.policy.start(self.cluster, seed=self.options.seed, cost=self.cost)
         for job in self.workload.jobs:
             self.push(job.arrival, Kind.ARRIVE, job)
             self.recorder.records[job.name] = JobRecord(
@@ -359,6 +359,7 @@ class Simulation:
         masked[~self.healthy] = 0
         if job.pods > 1:
             record.feasible_tier = self._feasible_tier(masked, gang)
+            record.feasible_gbps = self._reachable_gbps(masked, gang)
             if self.oracle and self.weights is not None:
                 record.cost = placement_cost(self.topo, nodes, self.weights)
                 opt = optimal_cost(self.topo, masked, gang, self.weights)
@@ -397,6 +398,7 @@ class Simulation:
         record.attempts = attempt
         record.tier = self.cost.tier_of_span(domain) if job.pods > 1 else 0
         record.tier_name = self.cost.tier_name_of_span(domain)
+        record.span_gbps = span_gbps
         touched = self._contend(run, gang, domain)
         record.slowdown = run.slowdown
         record.contention = run.slowdown / run.base
@@ -507,6 +509,14 @@ class Simulation:
         dom = self.topo.index.sum_under(fits)
         ok = np.flatnonzero(dom >= gang.job.pods)
         return int(self.topo.tier_of[ok].min()) if len(ok) else self.index.root_tier
+
+    def _reachable_gbps(self, free: IntArray, gang: Gang) -> float:
+        """The best span bandwidth one placement of the gang could have right now."""
+        fits = fit_counts(free, gang.widest)
+        whole = fits >= gang.job.pods
+        best = float(self.cost.node_gbps[whole].max(initial=0.0))
+        ok = self.topo.index.sum_under(fits) >= gang.job.pods
+        return max(best, float(self.cost.domain_gbps[ok].max(initial=0.0)))
 
     def _best_gbps(self, gang: Gang) -> float:
         """The bandwidth of the best placement this job could have in the empty cluster."""

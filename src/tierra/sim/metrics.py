@@ -7,6 +7,9 @@ plus time series, and a ``Summary`` of the headline numbers:
 * share of gangs placed at their lowest feasible tier: the lowest tier where, at that
   moment, one domain could hold the whole gang (``t*``), against the tier of the lowest
   domain that holds its pods (0 when they share a node); tier excess = the difference;
+  and, since tier numbers and bandwidth disagree across trees (an NVL72 rack at tier 1
+  is faster than one H100 node at tier 0), the share whose span was as fast as the
+  fastest placement possible at that moment (``at_best_bandwidth``);
 * hard-constraint violations (a topology-oblivious policy ignores ``highestTierAllowed``);
 * tier histogram (by tier name), mean slowdown from the cost model (run time over the run
   time at the job's best placement, contention included), and the part of it contention
@@ -57,6 +60,8 @@ class JobRecord:
     tier: int | None = None
     tier_name: str | None = None
     feasible_tier: int | None = None
+    feasible_gbps: float | None = None  # the best span bandwidth any placement had then
+    span_gbps: float | None = None
     hard_limit: int | None = None
     slowdown: float = 1.0
     contention: float = 1.0  # run time / run time with its uplinks to itself
@@ -79,6 +84,7 @@ class Summary:
     never_started: int
     gangs: int
     at_lowest_tier: float  # share of placed gangs
+    at_best_bandwidth: float  # share of placed gangs whose span was as fast as any then
     tier_excess: float  # mean over placed gangs
     violations: int
     tier_histogram: dict[str, int]
@@ -351,6 +357,17 @@ class Recorder:
             never_started=len(recs) - len(started),
             gangs=len(gangs),
             at_lowest_tier=len(at_lowest) / len(gangs) if gangs else math.nan,
+            at_best_bandwidth=(
+                sum(
+                    r.feasible_gbps is not None
+                    and r.span_gbps is not None
+                    and r.span_gbps >= r.feasible_gbps * (1 - 1e-9)
+                    for r in gangs
+                )
+                / len(gangs)
+                if gangs
+                else math.nan
+            ),
             tier_excess=float(np.mean(excess)) if excess else math.nan,
             violations=sum(r.violated for r in gangs),
             tier_histogram=dict(sorted(Counter(r.tier_name or "?" for r in gangs).items())),

@@ -66,6 +66,7 @@ def fmt_num(x: float, digits: int = 2) -> str:
 # (label, getter, formatter, lower is better?)
 COLUMNS: list[tuple[str, str, str, bool | None]] = [
     ("gangs at lowest feasible tier", "at_lowest_tier", "pct", False),
+    ("gangs at the best bandwidth then", "at_best_bandwidth", "pct", False),
     ("mean tier excess", "tier_excess", "num", True),
     ("hard-limit violations", "violations", "int", True),
     ("mean slowdown (gangs)", "slowdown", "num3", True),
@@ -387,6 +388,12 @@ DEFINITIONS = [
         "tier where, at that moment, one domain could hold the whole gang. Tier 0 = one node.",
     ),
     ("tier excess", "Tier of the domain used minus that lowest feasible tier, averaged."),
+    (
+        "at the best bandwidth",
+        "Gangs whose span was as fast (cost model) as the fastest placement possible at "
+        "that moment: tier numbers mislead across trees (an NVL72 rack at tier 1 is faster "
+        "than one H100 node at tier 0).",
+    ),
     (
         "hard-limit violations",
         "Gangs placed above their highestTierAllowed (only topology-oblivious policies do this).",

@@ -444,7 +444,7 @@ def job_podgroup(job: SimJob) -> PodGroup:
             ),
         )
     return PodGroup(
-        meta=ObjectMeta(name=job.name, namespace=NAMESPACE),
+        meta=ObjectMeta(name=job.name, namespace=NAMESPACE, created=job.arrival),
         min_member=job.pods,
         min_resources=min_resources,
         queue=job.queue,
@@ -469,6 +469,7 @@ def job_pods(job: SimJob) -> list[Pod]:
                     namespace=NAMESPACE,
                     labels=labels,
                     annotations={GROUP_NAME_ANNOTATION: job.name},
+                    created=job.arrival,
                 ),
                 requests=role.request(),
                 scheduler_name="tierra",

@@ -47,7 +47,8 @@ def trim(raw: Mapping[str, Any]) -> dict[str, Any]:
     md = raw.get("metadata")
     if not isinstance(md, Mapping):
         return dict(raw)
-    kept: dict[str, Any] = {k: md[k] for k in ("name", "namespace", "uid", "labels") if k in md}
+    keys = ("name", "namespace", "uid", "labels", "creationTimestamp")  # oldest gang first
+    kept: dict[str, Any] = {k: md[k] for k in keys if k in md}
     annotations = md.get("annotations")
     if isinstance(annotations, Mapping):
         kept["annotations"] = {k: v for k, v in annotations.items() if k not in DROPPED_ANNOTATIONS}

@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tierra.api.fields import Fields
-from tierra.scheduler.scoring import binpack, spread, topology
+from tierra.scheduler.scoring import binpack, lookahead, spread, topology
 from tierra.scheduler.scoring.base import Policy, View
 
 REGISTRY: Mapping[str, Callable[[Fields], Policy]] = {
     binpack.NAME: binpack.parse,
     spread.NAME: spread.parse,
     topology.NAME: topology.parse,
+    lookahead.NAME: lookahead.parse,
 }
 
 __all__ = ["REGISTRY", "Policy", "View"]

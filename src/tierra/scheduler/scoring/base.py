@@ -16,6 +16,8 @@ import numpy as np
 
 from tierra.api.fields import Fields
 from tierra.scheduler.layout import Layouts
+from tierra.scheduler.links import LinkCosts
+from tierra.scheduler.mix import ShapeShare
 from tierra.topology.arrays import FloatArray
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray, TopologyIndex
@@ -23,11 +25,16 @@ from tierra.topology.index import IntArray, TopologyIndex
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """What a policy may read. ``capacity`` is live: scores reflect pods placed so far."""
+    """What a policy may read. ``capacity`` is live: scores reflect pods placed so far.
+
+    A session adds what it knows beyond the cache: the link rates it ranks by (``links``)
+    and the recent mix of gang shapes (``mix``, for the look-ahead)."""
 
     index: TopologyIndex
     capacity: Capacity
     layouts: Layouts
+    links: LinkCosts | None = None
+    mix: tuple[ShapeShare, ...] = ()
 
 
 class Policy(Protocol):

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from tierra.api.node import Node
 from tierra.sim.clusters import SimCluster
+from tierra.sim.cost import BoundCost
 from tierra.sim.workloads import SimJob
 from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
@@ -72,7 +73,7 @@ class Policy(Protocol):
 
     name: str
 
-    def start(self, cluster: SimCluster, *, seed: int) -> None: ...
+    def start(self, cluster: SimCluster, *, seed: int, cost: BoundCost) -> None: ...
 
     def submit(self, job: SimJob) -> None: ...
 
@@ -152,7 +153,8 @@ class LedgerPolicy(abc.ABC):
 
     # -- Policy ------------------------------------------------------------------------
 
-    def start(self, cluster: SimCluster, *, seed: int) -> None:
+    def start(self, cluster: SimCluster, *, seed: int, cost: BoundCost) -> None:
+        del cost  # the baselines know tiers, not link rates (as Kueue and Volcano do)
         self.cluster = cluster
         self.index: TopologyIndex = cluster.index
         self.capacity = Capacity(self.index, cluster.nodes)

@@ -17,13 +17,15 @@ from tierra.api.node import Node
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
 from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session
+from tierra.scheduler.links import LinkRate, link_table
 from tierra.sim.clusters import SimCluster
 from tierra.sim.clusters._build import GPU
+from tierra.sim.cost import BoundCost
 from tierra.sim.policies.base import Placement, QueueShare, SessionOutcome
 from tierra.sim.workloads import NAMESPACE, SimJob, job_podgroup, job_pods
 
 NAME = "tierra"
-DESCRIPTION = "tierra's scheduler: lowest feasible tier, binpacking across domains"
+DESCRIPTION = "tierra's scheduler: fastest then cheapest domain by link cost, look-ahead packing"
 
 
 class TierraPolicy:
@@ -37,7 +39,17 @@ class TierraPolicy:
         self._pod_slot: dict[str, tuple[str, int]] = {}  # pod key -> (job, index)
         self._jobs: dict[str, SimJob] = {}
 
-    def start(self, cluster: SimCluster, *, seed: int) -> None:
+    def start(self, cluster: SimCluster, *, seed: int, cost: BoundCost) -> None:
+        """The scheduler reads the run's cost model as its ``links`` table (unless its
+        config brings one): HyperNodes carry ``spec.link`` from it already, this adds the
+        rates inside nodes and across trees, so scheduler and simulator agree."""
+        config = self._config or SchedulerConfig()
+        if not config.links:
+            table = {
+                key: LinkRate(tc.bandwidth_gbps, tc.oversubscription)
+                for key, tc in cost.model.tiers.items()
+            }
+            self._config = replace(config, links=link_table(table))
         queues = cluster.extra.queues or (Queue(meta=ObjectMeta(name="default")),)
         running = tuple(p for p in cluster.extra.pods if p.holds_resources)
         snapshot = Snapshot(

@@ -1,0 +1,186 @@
+"""Look-ahead: keep room for the gangs likely to come next.
+
+Binpack fills the fullest domain; it cannot tell a domain that is nearly the last place
+a common gang shape still fits from one that no such gang could use anyway. This policy
+scores a placement by what it takes from the gangs of the recent mix (``mix.py``: the
+shapes, pods x GPUs per pod, that carried most of the recent GPU demand), the way FGD
+scores a task by the fragmentation it adds [FGD]:
+
+* each shape has a *home*: the nodes or domains where it reaches its best bandwidth in
+  the empty cluster (``links.py``) and fits whole -- one 8-GPU node for an 8-GPU pod,
+  a ToR for a 64-GPU gang on the fat tree, an NVL72 rack for a 16 x 4-GPU gang;
+* placing ``r`` GPUs inside a home with ``f`` free GPUs costs that shape
+  ``floor(f / g) - floor((f - r) / g)`` whole copies (``g`` its GPUs); a candidate that
+  holds homes below it costs the copies the gang's GPUs would take from them, in
+  proportion to how much of the candidate's free room they are;
+* the score is ``1 / (1 + lost / r)``, ``lost`` the copies' GPUs weighted by each
+  shape's share of the demand: 1 when no likely gang loses a home.
+
+So a single 4-GPU pod goes to an H100 node rather than into an NVL72 rack a 64-GPU gang
+could use whole, and a 128-GPU gang that will run over InfiniBand either way takes H100
+leaves rather than two empty racks. The measure is the simulator's fragmentation (the
+share of free GPUs that cannot serve a gang of each common shape), counted on the
+domains' free GPUs rather than node by node, so it costs a few array operations.
+
+Arguments: ``weight`` only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tierra.api.fields import Fields
+from tierra.scheduler.links import LinkCosts
+from tierra.scheduler.mix import ShapeShare
+from tierra.scheduler.scoring.base import View, reject_unknown
+from tierra.topology.arrays import BoolArray, FloatArray
+from tierra.topology.index import IntArray
+
+NAME = "lookahead"
+ARGUMENTS = ("weight",)
+GPU = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class Home:
+    """Where one shape reaches its best bandwidth: nodes (tier 0) or domains of one tier."""
+
+    tier: int
+    mask: BoolArray  # over nodes when tier is 0, else over domains
+
+
+def home(view: View, links: LinkCosts, shape: ShapeShare, g: int) -> Home | None:
+    """The shape's home in the empty cluster (memoised on ``links``, one per index)."""
+    key = ("home", shape.pods, shape.gpus_per_pod)
+    if key in links.memo:
+        found = links.memo[key]
+        return found if isinstance(found, Home) else None
+    ix = view.index
+    per_node = view.capacity.node_alloc[:, g] // (1000 * shape.gpus_per_pod)
+    on_node = per_node >= shape.pods
+    best_node = float(links.node_gbps[on_node].max(initial=0.0))
+    per_dom = ix.sum_under(per_node)
+    holds = per_dom >= shape.pods
+    holds[ix.root] = False
+    holds &= np.append(ix.usable[: ix.root], False)
+    best_dom = float(links.domain_gbps[holds].max(initial=0.0))
+    result: Home | None = None
+    if best_node > 0 and best_node >= best_dom:
+        result = Home(0, on_node & (links.node_gbps >= best_node))
+    elif best_dom > 0:
+        best = holds & (links.domain_gbps >= best_dom)
+        tier = int(ix.tier[best].min())  # the lowest such tier: homes do not nest
+        result = Home(tier, best & (ix.tier == tier))
+    links.memo[key] = result
+    return result
+
+
+def _lost(copies_before: IntArray, copies_after: IntArray) -> IntArray:
+    return np.asarray(np.maximum(copies_before - copies_after, 0), dtype=np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class Lookahead:
+    name: str = field(default=NAME, init=False)
+    packs: bool = field(default=True, init=False)
+
+    def _homes(self, view: View) -> tuple[int | None, list[tuple[ShapeShare, Home]]]:
+        g = view.capacity.axis.index.get(GPU)
+        if g is None or view.links is None or not view.mix:
+            return None, []
+        out = []
+        for shape in view.mix:
+            if shape.gpus <= 1:
+                continue  # a single GPU fits anywhere there is one
+            h = home(view, view.links, shape, g)
+            if h is not None:
+                out.append((shape, h))
+        return g, out
+
+    def domain_scores(
+        self, view: View, request: IntArray, domains: IntArray, allocated: int | None
+    ) -> FloatArray:
+        ones = np.ones(len(domains), dtype=np.float64)
+        g, homes = self._homes(view)
+        if g is None or not homes or len(domains) == 0:
+            return ones
+        r = float(request[g]) / 1000
+        if r <= 0:
+            return ones
+        ix, lay, cap = view.index, view.layouts, view.capacity
+        free = np.maximum(cap.dom_alloc[:, g] - cap.dom_used[:, g], 0) // 1000
+        tiers = ix.tier[domains]
+        first_node = np.array([int(ix.real_nodes[d][0]) for d in domains.tolist()], np.int64)
+        lost = np.zeros(len(domains), dtype=np.float64)
+        for shape, h in homes:
+            if h.tier == 0:
+                continue  # node-level homes: node choice inside the domain looks after them
+            size = shape.gpus
+            # the candidate inside (or equal to) one of the shape's homes
+            above = lay.node_dom.get(h.tier)
+            if above is not None:
+                grp = above[first_node]
+                inside = (tiers <= h.tier) & (grp >= 0)
+                grp = np.where(inside, grp, 0)
+                inside &= h.mask[grp]
+                f = free[grp]
+                taken = _lost(f // size, np.maximum(f - int(np.ceil(r)), 0) // size)
+                lost += np.where(inside, taken * size * shape.weight, 0.0)
+            # homes below the candidate: its GPUs come out of them in proportion
+            below = tiers > h.tier
+            if below.any():
+                home_free = np.zeros(len(domains), dtype=np.float64)
+                copies = np.zeros(len(domains), dtype=np.float64)
+                hs = np.flatnonzero(h.mask)
+                tins, touts = lay.tin[domains], lay.tout[domains]
+                order = np.argsort(tins, kind="stable")
+                owner = np.searchsorted(tins[order], lay.tin[hs], side="right") - 1
+                ok = owner >= 0
+                owner = order[np.maximum(owner, 0)]
+                ok &= lay.tin[hs] < touts[owner]
+                np.add.at(home_free, owner[ok], free[hs[ok]])
+                np.add.at(copies, owner[ok], free[hs[ok]] // size)
+                share = np.where(free[domains] > 0, home_free / np.maximum(free[domains], 1), 0)
+                taken = np.minimum(copies, np.floor(r * share / size))
+                lost += np.where(below, taken * size * shape.weight, 0.0)
+        return np.asarray(1.0 / (1.0 + lost / r), dtype=np.float64)
+
+    def node_scores(
+        self, view: View, request: IntArray, nodes: IntArray, region: int, allocated: int | None
+    ) -> FloatArray:
+        ones = np.ones(len(nodes), dtype=np.float64)
+        g, homes = self._homes(view)
+        if g is None or not homes or len(nodes) == 0:
+            return ones
+        r = int(request[g]) // 1000
+        if r <= 0:
+            return ones
+        cap, lay = view.capacity, view.layouts
+        node_free = np.maximum(cap.node_alloc[nodes, g] - cap.node_used[nodes, g], 0) // 1000
+        dom_free = np.maximum(cap.dom_alloc[:, g] - cap.dom_used[:, g], 0) // 1000
+        lost = np.zeros(len(nodes), dtype=np.float64)
+        for shape, h in homes:
+            size = shape.gpus
+            if h.tier == 0:
+                f = node_free
+                mine = h.mask[nodes]
+            else:
+                owner = lay.node_dom.get(h.tier)
+                if owner is None:
+                    continue
+                grp = owner[nodes]
+                mine = grp >= 0
+                grp = np.where(mine, grp, 0)
+                mine &= h.mask[grp]
+                f = dom_free[grp]
+            taken = _lost(f // size, np.maximum(f - r, 0) // size)
+            lost += np.where(mine, taken * size * shape.weight, 0.0)
+        return np.asarray(1.0 / (1.0 + lost / r), dtype=np.float64)
+
+
+def parse(f: Fields) -> Lookahead:
+    for key in reject_unknown(dict(f.data), ARGUMENTS):
+        f.problem(key, f"unknown argument of policy {NAME}; it takes only weight")
+    return Lookahead()
