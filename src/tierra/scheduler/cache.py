@@ -475,15 +475,15 @@ class Cache:
         touched: set[str] = set()
         for pod, node, vec in assigned:
             key = pod.key
-            touched.add(self.gang_of.get(key) or gang_key(pod) or key)
+            g = gang_key(pod)
+            touched.add(self.gang_of.get(key) or g or key)
             self.pods[key] = _rebound(pod, names[node])
             self.pending.pop(key, None)
             self.assumed.add(key)
             self.node_of[key] = node
             self.vec_of[key] = vec
             self.priorities[pod.priority] += 1
-            self._shape(pod, vec, +1)
-            g = gang_key(pod)
+            self._shape(key, g, vec, +1)
             slot = (True, g) if g is not None else (False, solo_queue(pod))
             cur = totals.get(slot)
             totals[slot] = vec.copy() if cur is None else cur + vec
@@ -567,8 +567,8 @@ class Cache:
         self.priorities[pod.priority] += sign
         if self.priorities[pod.priority] <= 0:
             del self.priorities[pod.priority]
-        self._shape(pod, vec, sign)
         g = gang_key(pod)
+        self._shape(pod.key, g, vec, sign)
         book = self.gang_used if g is not None else self.solo_used
         k = g if g is not None else solo_queue(pod)
         cur = book.get(k)
@@ -613,10 +613,10 @@ class Cache:
             self.queue_running[old] -= 1
             self.queue_running[new] += 1
 
-    def _shape(self, pod: Pod, vec: IntArray, sign: int) -> None:
+    def _shape(self, key: str, group: str | None, vec: IntArray, sign: int) -> None:
         """Count a holding pod's GPUs under its gang's shape (``shape_gpus``)."""
         if sign < 0:
-            shape = self._shape_of.pop(pod.key, None)
+            shape = self._shape_of.pop(key, None)
             if shape is not None:
                 self.shape_gpus[shape] -= shape[1]
                 if self.shape_gpus[shape] <= 0:
@@ -626,11 +626,10 @@ class Cache:
         gpus = int(vec[g]) // 1000 if g is not None else 0
         if gpus <= 0:
             return
-        group = gang_key(pod)
         pg = self.podgroups.get(group) if group is not None else None
         size = pg.min_member if pg is not None and pg.min_member > 0 else 1
         shape = (size, gpus)
-        self._shape_of[pod.key] = shape
+        self._shape_of[key] = shape
         self.shape_gpus[shape] += gpus
 
     # -- PodGroups, queues, priority classes ------------------------------------------

@@ -112,7 +112,8 @@ class Lookahead:
         ix, lay, cap = view.index, view.layouts, view.capacity
         free = np.maximum(cap.dom_alloc[:, g] - cap.dom_used[:, g], 0) // 1000
         tiers = ix.tier[domains]
-        first_node = np.array([int(ix.real_nodes[d][0]) for d in domains.tolist()], np.int64)
+        # each candidate's first node (candidates hold nodes: they fit the gang)
+        first_node = ix.real_idx[np.minimum(ix.real_ptr[domains], len(ix.real_idx) - 1)]
         lost = np.zeros(len(domains), dtype=np.float64)
         for shape, h in homes:
             if h.tier == 0:
