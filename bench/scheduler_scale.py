@@ -161,6 +161,7 @@ def run_size(n_nodes: int, seed: int) -> dict[str, Any]:
         cache.remove_pod(key)
     use = gpu_use(cache)
     gc.collect()
+    gc.freeze()  # as tierra scheduler does once its informers have listed the cluster
     gang64 = [make_gang(f"p{i:04d}", 64, 8, topology(tier=2)) for i in range(200)]
     gang64_r = probe(cache, memory, gang64)
     mixed: list[Gang] = []
