@@ -282,6 +282,20 @@ def _short_when_empty(cache: Cache, demand: Demand, h: int) -> list[str]:
     return [axis.names[i] for i in sorted(lacking) if axis.names[i] != "pods"]
 
 
+def _allowing(cache: Cache, limit: TierLimit, t: int, h: int) -> str:
+    """``allow tier 2 (highestTierName: spine; s0 could hold it)``: the change that would
+    let a gang fit, in the words of the limit the user wrote (a name or a number)."""
+    ix = cache.index
+    tier_name = ix.hypernodes[h].tier_name if h != ix.root else None
+    if t == cache.layouts.root_tier:
+        allow = "mode: soft"
+    elif tier_name and limit.text.startswith("highestTierName"):
+        allow = f"highestTierName: {tier_name}"
+    else:
+        allow = f"highestTierAllowed: {t}"
+    return f"allow tier {t} ({allow}; {domain_name(cache, h)} could hold it)"
+
+
 def never_fits(cache: Cache, demand: Demand, limit: TierLimit, region: int) -> str | None:
     """Why ``demand`` fits no domain ``limit`` allows even with every node empty, and what
     would make it fit; None when some allowed domain could hold it once room frees.
@@ -327,14 +341,7 @@ def never_fits(cache: Cache, demand: Demand, limit: TierLimit, region: int) -> s
         fits, _ = _empty_holds(cache, demand, above) if len(above) else (above > 0, above)
         if fits.any():
             h = int(above[int(np.argmax(fits))])
-            tier_name = ix.hypernodes[h].tier_name if h != ix.root else None
-            if t == lay.root_tier:
-                allow = "mode: soft"
-            elif tier_name and limit.text.startswith("highestTierName"):
-                allow = f"highestTierName: {tier_name}"
-            else:
-                allow = f"highestTierAllowed: {t}"
-            fix = f"allow tier {t} ({allow}; {domain_name(cache, h)} could hold it) {fix}"
+            fix = f"{_allowing(cache, limit, t, h)} {fix}"
             break
     return (
         f"can never fit within {limit.text}: even with every node empty, no allowed"
@@ -454,14 +461,7 @@ def podgroup_never_fits(cache: Cache, pg: PodGroup) -> str | None:
         fits, _ = _minimum_holds(cache, need, floor, above)
         if fits.any():
             where = int(above[int(np.argmax(fits))])
-            tier_name = ix.hypernodes[where].tier_name if where != ix.root else None
-            if t == cache.layouts.root_tier:
-                allow = "mode: soft"
-            elif tier_name and limit.text.startswith("highestTierName"):
-                allow = f"highestTierName: {tier_name}"
-            else:
-                allow = f"highestTierAllowed: {t}"
-            fix = f"allow tier {t} ({allow}; {domain_name(cache, where)} could hold it) {fix}"
+            fix = f"{_allowing(cache, limit, t, where)} {fix}"
             break
     return (
         f"can never fit within {limit.text}: even with every node empty, no allowed "
