@@ -49,6 +49,8 @@ class Home:
 
     tier: int
     mask: BoolArray  # over nodes when tier is 0, else over domains
+    members: IntArray  # the mask's indices
+
 
 
 def home(view: View, links: LinkCosts, shape: ShapeShare, g: int) -> Home | None:
@@ -68,11 +70,13 @@ def home(view: View, links: LinkCosts, shape: ShapeShare, g: int) -> Home | None
     best_dom = float(links.domain_gbps[holds].max(initial=0.0))
     result: Home | None = None
     if best_node > 0 and best_node >= best_dom:
-        result = Home(0, on_node & (links.node_gbps >= best_node))
+        mask = on_node & (links.node_gbps >= best_node)
+        result = Home(0, mask, np.flatnonzero(mask))
     elif best_dom > 0:
         best = holds & (links.domain_gbps >= best_dom)
         tier = int(ix.tier[best].min())  # the lowest such tier: homes do not nest
-        result = Home(tier, best & (ix.tier == tier))
+        mask = best & (ix.tier == tier)
+        result = Home(tier, mask, np.flatnonzero(mask))
     links.memo[key] = result
     return result
 
@@ -90,6 +94,10 @@ class Lookahead:
         g = view.capacity.axis.index.get(GPU)
         if g is None or view.links is None or not view.mix:
             return None, []
+        key = ("homes", view.mix)  # one session's mix asks the same every gang
+        found = view.links.memo.get(key)
+        if found is not None:
+            return g, found  # type: ignore[return-value]
         out = []
         for shape in view.mix:
             if shape.gpus <= 1:
@@ -97,6 +105,7 @@ class Lookahead:
             h = home(view, view.links, shape, g)
             if h is not None:
                 out.append((shape, h))
+        view.links.memo[key] = out
         return g, out
 
     def domain_scores(
@@ -115,6 +124,8 @@ class Lookahead:
         # each candidate's first node (candidates hold nodes: they fit the gang)
         first_node = ix.real_idx[np.minimum(ix.real_ptr[domains], len(ix.real_idx) - 1)]
         lost = np.zeros(len(domains), dtype=np.float64)
+        order: IntArray | None = None
+        sorted_tins = touts = np.zeros(0, dtype=np.int64)
         for shape, h in homes:
             if h.tier == 0:
                 continue  # node-level homes: node choice inside the domain looks after them
@@ -134,13 +145,16 @@ class Lookahead:
             if below.any():
                 home_free = np.zeros(len(domains), dtype=np.float64)
                 copies = np.zeros(len(domains), dtype=np.float64)
-                hs = np.flatnonzero(h.mask)
-                tins, touts = lay.tin[domains], lay.tout[domains]
-                order = np.argsort(tins, kind="stable")
-                owner = np.searchsorted(tins[order], lay.tin[hs], side="right") - 1
+                if order is None:  # the candidates in depth-first order, once per call
+                    tins, touts = lay.tin[domains], lay.tout[domains]
+                    order = np.argsort(tins, kind="stable")
+                    sorted_tins = tins[order]
+                hs = h.members
+                home_tin = lay.tin[hs]
+                owner = np.searchsorted(sorted_tins, home_tin, side="right") - 1
                 ok = owner >= 0
                 owner = order[np.maximum(owner, 0)]
-                ok &= lay.tin[hs] < touts[owner]
+                ok &= home_tin < touts[owner]
                 np.add.at(home_free, owner[ok], free[hs[ok]])
                 np.add.at(copies, owner[ok], free[hs[ok]] // size)
                 share = np.where(free[domains] > 0, home_free / np.maximum(free[domains], 1), 0)
