@@ -94,10 +94,11 @@ class Lookahead:
         g = view.capacity.axis.index.get(GPU)
         if g is None or view.links is None or not view.mix:
             return None, []
-        key = ("homes", view.mix)  # one session's mix asks the same every gang
-        found = view.links.memo.get(key)
-        if found is not None:
-            return g, found  # type: ignore[return-value]
+        # one session's mix asks the same for every gang; only the last mix is kept (it
+        # changes from session to session: one entry per mix would grow without end)
+        last = view.links.memo.get("homes")
+        if isinstance(last, tuple) and last[0] == view.mix:
+            return g, last[1]
         out = []
         for shape in view.mix:
             if shape.gpus <= 1:
@@ -105,7 +106,7 @@ class Lookahead:
             h = home(view, view.links, shape, g)
             if h is not None:
                 out.append((shape, h))
-        view.links.memo[key] = out
+        view.links.memo["homes"] = (view.mix, out)
         return g, out
 
     def domain_scores(
