@@ -52,7 +52,6 @@ class Home:
     members: IntArray  # the mask's indices
 
 
-
 def home(view: View, links: LinkCosts, shape: ShapeShare, g: int) -> Home | None:
     """The shape's home in the empty cluster (memoised on ``links``, one per index)."""
     key = ("home", shape.pods, shape.gpus_per_pod)
