@@ -107,9 +107,9 @@ def cover_cost(
     pos = np.arange(len(v), dtype=np.int64)
     hit = np.where(cv - base_v[g] >= need, pos, len(v))
     first = np.full(groups, len(v), dtype=np.int64)
-    np.minimum.at(first, g, hit)
-    last = np.where(first < len(v), first, end - 1)
     some = end > start
+    first[some] = np.minimum.reduceat(hit, start[some])  # groups are contiguous in order
+    last = np.where(first < len(v), first, end - 1)
     out[some] = cw[last[some]] - base_w[some]
     return out
 

@@ -126,6 +126,8 @@ class Lookahead:
         lost = np.zeros(len(domains), dtype=np.float64)
         order: IntArray | None = None
         sorted_tins = touts = np.zeros(0, dtype=np.int64)
+        n = len(domains)
+        holders: dict[int, tuple[IntArray, BoolArray]] = {}  # per home tier, once per call
         for shape, h in homes:
             if h.tier == 0:
                 continue  # node-level homes: node choice inside the domain looks after them
@@ -133,18 +135,19 @@ class Lookahead:
             # the candidate inside (or equal to) one of the shape's homes
             above = lay.node_dom.get(h.tier)
             if above is not None:
-                grp = above[first_node]
-                inside = (tiers <= h.tier) & (grp >= 0)
-                grp = np.where(inside, grp, 0)
-                inside &= h.mask[grp]
+                held = holders.get(h.tier)
+                if held is None:
+                    grp = above[first_node]
+                    within = (tiers <= h.tier) & (grp >= 0)
+                    held = holders[h.tier] = (np.where(within, grp, 0), within)
+                grp, within = held
+                inside = within & h.mask[grp]
                 f = free[grp]
                 taken = _lost(f // size, np.maximum(f - int(np.ceil(r)), 0) // size)
                 lost += np.where(inside, taken * size * shape.weight, 0.0)
             # homes below the candidate: its GPUs come out of them in proportion
             below = tiers > h.tier
             if below.any():
-                home_free = np.zeros(len(domains), dtype=np.float64)
-                copies = np.zeros(len(domains), dtype=np.float64)
                 if order is None:  # the candidates in depth-first order, once per call
                     tins, touts = lay.tin[domains], lay.tout[domains]
                     order = np.argsort(tins, kind="stable")
@@ -155,8 +158,9 @@ class Lookahead:
                 ok = owner >= 0
                 owner = order[np.maximum(owner, 0)]
                 ok &= home_tin < touts[owner]
-                np.add.at(home_free, owner[ok], free[hs[ok]])
-                np.add.at(copies, owner[ok], free[hs[ok]] // size)
+                mine, home_f = owner[ok], free[hs[ok]]
+                home_free = np.bincount(mine, weights=home_f, minlength=n)
+                copies = np.bincount(mine, weights=home_f // size, minlength=n)
                 share = np.where(free[domains] > 0, home_free / np.maximum(free[domains], 1), 0)
                 taken = np.minimum(copies, np.floor(r * share / size))
                 lost += np.where(below, taken * size * shape.weight, 0.0)
