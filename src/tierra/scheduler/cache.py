@@ -471,7 +471,8 @@ class Cache:
     def _assumed(self, assigned: Sequence[tuple[Pod, int, IntArray]]) -> None:
         """Record bindings whose resources are already in the ledger."""
         names = self.index.node_names
-        totals: dict[tuple[bool, str], IntArray] = {}
+        rows: dict[tuple[bool, str], list[IntArray]] = {}
+        holding: Counter[str] = Counter()  # gang -> its pods bound here
         touched: set[str] = set()
         for pod, node, vec in assigned:
             key = pod.key
@@ -485,11 +486,13 @@ class Cache:
             self.priorities[pod.priority] += 1
             self._shape(key, g, vec, +1)
             slot = (True, g) if g is not None else (False, solo_queue(pod))
-            cur = totals.get(slot)
-            totals[slot] = vec.copy() if cur is None else cur + vec
+            rows.setdefault(slot, []).append(vec)
             if g is not None:
-                self._held(g, +1)
-        for (is_gang, k), total in totals.items():
+                holding[g] += 1
+        for g, count in holding.items():
+            self._held(g, count)
+        for (is_gang, k), vecs in rows.items():
+            total = vecs[0].copy() if len(vecs) == 1 else np.add.reduce(vecs)
             book = self.gang_used if is_gang else self.solo_used
             cur = book.get(k)
             book[k] = total if cur is None else cur + total
@@ -588,7 +591,7 @@ class Cache:
         self.queue_used[queue] = delta.copy() if cur is None else cur + delta
 
     def _held(self, gang: str, sign: int) -> None:
-        """One more (or one fewer) of ``gang``'s pods holds resources."""
+        """``sign`` more (or, negative, fewer) of ``gang``'s pods hold resources."""
         before = self._holders[gang]
         after = before + sign
         q = self.gang_queue(gang)
