@@ -28,6 +28,20 @@ from tierra.kube.testing.fake import node_manifest
 from tierra.kube.webhook import review
 from tierra.kube.webhook.admission import Judge
 
+
+def validate_errors(tmp_path: Path, docs: list[Any]) -> set[str]:
+    """The errors ``tierra validate -o json`` prints for ``docs``, as the webhook words them."""
+    snapshot = tmp_path / "s.yaml"
+    snapshot.write_text(yaml.safe_dump_all(docs))
+    result = CliRunner().invoke(app, ["validate", str(snapshot), "-o", "json"])
+    assert result.exit_code == 1
+    return {
+        f"{p['object']}: {p['field']}: {p['message']}"
+        for p in json.loads(result.output)["problems"]
+        if p["severity"] == "error"
+    }
+
+
 # -- HyperNodes ---------------------------------------------------------------------------
 
 
@@ -89,15 +103,7 @@ def test_refusals_name_object_field_and_rule(raw: dict[str, Any], want: str) -> 
 def test_refusal_text_is_what_validate_prints(tmp_path: Path) -> None:
     bad = hn("s7", 3, children=("s4",))
     verdict = judge_with(canonical()).review_hypernode(bad)
-    snapshot = tmp_path / "s.yaml"
-    snapshot.write_text(yaml.safe_dump_all([*canonical(), bad]))
-    result = CliRunner().invoke(app, ["validate", str(snapshot), "-o", "json"])
-    assert result.exit_code == 1
-    printed = {
-        f"{p['object']}: {p['field']}: {p['message']}"
-        for p in json.loads(result.output)["problems"]
-        if p["severity"] == "error"
-    }
+    printed = validate_errors(tmp_path, [*canonical(), bad])
     assert verdict.problems and {str(p) for p in verdict.problems} <= printed
 
 
@@ -272,15 +278,7 @@ def test_upstream_refusal_text_is_what_validate_prints(tmp_path: Path) -> None:
     bad = workload_podgroup("train", 2, "example.com/row")
     nodes = canonical_nodes()
     verdict = judge_with(canonical(), nodes).review_podgroup(bad, group=WORKLOAD)
-    snapshot = tmp_path / "s.yaml"
-    snapshot.write_text(yaml.safe_dump_all([*canonical(), *nodes, bad]))
-    result = CliRunner().invoke(app, ["validate", str(snapshot), "-o", "json"])
-    assert result.exit_code == 1
-    printed = {
-        f"{p['object']}: {p['field']}: {p['message']}"
-        for p in json.loads(result.output)["problems"]
-        if p["severity"] == "error"
-    }
+    printed = validate_errors(tmp_path, [*canonical(), *nodes, bad])
     assert verdict.problems and {str(p) for p in verdict.problems} <= printed
 
 

@@ -14,7 +14,7 @@ same thing.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -296,6 +296,26 @@ def _allowing(cache: Cache, limit: TierLimit, t: int, h: int) -> str:
     return f"allow tier {t} ({allow}; {domain_name(cache, h)} could hold it)"
 
 
+def _first_tier_that_fits(
+    cache: Cache,
+    limit: TierLimit,
+    domains: Callable[[int], IntArray],
+    holds: Callable[[IntArray], BoolArray],
+) -> str | None:
+    """The lowest tier above ``limit`` with a domain that ``holds`` the gang, as the fix
+    to offer (``_allowing``); None when even the whole cluster would not."""
+    ix = cache.index
+    top = limit.highest(ix)
+    for t in sorted({int(x) for x in ix.tier[: ix.root]} | {cache.layouts.root_tier}):
+        if t <= top:
+            continue
+        above = domains(t)
+        fits = holds(above)
+        if fits.any():
+            return _allowing(cache, limit, t, int(above[int(np.argmax(fits))]))
+    return None
+
+
 def never_fits(cache: Cache, demand: Demand, limit: TierLimit, region: int) -> str | None:
     """Why ``demand`` fits no domain ``limit`` allows even with every node empty, and what
     would make it fit; None when some allowed domain could hold it once room frees.
@@ -332,17 +352,17 @@ def never_fits(cache: Cache, demand: Demand, limit: TierLimit, region: int) -> s
             f" add nodes or {shrink}"
         )
     name = domain_name(cache, int(allowed[best]))
-    top = limit.highest(ix)
     fix = f"or {shrink}"
-    for t in sorted({int(x) for x in ix.tier[: ix.root]} | {lay.root_tier}):
-        if t <= top:
-            continue
-        above = every[(ix.tier == t) & ix.usable & within]
-        fits, _ = _empty_holds(cache, demand, above) if len(above) else (above > 0, above)
-        if fits.any():
-            h = int(above[int(np.argmax(fits))])
-            fix = f"{_allowing(cache, limit, t, h)} {fix}"
-            break
+    allow = _first_tier_that_fits(
+        cache,
+        limit,
+        lambda t: every[(ix.tier == t) & ix.usable & within],
+        lambda above: (
+            _empty_holds(cache, demand, above)[0] if len(above) else np.zeros(0, dtype=bool)
+        ),
+    )
+    if allow is not None:
+        fix = f"{allow} {fix}"
     return (
         f"can never fit within {limit.text}: even with every node empty, no allowed"
         f" HyperNode holds {req} (the most, {name}, holds {most}"
@@ -453,16 +473,14 @@ def podgroup_never_fits(cache: Cache, pg: PodGroup) -> str | None:
             f"{want}{lacking}; add nodes or {shrink}"
         )
     fix = f"or {shrink}"
-    top = limit.highest(ix)
-    for t in sorted({int(x) for x in ix.tier[: ix.root]} | {cache.layouts.root_tier}):
-        if t <= top:
-            continue
-        above = every[(ix.tier == t) & ix.usable]
-        fits, _ = _minimum_holds(cache, need, floor, above)
-        if fits.any():
-            where = int(above[int(np.argmax(fits))])
-            fix = f"{_allowing(cache, limit, t, where)} {fix}"
-            break
+    allow = _first_tier_that_fits(
+        cache,
+        limit,
+        lambda t: every[(ix.tier == t) & ix.usable],
+        lambda above: _minimum_holds(cache, need, floor, above)[0],
+    )
+    if allow is not None:
+        fix = f"{allow} {fix}"
     return (
         f"can never fit within {limit.text}: even with every node empty, no allowed "
         f"HyperNode holds {want} (the most, {domain_name(cache, h)}, holds {most}{lacking}); "
