@@ -6,7 +6,7 @@
 # Why a build at all: no registry reachable here ships a kube-apiserver, and
 # `go install k8s.io/kubernetes/cmd/...@v1.36.Y` is refused (k/k's go.mod has
 # replace directives). The wrapper modules in kube/ and etcd/ pin everything;
-# see ../../../shared/research/k8s-integration.md §1 for the details.
+# hack/controlplane/README.md ("Why not go install ...") gives the details.
 #
 # Environment:
 #   KUBEBUILDER_ASSETS         use binaries already there (envtest convention);
