@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tierra.api.natural import natural_key
+from tierra.api.pod import Pod
 from tierra.scheduler.allocate import Allocator
 from tierra.scheduler.cache import Cache, gang_key, solo_queue
 from tierra.scheduler.config import SchedulerConfig
@@ -106,6 +107,8 @@ class Preemptor:
         self.bound_now = bound_now
 
     def victims(self, gang: Gang) -> list[Victim]:
+        """Running pods of our schedulers, not the gang's own nor bound this session, that
+        ``may_take`` allows."""
         cache = self.cache
         names = set(self.config.scheduler_names)
         mine = {p.key for p in gang.running}
@@ -114,14 +117,18 @@ class Preemptor:
             if key in mine or key in self.bound_now:
                 continue
             pod = cache.pods[key]
-            if pod.priority >= gang.priority or pod.scheduler_name not in names:
-                continue
-            q = queue_of(cache, key)
-            queue = cache.queues.get(q)
-            if queue is not None and not queue.reclaimable and q != gang.queue:
+            if pod.scheduler_name not in names or not self.may_take(gang, key, pod):
                 continue
             out.append(Victim(key, node, cache.vec_of[key], pod.priority))
         return out
+
+    def may_take(self, gang: Gang, key: str, pod: Pod) -> bool:
+        """Preemption: a lower-priority pod, of the gang's queue or a reclaimable one."""
+        if pod.priority >= gang.priority:
+            return False
+        q = queue_of(self.cache, key)
+        queue = self.cache.queues.get(q)
+        return queue is None or queue.reclaimable or q == gang.queue
 
     def _bundles(self, victims: list[Victim], inside: np.ndarray) -> list[Bundle]:
         cache = self.cache

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tierra.api.natural import natural_key
+from tierra.api.pod import Pod
 from tierra.scheduler.allocate import Allocator
 from tierra.scheduler.cache import Cache, gang_key
 from tierra.scheduler.config import SchedulerConfig
@@ -104,19 +105,9 @@ class Reclaimer(Preemptor):
             self._victim_queues[v] = found
         return found
 
-    def victims(self, gang: Gang) -> list[Victim]:
-        cache = self.cache
-        names = set(self.config.scheduler_names)
-        mine = {p.key for p in gang.running}
-        out: list[Victim] = []
-        for key, node in cache.node_of.items():
-            if key in mine or key in self.bound_now:
-                continue
-            pod = cache.pods[key]
-            if pod.scheduler_name not in names or not self._gives(queue_of(cache, key)):
-                continue
-            out.append(Victim(key, node, cache.vec_of[key], pod.priority))
-        return out
+    def may_take(self, gang: Gang, key: str, pod: Pod) -> bool:
+        """Reclaim: any pod of a queue that may give room to the gang's (any priority)."""
+        return self._gives(queue_of(self.cache, key))
 
     def _bundles(self, victims: list[Victim], inside: np.ndarray) -> list[Bundle]:
         """Whole gangs with a pod inside the domain, lowest priority first."""
