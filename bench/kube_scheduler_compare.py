@@ -62,7 +62,13 @@ from tierra.kube.testing import (
     find_binary,
 )
 from tierra.kube.testing.controlplane import WORKLOAD_API_ARGS, free_ports
-from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
+from tierra.kube.testing.fake import (
+    NodeShape,
+    PodShape,
+    node_manifest,
+    pod_manifest,
+    workload_podgroup_manifest,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "hack" / "controlplane" / "run-kube-scheduler.sh"
@@ -384,15 +390,7 @@ async def gang_phase(
                 await create(
                     kube,
                     WORKLOAD_PODGROUPS.path(ns),
-                    {
-                        "apiVersion": "scheduling.k8s.io/v1alpha2",
-                        "kind": "PodGroup",
-                        "metadata": {"name": gang, "namespace": ns},
-                        "spec": {
-                            "schedulingPolicy": {"gang": {"minCount": size}},
-                            "schedulingConstraints": {"topology": [{"key": RACK}]},
-                        },
-                    },
+                    workload_podgroup_manifest(gang, ns, {"gang": {"minCount": size}}, RACK),
                 )
 
         async def pod(name: str) -> None:

@@ -19,21 +19,14 @@ from tierra.api.workload import (
     resolve_topology_keys,
 )
 from tierra.errors import Problem
+from tierra.kube.testing.fake import workload_podgroup_manifest
 from tierra.scheduler import schedule
 
 RACK = "topology.kubernetes.io/rack"
 
 
 def podgroup(name: str, policy: dict[str, Any], key: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulingPolicy": policy}
-    if key is not None:
-        spec["schedulingConstraints"] = {"topology": [{"key": key}]}
-    return {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "ml"},
-        "spec": spec,
-    }
+    return workload_podgroup_manifest(name, "ml", policy, key)
 
 
 def test_gang_policy_and_topology_key() -> None:

@@ -21,7 +21,13 @@ from tierra.kube.client import JSON, MERGE_PATCH
 from tierra.kube.manifests import crd_folder
 from tierra.kube.resources import NODES, PODS, TIERRA_HYPERNODES, WORKLOAD_PODGROUPS
 from tierra.kube.testing import Binaries, ControlPlane, ControlPlaneUnavailable
-from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
+from tierra.kube.testing.fake import (
+    NodeShape,
+    PodShape,
+    node_manifest,
+    pod_manifest,
+    workload_podgroup_manifest,
+)
 from tierra.web.live import dashboard_for, live_dashboard
 from tierra.web.server import serving
 
@@ -99,15 +105,7 @@ def test_workload_api_podgroups_are_watched_and_their_label_keys_become_domains(
         )
         for i, n in enumerate(nodes)
     ]
-    group = {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
-        "kind": "PodGroup",
-        "metadata": {"name": "wl", "namespace": namespace},
-        "spec": {
-            "schedulingPolicy": {"gang": {"minCount": 2}},
-            "schedulingConstraints": {"topology": [{"key": RACK}]},
-        },
-    }
+    group = workload_podgroup_manifest("wl", namespace, {"gang": {"minCount": 2}}, RACK)
     calls.append(("POST", WORKLOAD_PODGROUPS.path(namespace), group))
     for i in range(2):
         body = pod_manifest(

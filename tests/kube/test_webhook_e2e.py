@@ -22,7 +22,7 @@ from tierra.kube.resources import NODES as NODES_RESOURCE
 from tierra.kube.resources import SECRETS, VALIDATING_WEBHOOKS
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.controlplane import free_ports
-from tierra.kube.testing.fake import node_manifest
+from tierra.kube.testing.fake import node_manifest, workload_podgroup_manifest
 from tierra.kube.webhook import app, certs
 
 pytestmark = pytest.mark.kube
@@ -69,15 +69,7 @@ def podgroup(name: str, tier_name: str) -> dict[str, Any]:
 
 
 def workload_podgroup(name: str, min_count: int, key: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "schedulingPolicy": {"gang": {"minCount": min_count}},
-            "schedulingConstraints": {"topology": [{"key": key}]},
-        },
-    }
+    return workload_podgroup_manifest(name, NAMESPACE, {"gang": {"minCount": min_count}}, key)
 
 
 RACK = "e2e.tierra.dev/w-rack"

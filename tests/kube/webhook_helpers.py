@@ -7,7 +7,7 @@ from typing import Any
 
 from tierra.api.hypernode import TIERRA_GROUP, VOLCANO_GROUP, decode_hypernode
 from tierra.api.node import decode_node
-from tierra.kube.testing.fake import NodeShape, node_manifest
+from tierra.kube.testing.fake import NodeShape, node_manifest, workload_podgroup_manifest
 from tierra.kube.webhook import review
 from tierra.kube.webhook.admission import Judge
 
@@ -69,15 +69,7 @@ def canonical_nodes(key: str = "example.com/rack", gpus: int = 8) -> list[dict[s
 
 
 def workload_podgroup(name: str, min_count: int, key: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
-    if key is not None:
-        spec["schedulingConstraints"] = {"topology": [{"key": key}]}
-    return {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "ml"},
-        "spec": spec,
-    }
+    return workload_podgroup_manifest(name, "ml", {"gang": {"minCount": min_count}}, key)
 
 
 def podgroup(nt: dict[str, Any] | None, **spec: Any) -> dict[str, Any]:

@@ -237,6 +237,22 @@ class PodShape:
         return out
 
 
+def workload_podgroup_manifest(
+    name: str, namespace: str, policy: Mapping[str, Any], key: str | None = None
+) -> dict[str, Any]:
+    """An upstream PodGroup (``scheduling.k8s.io/v1alpha2``): ``policy`` is its
+    ``schedulingPolicy`` (``{"gang": {"minCount": 8}}``), ``key`` a node-label topology key."""
+    spec: dict[str, Any] = {"schedulingPolicy": dict(policy)}
+    if key is not None:
+        spec["schedulingConstraints"] = {"topology": [{"key": key}]}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
 def pod_manifest(
     name: str,
     namespace: str,
