@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from deploy_helpers import stand_in_crd
 
 from tierra.api.snapshot import load_snapshot
 from tierra.kube.testing import ControlPlane
@@ -28,30 +29,6 @@ pytestmark = pytest.mark.kube
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (REPO / "examples").rglob("*.yaml") if p.name != "config.yaml")
 VOLCANO_JOB = ("batch.volcano.sh/v1alpha1", "Job")
-
-JOB_STAND_IN = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "jobs.batch.volcano.sh"},
-    "spec": {
-        "group": "batch.volcano.sh",
-        "names": {"kind": "Job", "listKind": "JobList", "plural": "jobs", "singular": "job"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
 
 
 def dry_run(plane: ControlPlane, objects: list[dict[str, Any]]) -> str:
@@ -98,7 +75,7 @@ def task_pods(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def with_jobs(crds: ControlPlane) -> ControlPlane:
-    crds.kubectl("apply", "-f", "-", input=json.dumps(JOB_STAND_IN))
+    stand_in_crd(crds, "batch.volcano.sh", "v1alpha1", "Job", "jobs", namespaced=True)
     crds.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/jobs.batch.volcano.sh"
     )
