@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-cli bench-web screenshots clean bench-controller
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-cli bench-web screenshots clean bench-controller bench-million
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,7 +43,7 @@ $(CHROMIUM):
 screenshots: $(STAMP) $(CHROMIUM)
 	TIERRA_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/web/test_web_browser.py -k screenshots
 
-bench: bench-topology bench-discovery bench-sim bench-queues bench-kube-scheduler bench-kube-compare bench-scheduler bench-cli bench-web bench-controller
+bench: bench-topology bench-discovery bench-sim bench-queues bench-kube-scheduler bench-kube-compare bench-scheduler bench-cli bench-web bench-controller bench-million
 
 bench-topology: $(STAMP)
 	$(BIN)/python bench/topology_index.py
@@ -54,6 +54,9 @@ bench-discovery: $(STAMP)
 
 bench-scheduler: $(STAMP)
 	$(BIN)/python bench/scheduler_scale.py
+
+bench-million: $(STAMP)
+	$(BIN)/python bench/million_pods.py
 
 bench-cli: $(STAMP)
 	$(BIN)/python bench/cli_startup.py
