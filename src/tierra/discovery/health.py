@@ -26,26 +26,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tierra.api.hypernode import HyperNode, HyperNodeStatus, UnhealthyNode
-from tierra.api.node import Condition, Node, TaintEffect
+from tierra.api.node import Condition, Node
 from tierra.discovery.result import LinkIssue, LinkState
+from tierra.topology.health import node_reasons
 from tierra.topology.index import TopologyIndex
 
 MAX_LISTED = 256
 READY = "Ready"
 DEGRADED = "Degraded"
-
-
-def node_reasons(node: Node) -> list[str]:
-    reasons = []
-    if not node.ready:
-        reasons.append("NotReady")
-    if node.unschedulable:
-        reasons.append("Cordoned")
-    for t in node.taints:
-        if t.effect is TaintEffect.NO_EXECUTE:
-            reasons.append("NoExecute")
-            break
-    return reasons
 
 
 def rollup(
