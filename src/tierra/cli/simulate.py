@@ -38,7 +38,7 @@ from tierra.sim.clusters._build import GPU
 from tierra.sim.compare import Comparison, compare, unknown_policies
 from tierra.sim.cost import BoundCost, CostModel, default_cost_model, load_cost_model
 from tierra.sim.engine import Failures, SimOptions
-from tierra.sim.policies import DEFAULT_POLICIES, POLICIES, Policy
+from tierra.sim.policies import DEFAULT_POLICIES, POLICIES, SimPolicy
 from tierra.sim.policies.tierra import TierraPolicy
 from tierra.sim.report import fmt_num, fmt_pct, fmt_seconds, render
 from tierra.sim.workload_file import check_workload, load_workload, workload_manifest
@@ -187,7 +187,7 @@ def simulate(  # typer options, keyword-only
         failures=Failures() if failures else None,
         oracle=optimum,
     )
-    factories: dict[str, Callable[[], Policy]] | None = None
+    factories: dict[str, Callable[[], SimPolicy]] | None = None
     if config is not None:
         factories = {"tierra": lambda: TierraPolicy(config)}
     workers = jobs_ if jobs_ > 0 else min(2, os.cpu_count() or 1)
@@ -258,7 +258,7 @@ def _run(
     names: list[str],
     *,
     options: SimOptions,
-    factories: Mapping[str, Callable[[], Policy]] | None,
+    factories: Mapping[str, Callable[[], SimPolicy]] | None,
     workers: int,
     quiet: bool,
 ) -> Comparison:
