@@ -49,6 +49,14 @@ LevelsOpt = Annotated[
         help="labels: [NAME=]KEY,KEY,... widest first (hostname optional last); repeatable."
     ),
 ]
+TierNameOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tier-name",
+        help="labels: KEY=NAME names the level of label KEY (tierName, as PodGroups'"
+        " highestTierName says it); repeatable. Default: the label key.",
+    ),
+]
 PresetOpt = Annotated[
     str | None,
     typer.Option(help="labels: eks, gke, oke, nvidia-clique, topograph, kueue or kai."),
@@ -102,6 +110,7 @@ def discover(
     *,
     output: DocumentOutput = Output.YAML,
     levels: LevelsOpt = None,
+    tier_names: TierNameOpt = None,
     preset: PresetOpt = None,
     name: NameOpt = "labels",
     owner: OwnerOpt = None,
@@ -123,20 +132,13 @@ def discover(
     allow_mass_delete: AllowMassDeleteOpt = False,
 ) -> None:
     """Discover HyperNodes from SOURCE and print them (or the plan with --reconcile)."""
-    if output is Output.TEXT:
-        fail("-o takes yaml or json")
-    if group not in GROUPS:
-        fail(f"--group takes tierra or volcano, not {group!r}")
-    if not reconcile_with and (max_delete_share is not None or allow_mass_delete):
-        fail("--max-delete-share and --allow-mass-delete only apply with --reconcile")
-    share = reconcile.DEFAULT_MAX_DELETE_SHARE if max_delete_share is None else max_delete_share
-    if not 0.0 <= share <= 1.0:
-        fail(f"--max-delete-share takes a share between 0 and 1, not {share}")
+    share = _check_options(output, group, bool(reconcile_with), max_delete_share, allow_mass_delete)
     request = registry.Request(
         files=tuple(files or ()),
         owner=owner,
         prefix=prefix,
         levels=tuple(spec for spec in (levels or ()) if spec.strip()),
+        tier_names=tuple(tier_names or ()),
         preset=preset,
         host_pattern=host_pattern,
         allow_partial=allow_partial,
@@ -177,6 +179,26 @@ def discover(
         objects += [node_patch(t) for t in found.node_topologies]
     text = dump_json(objects) if output is Output.JSON else dump_yaml(objects)
     console.out(text, end="" if text.endswith("\n") else "\n", highlight=False)
+
+
+def _check_options(
+    output: Output,
+    group: str,
+    reconciling: bool,
+    max_delete_share: float | None,
+    allow_mass_delete: bool,
+) -> float:
+    """Refuse options that contradict each other; the share of deletes allowed."""
+    if output is Output.TEXT:
+        fail("-o takes yaml or json")
+    if group not in GROUPS:
+        fail(f"--group takes tierra or volcano, not {group!r}")
+    if not reconciling and (max_delete_share is not None or allow_mass_delete):
+        fail("--max-delete-share and --allow-mass-delete only apply with --reconcile")
+    share = reconcile.DEFAULT_MAX_DELETE_SHARE if max_delete_share is None else max_delete_share
+    if not 0.0 <= share <= 1.0:
+        fail(f"--max-delete-share takes a share between 0 and 1, not {share}")
+    return share
 
 
 def _notes(source: str, found: Discovery) -> None:

@@ -18,15 +18,18 @@ Semantics (compared with Volcano's label discoverer):
 * Names are the topology name and the value path (``kueue-b1-r1``), never random.
 * An optional node selector (any of several label selectors) limits the nodes, which
   is how a Kueue ResourceFlavor's ``nodeLabels`` or a mixed-depth EKS fleet is expressed.
+* Each level may be named (``with_tier_names``: ``example.com/rack`` -> ``rack``), so
+  PodGroups say ``highestTierName: rack``; unnamed, the tier name is the label key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tierra.api.hypernode import HyperNode, LinkSpec
 from tierra.api.labels import LabelSelector
+from tierra.api.meta import DNS_SUBDOMAIN_MAX as TIER_NAME_MAX
 from tierra.api.node import Node
 from tierra.discovery import naming
 from tierra.discovery.result import SOURCE_DETAIL, Discovery, hypernode, note, sorted_hypernodes
@@ -87,6 +90,47 @@ def make_topology(
         levels=tuple(LabelLevel(k, tn) for k, tn in zip(keys, names, strict=True)),
         selectors=tuple(selectors),
     )
+
+
+def with_tier_names(
+    topologies: Sequence[LabelTopology], tier_names: Mapping[str, str], *, strict: bool = True
+) -> list[LabelTopology]:
+    """``topologies`` with each level whose label key ``tier_names`` lists named by it.
+
+    A level's ``tierName`` is what PodGroups name in ``highestTierName``; without one it is
+    the label key (``example.com/rack``), as Volcano's label discoverer writes it. With
+    ``{example.com/rack: rack}`` the rack level's HyperNodes say ``tierName: rack``. A key
+    no level has (unless not ``strict``: levels read live from Kueue or KAI objects come
+    and go), or an empty name, is a ``ConfigError`` (a typo would otherwise be silent); so
+    is a name given to two levels of one topology, which would make the tier it names
+    ambiguous.
+    """
+    if not tier_names:
+        return list(topologies)
+    for key, tier_name in tier_names.items():
+        if not tier_name.strip():
+            raise ConfigError(f"the tier name for label {key!r} is empty")
+        if len(tier_name) > TIER_NAME_MAX:
+            raise ConfigError(
+                f"the tier name for label {key!r} is longer than {TIER_NAME_MAX} characters"
+            )
+    used = {lv.key for t in topologies for lv in t.levels}
+    if strict and (unknown := sorted(set(tier_names) - used)):
+        raise ConfigError(
+            f"tier names for label(s) no level reads: {', '.join(unknown)}"
+            f" (levels: {', '.join(sorted(used))})"
+        )
+    out = []
+    for t in topologies:
+        levels = tuple(
+            replace(lv, tier_name=tier_names[lv.key]) if lv.key in tier_names else lv
+            for lv in t.levels
+        )
+        named = [lv.tier_name for lv in levels if lv.tier_name]
+        if len(set(named)) != len(named):
+            raise ConfigError(f"topology {t.name!r}: two levels share a tier name")
+        out.append(replace(t, levels=levels))
+    return out
 
 
 @dataclass(slots=True)

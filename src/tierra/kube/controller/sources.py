@@ -104,7 +104,8 @@ class LiveSource:
         cfg = self.config
         topologies = list(cfg.topologies)
         if cfg.object_preset:
-            topologies += await self._object_topologies(cfg.object_preset)
+            found = await self._object_topologies(cfg.object_preset)
+            topologies += labels.with_tier_names(found, cfg.tier_names, strict=False)
         nodes = self.cache.node_list()
         return labels.discover_labels(nodes, topologies, owner=cfg.owner, prefix=cfg.prefix)
 
