@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tierra.discovery import ParseError
-from tierra.discovery.exporters import export_slurm_conf, export_slurm_yaml
+from tierra.discovery.export_formats import export_slurm_conf, export_slurm_yaml
 from tierra.discovery.hostlist import HostlistError, compress, expand
 from tierra.discovery.slurm import Topology, discover_slurm, parse_conf, parse_yaml
 

@@ -38,7 +38,7 @@ from tierra.discovery.result import MANAGED_BY
 from tierra.kube.client import ApiError, Kube
 from tierra.kube.controller import app
 from tierra.kube.controller.config import parse_config
-from tierra.kube.controller.exports import EXPORT_OWNER, OWNED_LABELS
+from tierra.kube.controller.export_changes import EXPORT_OWNER, OWNED_LABELS
 from tierra.kube.controller.metrics import Metrics
 from tierra.kube.resources import (
     CONFIGMAPS,

@@ -10,7 +10,7 @@ from tierra.api.meta import ObjectMeta
 from tierra.api.node import Condition, Node
 from tierra.discovery import health, labels
 from tierra.kube.controller.cache import decode_cached_node
-from tierra.kube.controller.status import StoredDecoder, decode_stored, status_patch
+from tierra.kube.controller.status_patch import StoredDecoder, decode_stored, status_patch
 from tierra.kube.testing.fake import node_manifest
 
 T0 = "2026-12-01T10:00:00Z"

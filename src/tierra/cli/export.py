@@ -24,7 +24,7 @@ from tierra.cli.common import (
     fail,
     load_snapshot_or_exit,
 )
-from tierra.discovery import exporters
+from tierra.discovery import export_formats
 from tierra.errors import InputError
 from tierra.topology.index import TopologyIndex
 
@@ -43,13 +43,13 @@ def _hypernodes_as(group: str) -> Exporter:
 FORMATS: dict[str, Exporter] = {
     "volcano": _hypernodes_as(VOLCANO_GROUP),
     "tierra": _hypernodes_as(TIERRA_GROUP),
-    "kueue": lambda s: exporters.export_kueue(s.hypernodes, s.nodes),
-    "kai": lambda s: exporters.export_kai(s.hypernodes, s.nodes),
-    "labels": lambda s: exporters.export_labels(s.hypernodes, s.nodes),
+    "kueue": lambda s: export_formats.export_kueue(s.hypernodes, s.nodes),
+    "kai": lambda s: export_formats.export_kai(s.hypernodes, s.nodes),
+    "labels": lambda s: export_formats.export_labels(s.hypernodes, s.nodes),
 }
 TEXT_FORMATS: dict[str, Callable[[Snapshot], str]] = {
-    "slurm-conf": lambda s: exporters.export_slurm_conf(s.hypernodes, s.nodes),
-    "slurm-yaml": lambda s: exporters.export_slurm_yaml(s.hypernodes, s.nodes),
+    "slurm-conf": lambda s: export_formats.export_slurm_conf(s.hypernodes, s.nodes),
+    "slurm-yaml": lambda s: export_formats.export_slurm_yaml(s.hypernodes, s.nodes),
 }
 
 

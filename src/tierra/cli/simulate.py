@@ -38,7 +38,7 @@ from tierra.sim.clusters._build import GPU
 from tierra.sim.compare import Comparison, compare, unknown_policies
 from tierra.sim.cost import BoundCost, CostModel, default_cost_model, load_cost_model
 from tierra.sim.engine import Failures, SimOptions
-from tierra.sim.policies import DEFAULT_POLICIES, POLICIES, Policy
+from tierra.sim.policies import DEFAULT_POLICIES, POLICIES, SimPolicy
 from tierra.sim.policies.tierra import TierraPolicy
 from tierra.sim.report import fmt_num, fmt_pct, fmt_seconds, render
 from tierra.sim.workload_file import check_workload, load_workload, workload_manifest
@@ -54,6 +54,7 @@ from tierra.sim.workloads import (
 from tierra.topology.capacity import Capacity
 
 DEFAULT_REPORT = Path("tierra-report.html")
+DEFAULT_POLICY_LIST = ",".join(DEFAULT_POLICIES)
 
 
 def _cluster(name: str, nodes: int | None, cost: CostModel) -> SimCluster:
@@ -72,90 +73,94 @@ def _workload(path: Path | None, cluster: SimCluster, spec: WorkloadSpec) -> Wor
     return generate(facts, spec)
 
 
+# The options, one alias each, so the command's signature reads as a list of names.
+ClusterOpt = Annotated[
+    str,
+    typer.Option(
+        "--cluster", help=f"Built-in preset ({', '.join(PRESETS)}) or a snapshot file/directory."
+    ),
+]
+NodesOpt = Annotated[
+    int | None,
+    typer.Option("--nodes", help=f"Nodes in a built-in cluster, 64-100,000 [{DEFAULT_NODES}]."),
+]
+WorkloadOpt = Annotated[
+    Path | None, typer.Option("--workload", help="Your own jobs (kind: Workload YAML).")
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for jobs and failures.")]
+HoursOpt = Annotated[float, typer.Option("--hours", help="Hours of arriving work.")]
+LoadOpt = Annotated[float, typer.Option("--load", help="Offered GPU-time / cluster GPU-time.")]
+TraceOpt = Annotated[str, typer.Option("--trace", help=f"Job statistics: {', '.join(TRACES)}.")]
+InferencePriorityOpt = Annotated[
+    int,
+    typer.Option(
+        "--inference-priority",
+        help="Priority of generated inference services (training is 0); above 0 lets"
+        " a preempting policy evict training for them.",
+    ),
+]
+PoliciesOpt = Annotated[
+    str, typer.Option("--policies", help="Comma-separated policies to compare.")
+]
+CostModelOpt = Annotated[
+    Path | None, typer.Option("--cost-model", help="Cost model YAML (tiers, bandwidths).")
+]
+SchedulerConfigOpt = Annotated[
+    Path | None, typer.Option("--scheduler-config", help="tierra scheduler config file.")
+]
+ReportOpt = Annotated[Path, typer.Option("--report", help="Where to write the HTML report.")]
+NoReportOpt = Annotated[bool, typer.Option("--no-report", help="Do not write a report.")]
+OptimumOpt = Annotated[
+    bool, typer.Option("--optimum", help="Solve each gang's exact optimum (ILP; small clusters).")
+]
+FailuresOpt = Annotated[
+    bool, typer.Option("--failures/--no-failures", help="Simulate node failures.")
+]
+IntervalOpt = Annotated[float, typer.Option("--session-interval", help="Seconds between sessions.")]
+WriteClusterOpt = Annotated[
+    Path | None,
+    typer.Option("--write-cluster", help="Write the cluster's snapshot files here and stop."),
+]
+WriteWorkloadOpt = Annotated[
+    Path | None,
+    typer.Option("--write-workload", help="Write the workload as a YAML file and stop."),
+]
+JobsOpt = Annotated[
+    int, typer.Option("--jobs", "-j", help="Policies run at once, in processes [CPUs, at most 2].")
+]
+ResultsOutput = Annotated[
+    Output, typer.Option("-o", "--output", help="text, json or yaml (results only)")
+]
+
+
 def simulate(  # typer options, keyword-only
     *,
-    cluster: Annotated[
-        str,
-        typer.Option(
-            "--cluster",
-            help=f"Built-in preset ({', '.join(PRESETS)}) or a snapshot file/directory.",
-        ),
-    ] = DEFAULT_PRESET,
-    nodes: Annotated[
-        int | None,
-        typer.Option("--nodes", help=f"Nodes in a built-in cluster, 64-100,000 [{DEFAULT_NODES}]."),
-    ] = None,
-    workload: Annotated[
-        Path | None, typer.Option("--workload", help="Your own jobs (kind: Workload YAML).")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for jobs and failures.")] = 1,
-    hours: Annotated[float, typer.Option("--hours", help="Hours of arriving work.")] = 24.0,
-    load: Annotated[
-        float, typer.Option("--load", help="Offered GPU-time / cluster GPU-time.")
-    ] = DEFAULT_LOAD,
-    trace: Annotated[
-        str, typer.Option("--trace", help=f"Job statistics: {', '.join(TRACES)}.")
-    ] = DEFAULT_TRACE,
-    inference_priority: Annotated[
-        int,
-        typer.Option(
-            "--inference-priority",
-            help="Priority of generated inference services (training is 0); above 0 lets"
-            " a preempting policy evict training for them.",
-        ),
-    ] = 0,
-    policies: Annotated[
-        str, typer.Option("--policies", help="Comma-separated policies to compare.")
-    ] = ",".join(DEFAULT_POLICIES),
-    cost_model: Annotated[
-        Path | None, typer.Option("--cost-model", help="Cost model YAML (tiers, bandwidths).")
-    ] = None,
-    scheduler_config: Annotated[
-        Path | None, typer.Option("--scheduler-config", help="tierra scheduler config file.")
-    ] = None,
-    report: Annotated[
-        Path, typer.Option("--report", help="Where to write the HTML report.")
-    ] = DEFAULT_REPORT,
-    no_report: Annotated[bool, typer.Option("--no-report", help="Do not write a report.")] = False,
-    optimum: Annotated[
-        bool,
-        typer.Option("--optimum", help="Solve each gang's exact optimum (ILP; small clusters)."),
-    ] = False,
-    failures: Annotated[
-        bool, typer.Option("--failures/--no-failures", help="Simulate node failures.")
-    ] = True,
-    interval: Annotated[
-        float, typer.Option("--session-interval", help="Seconds between sessions.")
-    ] = 10.0,
-    write_cluster_dir: Annotated[
-        Path | None,
-        typer.Option("--write-cluster", help="Write the cluster's snapshot files here and stop."),
-    ] = None,
-    write_workload: Annotated[
-        Path | None,
-        typer.Option("--write-workload", help="Write the workload as a YAML file and stop."),
-    ] = None,
-    jobs_: Annotated[
-        int,
-        typer.Option("--jobs", "-j", help="Policies run at once, in processes [CPUs, at most 2]."),
-    ] = 0,
-    output: Annotated[
-        Output, typer.Option("-o", "--output", help="text, json or yaml (results only)")
-    ] = Output.TEXT,
+    cluster: ClusterOpt = DEFAULT_PRESET,
+    nodes: NodesOpt = None,
+    workload: WorkloadOpt = None,
+    seed: SeedOpt = 1,
+    hours: HoursOpt = 24.0,
+    load: LoadOpt = DEFAULT_LOAD,
+    trace: TraceOpt = DEFAULT_TRACE,
+    inference_priority: InferencePriorityOpt = 0,
+    policies: PoliciesOpt = DEFAULT_POLICY_LIST,
+    cost_model: CostModelOpt = None,
+    scheduler_config: SchedulerConfigOpt = None,
+    report: ReportOpt = DEFAULT_REPORT,
+    no_report: NoReportOpt = False,
+    optimum: OptimumOpt = False,
+    failures: FailuresOpt = True,
+    interval: IntervalOpt = 10.0,
+    write_cluster_dir: WriteClusterOpt = None,
+    write_workload: WriteWorkloadOpt = None,
+    jobs_: JobsOpt = 0,
+    output: ResultsOutput = Output.TEXT,
 ) -> None:
     """Compare placement policies on a simulated cluster and workload."""
-    names = list(dict.fromkeys(p.strip() for p in policies.split(",") if p.strip()))
-    if bad := unknown_policies(names):
-        fail(f"unknown policy {bad[0]!r}; choose from: {', '.join(POLICIES)}")
-    if not names:
-        fail("--policies names no policy")
-    if trace not in TRACES:
-        fail(f"unknown trace {trace!r}; choose one of: {', '.join(TRACES)}")
-    if not (0 < hours < math.inf and 0 < load < math.inf and 0 <= interval < math.inf):
-        fail("--hours and --load must be finite and > 0, --session-interval finite and >= 0")
-    if seed < 0:
-        fail(f"--seed must be >= 0, not {seed}")
-    if not no_report and write_cluster_dir is None and write_workload is None:
+    names = _policy_names(policies)
+    _check_options(trace=trace, hours=hours, load=load, interval=interval, seed=seed)
+    writes = write_cluster_dir is not None or write_workload is not None
+    if not no_report and not writes:
         _check_writable(report, "--report")  # before the run, not after minutes of it
     if write_workload is not None:
         _check_writable(write_workload, "--write-workload")
@@ -165,13 +170,9 @@ def simulate(  # typer options, keyword-only
         bound = cost.bind(the_cluster.index, the_cluster.nodes)
         config = load_config(scheduler_config) if scheduler_config is not None else None
         spec = WorkloadSpec(
-            seed=seed,
-            hours=hours,
-            load=load,
-            trace=trace,
-            inference_priority=inference_priority,
+            seed=seed, hours=hours, load=load, trace=trace, inference_priority=inference_priority
         )
-        if write_cluster_dir is not None or write_workload is not None:
+        if writes:
             _write(the_cluster, write_cluster_dir, write_workload, workload=workload, spec=spec)
             return
         jobs = _workload(workload, the_cluster, spec)
@@ -187,7 +188,7 @@ def simulate(  # typer options, keyword-only
         failures=Failures() if failures else None,
         oracle=optimum,
     )
-    factories: dict[str, Callable[[], Policy]] | None = None
+    factories: dict[str, Callable[[], SimPolicy]] | None = None
     if config is not None:
         factories = {"tierra": lambda: TierraPolicy(config)}
     workers = jobs_ if jobs_ > 0 else min(2, os.cpu_count() or 1)
@@ -201,21 +202,45 @@ def simulate(  # typer options, keyword-only
         workers=workers,
         quiet=output is not Output.TEXT,
     )
+    _show(comp, output, None if no_report else report)
+
+
+def _policy_names(policies: str) -> list[str]:
+    names = list(dict.fromkeys(p.strip() for p in policies.split(",") if p.strip()))
+    if bad := unknown_policies(names):
+        fail(f"unknown policy {bad[0]!r}; choose from: {', '.join(POLICIES)}")
+    if not names:
+        fail("--policies names no policy")
+    return names
+
+
+def _check_options(*, trace: str, hours: float, load: float, interval: float, seed: int) -> None:
+    if trace not in TRACES:
+        fail(f"unknown trace {trace!r}; choose one of: {', '.join(TRACES)}")
+    if not (0 < hours < math.inf and 0 < load < math.inf and 0 <= interval < math.inf):
+        fail("--hours and --load must be finite and > 0, --session-interval finite and >= 0")
+    if seed < 0:
+        fail(f"--seed must be >= 0, not {seed}")
+
+
+def _show(comp: Comparison, output: Output, report: Path | None) -> None:
+    """The results as a table (or a document) and the HTML report, when one is wanted."""
     if output is Output.TEXT:
         _table(comp)
         _queue_table(comp)
     else:
         print_document(comp.to_dict(), output)
-    if not no_report:
-        command = "tierra " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        try:
-            tmp = report.with_name(report.name + ".tmp")
-            tmp.write_text(render(comp, command=command), "utf-8")
-            tmp.replace(report)
-        except OSError as exc:
-            fail(f"{report}: cannot write the report: {exc.strerror}")
-        if output is Output.TEXT:
-            console.print(f"report: [bold]{report}[/bold]")
+    if report is None:
+        return
+    command = "tierra " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    try:
+        tmp = report.with_name(report.name + ".tmp")
+        tmp.write_text(render(comp, command=command), "utf-8")
+        tmp.replace(report)
+    except OSError as exc:
+        fail(f"{report}: cannot write the report: {exc.strerror}")
+    if output is Output.TEXT:
+        console.print(f"report: [bold]{report}[/bold]")
 
 
 def _check_writable(path: Path, option: str) -> None:
@@ -258,7 +283,7 @@ def _run(
     names: list[str],
     *,
     options: SimOptions,
-    factories: Mapping[str, Callable[[], Policy]] | None,
+    factories: Mapping[str, Callable[[], SimPolicy]] | None,
     workers: int,
     quiet: bool,
 ) -> Comparison:

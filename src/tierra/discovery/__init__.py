@@ -10,7 +10,7 @@ desired HyperNodes, per-node topologies, link issues, notes):
 * ``nvidia_smi`` and ``dra``: inside the node (``nodetopology``), DRA cliques too.
 
 Around them: ``naming`` (deterministic names), ``reconcile`` (desired vs existing,
-ownership), ``health`` (status conditions), ``exporters`` (Kueue, KAI, labels, Slurm)
+ownership), ``health`` (status conditions), ``export_formats`` (Kueue, KAI, labels, Slurm)
 and ``registry`` (every source, listed by hand). Nothing here talks to Kubernetes.
 """
 

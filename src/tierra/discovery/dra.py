@@ -176,44 +176,7 @@ def discover_dra(
     topologies: list[NodeTopology] = []
     cliques: dict[str, set[str]] = defaultdict(set)
     for node, entries in sorted(per_node.items()):
-        entries.sort(key=lambda e: (e[0].driver, natural_key(e[1].name)))
-        devices: list[Device] = []
-        roots: dict[str, list[str]] = defaultdict(list)
-        numas: dict[str, list[str]] = defaultdict(list)
-        for s, d in entries:
-            name = f"{s.driver}/{d.name}"
-            kind_attr = d.attributes.get(f"{s.driver}/type")
-            kind = str(kind_attr) if isinstance(kind_attr, str) else s.driver.split(".")[0]
-            root = _as_list(_lookup(d.attributes, PCIE_ROOT, s.driver))
-            numa = _as_list(_lookup(d.attributes, NUMA, s.driver))
-            uuid = d.attributes.get(f"{s.driver}/uuid")
-            devices.append(
-                Device(
-                    name=name,
-                    kind=kind,
-                    alias=uuid if isinstance(uuid, str) else None,
-                    numa=int(numa[0]) if len(numa) == 1 and numa[0].isdigit() else None,
-                    pcie_root=",".join(root) or None,
-                )
-            )
-            for r in root:
-                roots[r].append(name)
-            for n in numa:
-                numas[n].append(name)
-            for c in _as_list(_lookup(d.attributes, CLIQUE, s.driver)):
-                cliques[c].add(node)
-        domains: list[Domain] = []
-        seen: set[frozenset[str]] = set()
-        for kind, groups in (("pcie-root", roots), ("numa", numas)):
-            for key, members in sorted(groups.items()):
-                if len(members) < 2 or frozenset(members) in seen:
-                    continue
-                seen.add(frozenset(members))
-                label = f"{kind}{key}" if kind == "numa" else naming.clean(f"{kind}-{key}")
-                domains.append(Domain(kind=kind, name=label, devices=tuple(members)))
-        topologies.append(
-            NodeTopology(node=node, source=SOURCE, devices=tuple(devices), domains=tuple(domains))
-        )
+        topologies.append(_node_topology(node, entries, cliques))
     proposed = {c: naming.join(prefix, c) for c in cliques}
     names = naming.unique_names(proposed)
     hns: list[HyperNode] = [
@@ -242,3 +205,46 @@ def discover_dra(
             "cliques": len(cliques),
         },
     )
+
+
+def _node_topology(
+    node: str, entries: list[tuple[ResourceSlice, DraDevice]], cliques: dict[str, set[str]]
+) -> NodeTopology:
+    """One node's devices and their PCIe-root and NUMA domains; its cliques into
+    ``cliques`` (clique -> nodes)."""
+    entries.sort(key=lambda e: (e[0].driver, natural_key(e[1].name)))
+    devices: list[Device] = []
+    roots: dict[str, list[str]] = defaultdict(list)
+    numas: dict[str, list[str]] = defaultdict(list)
+    for s, d in entries:
+        name = f"{s.driver}/{d.name}"
+        kind_attr = d.attributes.get(f"{s.driver}/type")
+        kind = str(kind_attr) if isinstance(kind_attr, str) else s.driver.split(".")[0]
+        root = _as_list(_lookup(d.attributes, PCIE_ROOT, s.driver))
+        numa = _as_list(_lookup(d.attributes, NUMA, s.driver))
+        uuid = d.attributes.get(f"{s.driver}/uuid")
+        devices.append(
+            Device(
+                name=name,
+                kind=kind,
+                alias=uuid if isinstance(uuid, str) else None,
+                numa=int(numa[0]) if len(numa) == 1 and numa[0].isdigit() else None,
+                pcie_root=",".join(root) or None,
+            )
+        )
+        for r in root:
+            roots[r].append(name)
+        for n in numa:
+            numas[n].append(name)
+        for c in _as_list(_lookup(d.attributes, CLIQUE, s.driver)):
+            cliques[c].add(node)
+    domains: list[Domain] = []
+    seen: set[frozenset[str]] = set()
+    for kind, groups in (("pcie-root", roots), ("numa", numas)):
+        for key, members in sorted(groups.items()):
+            if len(members) < 2 or frozenset(members) in seen:
+                continue
+            seen.add(frozenset(members))
+            label = f"{kind}{key}" if kind == "numa" else naming.clean(f"{kind}-{key}")
+            domains.append(Domain(kind=kind, name=label, devices=tuple(members)))
+    return NodeTopology(node=node, source=SOURCE, devices=tuple(devices), domains=tuple(domains))

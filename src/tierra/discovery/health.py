@@ -26,26 +26,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tierra.api.hypernode import HyperNode, HyperNodeStatus, UnhealthyNode
-from tierra.api.node import Condition, Node, TaintEffect
+from tierra.api.node import Condition, Node
 from tierra.discovery.result import LinkIssue, LinkState
+from tierra.topology.health import node_reasons
 from tierra.topology.index import TopologyIndex
 
 MAX_LISTED = 256
 READY = "Ready"
 DEGRADED = "Degraded"
-
-
-def node_reasons(node: Node) -> list[str]:
-    reasons = []
-    if not node.ready:
-        reasons.append("NotReady")
-    if node.unschedulable:
-        reasons.append("Cordoned")
-    for t in node.taints:
-        if t.effect is TaintEffect.NO_EXECUTE:
-            reasons.append("NoExecute")
-            break
-    return reasons
 
 
 def rollup(
@@ -80,49 +68,9 @@ def rollup(
         known = [n for n in inside if n in node_by_name]
         healthy = sum(1 for n in known if n not in reasons and n not in link_hosts)
         issues = links_at.get(hn.name, [])
-        degraded_links = sum(1 for i in issues if i.state is LinkState.DEGRADED)
-        down_links = len(issues) - degraded_links
         total = int(index.node_counts[h])
-        if not index.usable[h]:
-            tree = index.trees[int(index.tree_of[h])]
-            ready = Condition(READY, "False", "InvalidTopology", "; ".join(tree.reasons)[:1024])
-        elif not known:
-            ready = Condition(READY, "Unknown", "NoNodeData", "no Node object for any member")
-        elif healthy == 0:
-            ready = Condition(READY, "False", "NoHealthyNodes", f"0 of {len(known)} nodes healthy")
-        else:
-            ready = Condition(
-                READY, "True", "HealthyNodesAvailable", f"{healthy} of {len(known)} nodes healthy"
-            )
-        parts: list[str] = []
-        if unhealthy:
-            counts: dict[str, int] = defaultdict(int)
-            for u in unhealthy:
-                for why_one in u.reason.split(","):
-                    counts[why_one] += 1
-            detail = ", ".join(f"{c} {w}" for w, c in sorted(counts.items()))
-            parts.append(f"{len(unhealthy)} of {total} nodes unhealthy ({detail})")
-        if issues:
-            link_text = []
-            if degraded_links:
-                link_text.append(f"{degraded_links} degraded")
-            if down_links:
-                link_text.append(f"{down_links} down")
-            parts.append(f"links: {', '.join(link_text)} (first: {issues[0]})")
-        if unhealthy and issues:
-            reason = "NodesUnhealthyAndLinksDegraded"
-        elif unhealthy:
-            reason = "NodesUnhealthy"
-        elif issues:
-            reason = "LinksDegraded"
-        else:
-            reason = "AllHealthy"
-        degraded = Condition(
-            DEGRADED,
-            "True" if parts else "False",
-            reason,
-            "; ".join(parts)[:32768] if parts else "no unhealthy node or link",
-        )
+        ready = _ready(index, h, len(known), healthy)
+        degraded = _degraded(unhealthy, issues, total)
         if len(unhealthy) > MAX_LISTED:
             unhealthy = unhealthy[:MAX_LISTED]
         status = HyperNodeStatus(
@@ -130,3 +78,52 @@ def rollup(
         )
         out.append(replace(hn, status=status))
     return tuple(out)
+
+
+def _ready(index: TopologyIndex, h: int, known: int, healthy: int) -> Condition:
+    """``Ready``: the tree usable and a healthy node inside (Unknown with no Node data)."""
+    if not index.usable[h]:
+        tree = index.trees[int(index.tree_of[h])]
+        return Condition(READY, "False", "InvalidTopology", "; ".join(tree.reasons)[:1024])
+    if not known:
+        return Condition(READY, "Unknown", "NoNodeData", "no Node object for any member")
+    if healthy == 0:
+        return Condition(READY, "False", "NoHealthyNodes", f"0 of {known} nodes healthy")
+    return Condition(READY, "True", "HealthyNodesAvailable", f"{healthy} of {known} nodes healthy")
+
+
+def _degraded(
+    unhealthy: Sequence[UnhealthyNode], issues: Sequence[LinkIssue], total: int
+) -> Condition:
+    """``Degraded``: which nodes are unhealthy and why, and which links are bad."""
+    parts: list[str] = []
+    if unhealthy:
+        counts: dict[str, int] = defaultdict(int)
+        for u in unhealthy:
+            for why_one in u.reason.split(","):
+                counts[why_one] += 1
+        detail = ", ".join(f"{c} {w}" for w, c in sorted(counts.items()))
+        parts.append(f"{len(unhealthy)} of {total} nodes unhealthy ({detail})")
+    if issues:
+        degraded_links = sum(1 for i in issues if i.state is LinkState.DEGRADED)
+        down_links = len(issues) - degraded_links
+        link_text = []
+        if degraded_links:
+            link_text.append(f"{degraded_links} degraded")
+        if down_links:
+            link_text.append(f"{down_links} down")
+        parts.append(f"links: {', '.join(link_text)} (first: {issues[0]})")
+    if unhealthy and issues:
+        reason = "NodesUnhealthyAndLinksDegraded"
+    elif unhealthy:
+        reason = "NodesUnhealthy"
+    elif issues:
+        reason = "LinksDegraded"
+    else:
+        reason = "AllHealthy"
+    return Condition(
+        DEGRADED,
+        "True" if parts else "False",
+        reason,
+        "; ".join(parts)[:32768] if parts else "no unhealthy node or link",
+    )

@@ -19,8 +19,10 @@ of N hops discovered") may legitimately mention undescribed devices; those are n
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tierra.api import files
 from tierra.discovery.fabric import DeviceKind, Fabric, HostNamer, Link, build
@@ -84,101 +86,31 @@ def parse(
     return _parse_blocks(lines, file, allow_partial)
 
 
+@dataclass(slots=True)
+class _Scan:
+    """What reading the blocks has learnt so far, beyond the fabric itself."""
+
+    notes: list[Problem] = field(default_factory=list)
+    started: bool = False
+    hop_limited: bool = False
+    preamble: list[int] = field(default_factory=list)
+    first_ref: dict[int, int] = field(default_factory=dict)  # device met as a peer -> line
+
+
 def _parse_blocks(lines: list[str], file: str, allow_partial: bool) -> tuple[Fabric, list[Problem]]:
     fabric = Fabric()
-    notes: list[Problem] = []
-    current: int | None = None
-    devid = ""
-    started = False
-    hop_limited = False
-    preamble: list[int] = []
-    first_ref: dict[int, int] = {}  # device first met as a peer -> that line
-    index = fabric.index
-    for no, raw in enumerate(lines, start=1):
-        line = raw.strip()
-        if not line:
-            current = None
-            continue
-        if line[0] == "[":
-            fields = _port_fields(line)
-            if fields is None:
-                raise ParseError(file, no, f"cannot read this port line: {_clip(line)}")
-            if current is None:
-                raise ParseError(file, no, "a port line outside any Switch or Ca block")
-            port, peer_id, peer_port, rest = fields
-            peer = index.get(peer_id)
-            if peer is None:
-                close = rest.rfind('"')
-                open_ = rest.rfind('"', 0, close) if close > 0 else -1
-                desc = rest[open_ + 1 : close] if open_ >= 0 else ""
-                peer = fabric.device(peer_id, _peer_kind(peer_id), desc, where=f"line {no}")
-                first_ref[peer] = no
-            lanes, speed = _rate(rest)
-            fabric.add_link(current, port, peer, peer_port, lanes=lanes, speed=speed, where=no)
-            continue
-        if line[0] == "#" and _MAX_HOPS.match(line):
-            hop_limited = True
-        m = _HEADER.match(line)
-        if m is not None:
-            keyword, _ports, dev_id, rest = m.groups()
-            if keyword == "Rt":
-                current = None
-                continue
-            quoted = _QUOTED.findall(rest)
-            current = fabric.device(
-                dev_id,
-                _KINDS[keyword],
-                quoted[0] if quoted else dev_id,  # ibsim's minimal dialect: the id is the name
-                model=devid,
-                where=f"line {no}",
-                described=True,
-            )
-            if fabric.devices[current].kind is not _KINDS[keyword]:
-                raise ParseError(
-                    file, no, f"{dev_id} is described as a {keyword} but was linked as another kind"
-                )
-            devid = ""
-            started = True
-            continue
-        if _INFO.match(line):
-            d = _DEVID.match(line)
-            if d:
-                devid = d.group(1).lower()
-            started = started or not line.startswith("#")
-            continue
-        if not started:
-            preamble.append(no)
-            continue
-        if not any(_is_dump_line(rest) for rest in lines[no:]):
-            # A shell prompt or log footer after the last block: the dump itself is whole.
-            notes.append(
-                note(f"{file}: skipped {len(lines) - no + 1} line(s) after the dump (line {no})")
-            )
-            break
-        raise ParseError(file, no, f"not ibnetdiscover output: {_clip(line)}")
-    if not started:
+    scan = _scan(lines, file, fabric)
+    if not scan.started:
         raise ParseError(file, None, "no Switch or Ca blocks: not ibnetdiscover output")
-    if preamble:
+    notes = scan.notes
+    if scan.preamble:
         notes.append(
-            note(f"{file}: skipped {len(preamble)} line(s) before the dump (line {preamble[0]})")
-        )
-    undescribed = [i for i, d in enumerate(fabric.devices) if not d.described]
-    if undescribed:
-        first = min(undescribed, key=lambda i: first_ref.get(i, 0))
-        message = (
-            f"refers to {fabric.devices[first].id}, which the dump never describes"
-            f" ({len(undescribed)} such device(s))"
-        )
-        if not (hop_limited or allow_partial):
-            raise ParseError(
-                file,
-                first_ref.get(first),
-                f"{message}; is the file cut short? (--allow-partial reads it anyway)",
+            note(
+                f"{file}: skipped {len(scan.preamble)} line(s) before the dump"
+                f" (line {scan.preamble[0]})"
             )
-        notes.append(note(f"{file}: line {first_ref.get(first)}: {message}; read anyway"))
-        for i in undescribed:
-            if fabric.devices[i].kind is None:
-                fabric.devices[i].kind = DeviceKind.CA
+        )
+    _undescribed(fabric, scan, file, allow_partial)
     devs = fabric.devices
     one_sided = [
         link.where
@@ -193,6 +125,110 @@ def _parse_blocks(lines: list[str], file: str, allow_partial: bool) -> tuple[Fab
             )
         )
     return fabric, notes
+
+
+def _scan(lines: list[str], file: str, fabric: Fabric) -> _Scan:
+    """Read every block into ``fabric``: devices from headers, links from port lines."""
+    scan = _Scan()
+    current: int | None = None
+    devid = ""
+    for no, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line:
+            current = None
+            continue
+        if line[0] == "[":
+            _port_line(fabric, scan, line, no, current=current, file=file)
+            continue
+        if line[0] == "#" and _MAX_HOPS.match(line):
+            scan.hop_limited = True
+        m = _HEADER.match(line)
+        if m is not None:
+            current = None if m.group(1) == "Rt" else _header(fabric, m.groups(), devid, no, file)
+            if current is not None:
+                devid = ""
+                scan.started = True
+            continue
+        if _INFO.match(line):
+            d = _DEVID.match(line)
+            if d:
+                devid = d.group(1).lower()
+            scan.started = scan.started or not line.startswith("#")
+            continue
+        if not scan.started:
+            scan.preamble.append(no)
+            continue
+        if not any(_is_dump_line(rest) for rest in lines[no:]):
+            # A shell prompt or log footer after the last block: the dump itself is whole.
+            scan.notes.append(
+                note(f"{file}: skipped {len(lines) - no + 1} line(s) after the dump (line {no})")
+            )
+            break
+        raise ParseError(file, no, f"not ibnetdiscover output: {_clip(line)}")
+    return scan
+
+
+def _port_line(
+    fabric: Fabric, scan: _Scan, line: str, no: int, *, current: int | None, file: str
+) -> None:
+    fields = _port_fields(line)
+    if fields is None:
+        raise ParseError(file, no, f"cannot read this port line: {_clip(line)}")
+    if current is None:
+        raise ParseError(file, no, "a port line outside any Switch or Ca block")
+    port, peer_id, peer_port, rest = fields
+    peer = fabric.index.get(peer_id)
+    if peer is None:
+        close = rest.rfind('"')
+        open_ = rest.rfind('"', 0, close) if close > 0 else -1
+        desc = rest[open_ + 1 : close] if open_ >= 0 else ""
+        peer = fabric.device(peer_id, _peer_kind(peer_id), desc, where=f"line {no}")
+        scan.first_ref[peer] = no
+    lanes, speed = _rate(rest)
+    fabric.add_link(current, port, peer, peer_port, lanes=lanes, speed=speed, where=no)
+
+
+def _header(fabric: Fabric, groups: Sequence[Any], devid: str, no: int, file: str) -> int:
+    """The device a Switch or Ca block header describes."""
+    keyword, _ports, dev_id, rest = groups
+    quoted = _QUOTED.findall(rest)
+    current = fabric.device(
+        dev_id,
+        _KINDS[keyword],
+        quoted[0] if quoted else dev_id,  # ibsim's minimal dialect: the id is the name
+        model=devid,
+        where=f"line {no}",
+        described=True,
+    )
+    if fabric.devices[current].kind is not _KINDS[keyword]:
+        raise ParseError(
+            file, no, f"{dev_id} is described as a {keyword} but was linked as another kind"
+        )
+    return current
+
+
+def _undescribed(fabric: Fabric, scan: _Scan, file: str, allow_partial: bool) -> None:
+    """Devices met only as peers: an error unless the dump was hop-limited or partial
+    dumps are allowed; read as CAs otherwise."""
+    undescribed = [i for i, d in enumerate(fabric.devices) if not d.described]
+    if not undescribed:
+        return
+    first_ref = scan.first_ref
+    first = min(undescribed, key=lambda i: first_ref.get(i, 0))
+    message = (
+        f"refers to {fabric.devices[first].id}, which the dump never describes"
+        f" ({len(undescribed)} such device(s))"
+    )
+    if not (scan.hop_limited or allow_partial):
+        raise ParseError(
+            file,
+            first_ref.get(first),
+            f"{message}; is the file cut short? (--allow-partial reads it anyway)",
+        )
+    scan.notes.append(note(f"{file}: line {first_ref.get(first)}: {message}; read anyway"))
+    for i in undescribed:
+        if fabric.devices[i].kind is None:
+            fabric.devices[i].kind = DeviceKind.CA
 
 
 def _is_dump_line(raw: str) -> bool:

@@ -15,7 +15,7 @@ symmetric, a device row missing) name the file and line; the node gets nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from tierra.api.files import read_text
@@ -71,6 +71,25 @@ def parse(text: str, node: str, file: str = "<input>") -> NodeTopology:
         m = _LEGEND.match(ln)
         if m:
             legend[m.group(1)] = m.group(2)
+    rows = _rows(lines, header_no, devices, file)
+    links = _links(devices, rows, file)
+    out_devices = _devices(devices, rows, extras, legend)
+    numa = _numa(out_devices, links)
+    link_tuples = tuple((a, b, code) for (a, b), code in links.items())
+    return NodeTopology(
+        node=node,
+        source=SOURCE,
+        devices=tuple(out_devices),
+        links=link_tuples,
+        domains=tuple(group_domains(devices, links, numa or None)),
+    )
+
+
+_Rows = dict[str, tuple[int, list[str], list[str]]]  # device -> (line, link codes, affinity)
+
+
+def _rows(lines: Sequence[str], header_no: int, devices: Sequence[str], file: str) -> _Rows:
+    """The matrix rows after the header, each checked against the header's devices."""
     rows: dict[str, tuple[int, list[str], list[str]]] = {}
     for i in range(header_no + 1, len(lines)):
         raw = lines[i]
@@ -95,6 +114,11 @@ def parse(text: str, node: str, file: str = "<input>") -> NodeTopology:
         raise ParseError(
             file, header_no + 1 + len(rows) + 1, f"no row for {', '.join(missing)} (cut short?)"
         )
+    return rows
+
+
+def _links(devices: Sequence[str], rows: _Rows, file: str) -> dict[tuple[str, str], str]:
+    """The link code of every device pair (upper triangle); the matrix must be symmetric."""
     links: dict[tuple[str, str], str] = {}
     for a_i, a in enumerate(devices):
         line_no, codes, _ = rows[a]
@@ -113,6 +137,12 @@ def parse(text: str, node: str, file: str = "<input>") -> NodeTopology:
                     f"{a}->{b} is {code} but {b}->{a} is {back}: the matrix is not symmetric",
                 )
             links[(a, b)] = code
+    return links
+
+
+def _devices(
+    devices: Sequence[str], rows: _Rows, extras: list[str], legend: Mapping[str, str]
+) -> list[Device]:
     out_devices: list[Device] = []
     for name in devices:
         _, _, rest = rows[name]
@@ -138,6 +168,13 @@ def parse(text: str, node: str, file: str = "<input>") -> NodeTopology:
                     alias=legend.get(name) if nic else name,
                 )
             )
+    return out_devices
+
+
+def _numa(
+    out_devices: Sequence[Device], links: Mapping[tuple[str, str], str]
+) -> dict[int, list[str]]:
+    """Devices per NUMA node: GPUs by their affinity, NICs by the GPUs near them."""
     numa: dict[int, list[str]] = {}
     for d in out_devices:
         if d.numa is not None:
@@ -156,14 +193,7 @@ def parse(text: str, node: str, file: str = "<input>") -> NodeTopology:
             }
             if len(near) == 1:
                 numa[near.pop()].append(d.name)
-    link_tuples = tuple((a, b, code) for (a, b), code in links.items())
-    return NodeTopology(
-        node=node,
-        source=SOURCE,
-        devices=tuple(out_devices),
-        links=link_tuples,
-        domains=tuple(group_domains(devices, links, numa or None)),
-    )
+    return numa
 
 
 def _affinity_cells(rest: list[str], extras: list[str]) -> list[str]:

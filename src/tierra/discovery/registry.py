@@ -29,6 +29,7 @@ class Request:
     owner: str | None = None
     prefix: str | None = None
     levels: tuple[str, ...] = ()  # each "[NAME=]KEY,KEY,...": one label topology
+    tier_names: tuple[str, ...] = ()  # each "KEY=NAME": the tier name of that label's level
     preset: str | None = None
     host_pattern: str | None = None
     allow_partial: bool = False
@@ -68,6 +69,7 @@ def _labels(req: Request) -> Discovery:
     topologies = list(presets.preset(req.preset, docs)) if req.preset else []
     topologies += level_topologies(req.levels, req.extra.get("name", "labels"))
     check_unique_names(topologies)
+    topologies = labels.with_tier_names(topologies, parse_tier_names(req.tier_names))
     nodes = load_nodes(req.files)
     if not nodes:
         raise InputError("no Node objects in the input")
@@ -87,6 +89,22 @@ def level_topologies(levels: Sequence[str], default: str = "labels") -> list[lab
         if not sep:
             name, keys = (default if len(levels) == 1 else f"{default}{i + 1}"), spec
         out.append(labels.make_topology(name.strip(), keys.split(",")))
+    return out
+
+
+def parse_tier_names(specs: Sequence[str]) -> dict[str, str]:
+    """``KEY=NAME`` specs (``--tier-name example.com/rack=rack``) as key -> tier name.
+
+    A label key never holds ``=``, so the first one splits; a key named twice is an error.
+    """
+    out: dict[str, str] = {}
+    for spec in specs:
+        key, sep, name = (part.strip() for part in spec.partition("="))
+        if not sep or not key or not name:
+            raise ConfigError(f"--tier-name takes KEY=NAME (example.com/rack=rack), not {spec!r}")
+        if key in out:
+            raise ConfigError(f"label {key!r} is given two tier names")
+        out[key] = name
     return out
 
 

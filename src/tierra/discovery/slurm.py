@@ -321,56 +321,54 @@ def parse_yaml(text: str, file: str = "topology.yaml") -> tuple[list[Topology], 
         if not isinstance(body, _Located):
             raise ParseError(file, line, f"topology {name}: {kind} must be a mapping")
         if kind == "tree":
-            switches = body.get("switches")
-            if not isinstance(switches, list) or not switches:
-                raise ParseError(
-                    file, body.line, f"topology {name}: tree.switches must be a non-empty list"
-                )
-            for sw in switches:
-                if not isinstance(sw, _Located) or not isinstance(sw.get("switch"), str):
-                    raise ParseError(
-                        file, body.line, f"topology {name}: each switch needs 'switch: NAME'"
-                    )
-                entry = Switch(sw["switch"], sw.line)
-                if sw.get("children"):
-                    entry.switches = _hostlist(str(sw["children"]), file, sw.line, "children")
-                if sw.get("nodes"):
-                    entry.nodes = _hostlist(str(sw["nodes"]), file, sw.line, "nodes")
-                    _check_nodes(entry.nodes, file, sw.line)
-                if not entry.switches and not entry.nodes:
-                    raise ParseError(
-                        file, sw.line, f"switch {entry.name} has neither children nor nodes"
-                    )
-                topo.switches.append(entry)
+            _yaml_tree(topo, body, file)
         else:
-            blocks = body.get("blocks")
-            if not isinstance(blocks, list) or not blocks:
-                raise ParseError(
-                    file, body.line, f"topology {name}: block.blocks must be a non-empty list"
-                )
-            for b in blocks:
-                if (
-                    not isinstance(b, _Located)
-                    or not isinstance(b.get("block"), str)
-                    or not b.get("nodes")
-                ):
-                    raise ParseError(
-                        file, body.line, f"topology {name}: each block needs block and nodes"
-                    )
-                nodes = _hostlist(str(b["nodes"]), file, b.line, "nodes")
-                _check_nodes(nodes, file, b.line)
-                topo.blocks.append(Block(b["block"], b.line, nodes))
-            sizes = body.get("block_sizes")
-            if sizes is not None:
-                if not isinstance(sizes, list):
-                    raise ParseError(
-                        file, body.line, f"topology {name}: block_sizes must be a list"
-                    )
-                topo.block_sizes = _sizes(sizes, file, body.line)
-                topo.block_sizes_line = body.line
+            _yaml_blocks(topo, body, file)
         _check(topo, file)
         out.append(topo)
     return out, notes
+
+
+def _yaml_tree(topo: Topology, body: _Located, file: str) -> None:
+    """A ``tree:`` body's switches into ``topo``."""
+    name = topo.name
+    switches = body.get("switches")
+    if not isinstance(switches, list) or not switches:
+        raise ParseError(
+            file, body.line, f"topology {name}: tree.switches must be a non-empty list"
+        )
+    for sw in switches:
+        if not isinstance(sw, _Located) or not isinstance(sw.get("switch"), str):
+            raise ParseError(file, body.line, f"topology {name}: each switch needs 'switch: NAME'")
+        entry = Switch(sw["switch"], sw.line)
+        if sw.get("children"):
+            entry.switches = _hostlist(str(sw["children"]), file, sw.line, "children")
+        if sw.get("nodes"):
+            entry.nodes = _hostlist(str(sw["nodes"]), file, sw.line, "nodes")
+            _check_nodes(entry.nodes, file, sw.line)
+        if not entry.switches and not entry.nodes:
+            raise ParseError(file, sw.line, f"switch {entry.name} has neither children nor nodes")
+        topo.switches.append(entry)
+
+
+def _yaml_blocks(topo: Topology, body: _Located, file: str) -> None:
+    """A ``block:`` body's blocks and block sizes into ``topo``."""
+    name = topo.name
+    blocks = body.get("blocks")
+    if not isinstance(blocks, list) or not blocks:
+        raise ParseError(file, body.line, f"topology {name}: block.blocks must be a non-empty list")
+    for b in blocks:
+        if not isinstance(b, _Located) or not isinstance(b.get("block"), str) or not b.get("nodes"):
+            raise ParseError(file, body.line, f"topology {name}: each block needs block and nodes")
+        nodes = _hostlist(str(b["nodes"]), file, b.line, "nodes")
+        _check_nodes(nodes, file, b.line)
+        topo.blocks.append(Block(b["block"], b.line, nodes))
+    sizes = body.get("block_sizes")
+    if sizes is not None:
+        if not isinstance(sizes, list):
+            raise ParseError(file, body.line, f"topology {name}: block_sizes must be a list")
+        topo.block_sizes = _sizes(sizes, file, body.line)
+        topo.block_sizes_line = body.line
 
 
 # -- Slurm topology -> HyperNodes -------------------------------------------------------

@@ -10,7 +10,7 @@ Map of the package:
   its cited defaults in ``cost-model.yaml``;
 * ``engine``: the event loop (arrivals, sessions, completions, failures), which checks
   every placement against its own ledger;
-* ``policies/``: tierra's scheduler and the baselines behind one ``Policy`` protocol;
+* ``policies/``: tierra's scheduler and the baselines behind one ``SimPolicy`` protocol;
 * ``metrics``: what a run measured; ``optimum``: the exact single-gang ILP;
 * ``compare``: every policy on the same cluster, workload and seed; ``report``: HTML.
 
@@ -29,7 +29,7 @@ from tierra.sim.cost import BoundCost, CostModel, default_cost_model, load_cost_
 from tierra.sim.engine import Failures, SimOptions, SimulationError, simulate
 from tierra.sim.metrics import JobRecord, RunResult, Summary
 from tierra.sim.optimum import DomainWeights, Optimum, optimal_cost, placement_cost
-from tierra.sim.policies import POLICIES, Placement, Policy, PolicyUnavailable, SessionOutcome
+from tierra.sim.policies import POLICIES, Placement, PolicyUnavailable, SessionOutcome, SimPolicy
 from tierra.sim.report import render
 from tierra.sim.workload_file import load_workload
 from tierra.sim.workloads import (
@@ -55,7 +55,6 @@ __all__ = [
     "JobRecord",
     "Optimum",
     "Placement",
-    "Policy",
     "PolicyUnavailable",
     "Role",
     "RunResult",
@@ -63,6 +62,7 @@ __all__ = [
     "SimCluster",
     "SimJob",
     "SimOptions",
+    "SimPolicy",
     "SimulationError",
     "Summary",
     "Workload",

@@ -19,7 +19,7 @@ from tierra.sim.clusters import SimCluster
 from tierra.sim.cost import BoundCost, CostModel
 from tierra.sim.engine import SimOptions, SimulationError, simulate
 from tierra.sim.metrics import RunResult
-from tierra.sim.policies import POLICIES, Policy, PolicyUnavailable
+from tierra.sim.policies import POLICIES, PolicyUnavailable, SimPolicy
 from tierra.sim.stats import NAN_RATIO, Ratio, block_ratio
 from tierra.sim.workloads import Workload
 
@@ -92,7 +92,7 @@ def _one(
     cluster: SimCluster,
     workload: Workload,
     bound: BoundCost,
-    make: Callable[[], Policy],
+    make: Callable[[], SimPolicy],
     *,
     options: SimOptions,
     tick: Callable[[float], None],
@@ -114,7 +114,7 @@ def compare(
     options: SimOptions | None = None,
     *,
     progress: Progress | None = None,
-    factories: Mapping[str, Callable[[], Policy]] | None = None,
+    factories: Mapping[str, Callable[[], SimPolicy]] | None = None,
     workers: int = 1,
 ) -> Comparison:
     """Every policy in ``policies`` (registry names) on the same cluster and workload.
@@ -158,7 +158,7 @@ def _in_processes(
     cluster: SimCluster,
     workload: Workload,
     bound: BoundCost,
-    makers: Mapping[str, Callable[[], Policy]],
+    makers: Mapping[str, Callable[[], SimPolicy]],
     *,
     options: SimOptions,
     progress: Progress | None,

@@ -36,7 +36,7 @@ from tierra.sim.contention import LinkLoads
 from tierra.sim.cost import BoundCost, CostModel
 from tierra.sim.metrics import Fragmentation, JobRecord, QueueMeter, Recorder, RunResult
 from tierra.sim.optimum import DomainWeights, optimal_cost, placement_cost
-from tierra.sim.policies.base import Gang, Placement, Policy, background
+from tierra.sim.policies.base import Gang, Placement, SimPolicy, background
 from tierra.sim.workloads import SimJob, Workload
 from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
@@ -127,7 +127,7 @@ class Simulation:
         self,
         cluster: SimCluster,
         workload: Workload,
-        policy: Policy,
+        policy: SimPolicy,
         cost: BoundCost,
         options: SimOptions | None = None,
         *,
@@ -539,7 +539,7 @@ class Simulation:
 def simulate(
     cluster: SimCluster,
     workload: Workload,
-    policy: Policy,
+    policy: SimPolicy,
     cost: CostModel | BoundCost,
     options: SimOptions | None = None,
     *,

@@ -65,15 +65,9 @@ def placement_cost(topo: TopoArrays, nodes: Sequence[int], weights: DomainWeight
     return float(weights.node[distinct].sum() + weights.domain[domains].sum())
 
 
-def optimal_cost(
-    topo: TopoArrays,
-    free: IntArray,
-    gang: Gang,
-    weights: DomainWeights,
-    *,
-    time_limit: float = 20.0,
-) -> Optimum | None:
-    """The least-cost placement of ``gang`` on ``free`` (None when it does not fit)."""
+def _shapes(gang: Gang) -> tuple[list[IntArray], list[int], list[int]]:
+    """The distinct pod shapes of ``gang``, each role's shape, and the pods per shape: the
+    model has one variable per (shape, node), not per role."""
     shapes: list[IntArray] = []
     shape_of_role: list[int] = []
     for vec in gang.role_vecs:
@@ -87,6 +81,34 @@ def optimal_cost(
     counts = [0] * len(shapes)
     for r, role in enumerate(gang.job.roles):
         counts[shape_of_role[r]] += role.pods
+    return shapes, shape_of_role, counts
+
+
+def _pod_nodes(x: IntArray, cand: IntArray, gang: Gang, shape_of_role: Sequence[int]) -> list[int]:
+    """The solution's pods per (shape, node) handed out to the gang's pods in order."""
+    n_s, n_c = x.shape
+    per_shape: list[list[int]] = [
+        [int(cand[j]) for j in range(n_c) for _ in range(int(x[s, j]))] for s in range(n_s)
+    ]
+    cursor = [0] * n_s
+    nodes: list[int] = []
+    for r in gang.pod_roles:
+        s = shape_of_role[r]
+        nodes.append(per_shape[s][cursor[s]])
+        cursor[s] += 1
+    return nodes
+
+
+def optimal_cost(
+    topo: TopoArrays,
+    free: IntArray,
+    gang: Gang,
+    weights: DomainWeights,
+    *,
+    time_limit: float = 20.0,
+) -> Optimum | None:
+    """The least-cost placement of ``gang`` on ``free`` (None when it does not fit)."""
+    shapes, shape_of_role, counts = _shapes(gang)
     fits = np.stack([fit_counts(free, v) for v in shapes])  # [shapes, nodes]
     cand = np.flatnonzero(fits.sum(axis=0) > 0)
     if any(int(fits[s, cand].sum()) < c for s, c in enumerate(counts)):
@@ -145,14 +167,6 @@ def optimal_cost(
     if res.x is None:
         return None
     x = np.rint(res.x[:nx]).astype(np.int64).reshape(n_s, n_c)
-    per_shape: list[list[int]] = [
-        [int(cand[j]) for j in range(n_c) for _ in range(int(x[s, j]))] for s in range(n_s)
-    ]
-    cursor = [0] * n_s
-    nodes: list[int] = []
-    for r in gang.pod_roles:
-        s = shape_of_role[r]
-        nodes.append(per_shape[s][cursor[s]])
-        cursor[s] += 1
+    nodes = _pod_nodes(x, cand, gang, shape_of_role)
     status = "optimal" if res.status == 0 else str(res.message)
     return Optimum(cost=placement_cost(topo, nodes, weights), nodes=tuple(nodes), status=status)

@@ -16,26 +16,15 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from tierra.palette import colour, heat_colour
 from tierra.sim.compare import Comparison
 from tierra.sim.metrics import RunResult, Summary
 from tierra.topology.index import TopologyIndex
 
-PALETTE = {
-    "tierra": "#0b7a75",
-    "volcano": "#d9822b",
-    "kueue": "#6a51a3",
-    "firstfit": "#7f7f7f",
-    "spread": "#c44e52",
-}
-EXTRA = ("#1f77b4", "#2ca02c", "#bcbd22", "#17becf", "#e377c2")
 W, H = 720, 300
 LEFT, RIGHT, TOP, BOTTOM = 60, 130, 20, 40
 MAX_POINTS = 400
 MAX_CELLS = 4096
-
-
-def colour(policy: str, i: int) -> str:
-    return PALETTE.get(policy, EXTRA[i % len(EXTRA)])
 
 
 def esc(text: object) -> str:
@@ -297,15 +286,6 @@ def bar_chart(hist: Mapping[str, Mapping[str, int]], order: Sequence[str], title
             )
     parts += _legend(names)
     return _svg(parts, title)
-
-
-def heat_colour(x: float) -> str:
-    """White (idle) through teal to dark (always busy)."""
-    x = min(max(x, 0.0), 1.0)
-    r = int(255 - x * (255 - 11))
-    g = int(255 - x * (255 - 92))
-    b = int(255 - x * (255 - 95))
-    return f"#{r:02x}{g:02x}{b:02x}"
 
 
 def heat_rows(index: TopologyIndex) -> list[tuple[str, list[int]]]:

@@ -70,6 +70,51 @@ def check_graph(
         out.problems.append(Problem(message, hn.origin, hn.ref, path))
         flagged[hn.name].append(f"{hn.ref}: {message}")
 
+    claims, edges = _edges(hypernodes, names, uf, out, report)
+    for child, parents in sorted(claims.items()):
+        if len(parents) > 1:
+            listing = ", ".join(f"HyperNode/{p}" for p, _ in parents)
+            for p, i in parents[1:]:
+                report(
+                    hypernodes[p],
+                    f"spec.members[{i}].selector.exactMatch.name",
+                    f"HyperNode/{child} already has a parent; it is claimed by {listing}, "
+                    "and a HyperNode may have only one parent",
+                )
+        out.parent[child] = parents[0][0]
+
+    _report_cycles(hypernodes, names, edges, report)
+
+    comp_ids: dict[str, int] = {}
+    for name in names:
+        root = uf.find(name)
+        out.component[name] = comp_ids.setdefault(root, len(comp_ids))
+
+    members_of: dict[int, list[str]] = defaultdict(list)
+    for name in names:
+        members_of[out.component[name]].append(name)
+
+    for members in members_of.values():
+        _check_overlaps(members, hypernodes, resolved, report)
+        _check_tier_names(members, hypernodes, report)
+
+    for name, reasons in invalid.items():
+        if name in out.component:
+            flagged[name].extend(reasons)
+    for name, reasons in flagged.items():
+        out.bad.setdefault(out.component[name], []).extend(reasons)
+    return out
+
+
+def _edges(
+    hypernodes: Mapping[str, HyperNode],
+    names: Sequence[str],
+    uf: _UnionFind,
+    out: GraphCheck,
+    report: Reporter,
+) -> tuple[dict[str, list[tuple[str, int]]], dict[str, list[str]]]:
+    """Parent claims on each child (parent, member index) and the child edges, joining
+    ``uf``'s components; a missing child is a warning, a tier not above a child's an error."""
     claims: dict[str, list[tuple[str, int]]] = defaultdict(list)
     edges: dict[str, list[str]] = defaultdict(list)
     for name in names:
@@ -103,19 +148,15 @@ def check_graph(
                     f"tier {hn.tier} must be above its child HyperNode/{child}'s tier "
                     f"{hypernodes[child].tier} (smaller tier = faster links)",
                 )
+    return claims, edges
 
-    for child, parents in sorted(claims.items()):
-        if len(parents) > 1:
-            listing = ", ".join(f"HyperNode/{p}" for p, _ in parents)
-            for p, i in parents[1:]:
-                report(
-                    hypernodes[p],
-                    f"spec.members[{i}].selector.exactMatch.name",
-                    f"HyperNode/{child} already has a parent; it is claimed by {listing}, "
-                    "and a HyperNode may have only one parent",
-                )
-        out.parent[child] = parents[0][0]
 
+def _report_cycles(
+    hypernodes: Mapping[str, HyperNode],
+    names: Sequence[str],
+    edges: Mapping[str, list[str]],
+    report: Reporter,
+) -> None:
     for cycle in _cycles(names, edges):
         loop = " -> ".join(f"HyperNode/{c}" for c in [*cycle, cycle[0]])
         first = hypernodes[cycle[0]]
@@ -132,26 +173,6 @@ def check_graph(
             f"spec.members[{i}].selector.exactMatch.name",
             f"membership forms a cycle: {loop}",
         )
-
-    comp_ids: dict[str, int] = {}
-    for name in names:
-        root = uf.find(name)
-        out.component[name] = comp_ids.setdefault(root, len(comp_ids))
-
-    members_of: dict[int, list[str]] = defaultdict(list)
-    for name in names:
-        members_of[out.component[name]].append(name)
-
-    for members in members_of.values():
-        _check_overlaps(members, hypernodes, resolved, report)
-        _check_tier_names(members, hypernodes, report)
-
-    for name, reasons in invalid.items():
-        if name in out.component:
-            flagged[name].extend(reasons)
-    for name, reasons in flagged.items():
-        out.bad.setdefault(out.component[name], []).extend(reasons)
-    return out
 
 
 def _cycles(names: Sequence[str], edges: Mapping[str, list[str]]) -> list[list[str]]:

@@ -6,6 +6,10 @@ inside it has a problem (read from HyperNode status, see ``link_problem``). A li
 problem counts for the HyperNode reporting it and every HyperNode above it (not the
 virtual root). The scheduler avoids degraded domains for new gangs, ``tierra tree``
 marks them, and explain prints ``describe``: all three read this class.
+
+The rule for one node (``node_issues``) and its words (``ISSUE_WORDS``, ``node_state``,
+``node_reasons``) live here too, so the dashboard, the HyperNode status the controller
+writes and explain cannot disagree about what makes a node unhealthy or what to call it.
 """
 
 from __future__ import annotations
@@ -29,8 +33,44 @@ class NodeIssue(enum.IntEnum):
     NO_EXECUTE = 2
 
 
+ISSUE_WORDS = {
+    NodeIssue.NOT_READY: "NotReady",
+    NodeIssue.CORDONED: "cordoned",
+    NodeIssue.NO_EXECUTE: "NoExecute",
+}
+"""How explain, ``tierra tree`` and the dashboard name each issue."""
+
+ISSUE_REASONS = {
+    NodeIssue.NOT_READY: "NotReady",
+    NodeIssue.CORDONED: "Cordoned",
+    NodeIssue.NO_EXECUTE: "NoExecute",
+}
+"""The same issues as API reasons (CamelCase), in a HyperNode's ``unhealthyNodes``."""
+
+WORST_FIRST = (NodeIssue.NOT_READY, NodeIssue.NO_EXECUTE, NodeIssue.CORDONED)
+"""NotReady before NoExecute before cordoned: what one word for a node names first."""
+
+
+def node_flags(node: Node) -> tuple[bool, bool, bool]:
+    """The rule: a node is unhealthy when NotReady, cordoned or tainted NoExecute.
+
+    Indexed by ``NodeIssue``; every reader of node health goes through this."""
+    return (not node.ready, node.unschedulable, node.no_execute)
+
+
 def node_issues(node: Node) -> IntArray:
-    return np.array([not node.ready, node.unschedulable, node.no_execute], dtype=np.int64)
+    return np.array(node_flags(node), dtype=np.int64)
+
+
+def node_state(node: Node) -> str:
+    """One word for a node's health, its worst issue ("Ready" when it has none)."""
+    flags = node_flags(node)
+    return next((ISSUE_WORDS[i] for i in WORST_FIRST if flags[i]), "Ready")
+
+
+def node_reasons(node: Node) -> list[str]:
+    """A node's issues as API reasons, in ``NodeIssue`` order (empty when healthy)."""
+    return [ISSUE_REASONS[i] for i, bad in zip(NodeIssue, node_flags(node), strict=True) if bad]
 
 
 class Health:
@@ -41,7 +81,7 @@ class Health:
         )
         if nodes:
             at = [index.node_ix[n.name] for n in nodes]
-            flags = [(not n.ready, n.unschedulable, n.no_execute) for n in nodes]
+            flags = [node_flags(n) for n in nodes]
             self.node_flags[at] = np.array(flags, dtype=np.int64)
         self.counts: IntArray = index.sum_under(self.node_flags)
         unhealthy: IntArray = np.asarray(self.node_flags.any(axis=1), dtype=np.int64)
@@ -83,13 +123,7 @@ class Health:
 
     def describe(self, h: int) -> str:
         c = [int(x) for x in self.counts[h]]
-        parts = []
-        if c[NodeIssue.NOT_READY]:
-            parts.append(f"{c[NodeIssue.NOT_READY]} NotReady")
-        if c[NodeIssue.CORDONED]:
-            parts.append(f"{c[NodeIssue.CORDONED]} cordoned")
-        if c[NodeIssue.NO_EXECUTE]:
-            parts.append(f"{c[NodeIssue.NO_EXECUTE]} NoExecute")
+        parts = [f"{c[i]} {ISSUE_WORDS[i]}" for i in NodeIssue if c[i]]
         if self.link_issues[h]:
             parts.append(self.link_issues[h])
         return ", ".join(parts)

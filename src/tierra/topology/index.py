@@ -104,6 +104,101 @@ def _lift(
     return np.concatenate(owners), np.concatenate(items)
 
 
+def _invalid(problems: Iterable[Problem]) -> dict[str, list[str]]:
+    """The decoding errors of each HyperNode, by name (its tree becomes unusable)."""
+    invalid: dict[str, list[str]] = defaultdict(list)
+    for p in problems:
+        if p.severity is Severity.ERROR and p.obj.startswith("HyperNode/"):
+            name = p.obj.split("/", 1)[1]
+            invalid[name].append(f"{p.obj}: {p.path + ': ' if p.path else ''}{p.message}")
+    return invalid
+
+
+def _node_members(
+    found: Sequence[Sequence[str]], node_ix: Mapping[str, int], parent: IntArray, n_nodes: int
+) -> tuple[tuple[IntArray, IntArray], IntArray, tuple[IntArray, IntArray]]:
+    """Direct members as CSR, the real-row pointers, and every node under each domain
+    (the root's row last, holding every node).
+
+    Direct members as (HyperNode, node) pairs are lifted to every ancestor in one
+    vectorised pass per level: the nodes under each HyperNode, without a walk."""
+    h_count = len(found)
+    root = h_count
+    sizes = np.fromiter(map(len, found), dtype=np.int64, count=h_count)
+    d_owner = np.repeat(np.arange(h_count, dtype=np.int64), sizes)
+    d_node = np.fromiter(
+        (node_ix[n] for names in found for n in names), dtype=np.int64, count=len(d_owner)
+    )
+    direct = _csr(d_owner, d_node, h_count, n_nodes)
+    r_owner, r_node = _lift(parent, root, d_owner, d_node)
+    real_ptr, real_idx = _csr(r_owner, r_node, h_count, n_nodes)
+    real = (
+        np.append(real_ptr, real_ptr[-1] + n_nodes),
+        np.concatenate([real_idx, np.arange(n_nodes, dtype=np.int64)]),
+    )
+    return direct, real_ptr, real
+
+
+def _ghost_members(
+    lost: Sequence[Sequence[str]], parent: IntArray
+) -> tuple[IntArray, tuple[tuple[str, ...], ...]]:
+    """Exact members naming no Node, lifted like nodes: they count toward node counts
+    (as in Volcano). The CSR pointers and, per domain, the names."""
+    h_count = len(lost)
+    ghosts = sorted({g for names in lost for g in names})
+    ghost_ix = {g: i for i, g in enumerate(ghosts)}
+    m_sizes = np.fromiter(map(len, lost), dtype=np.int64, count=h_count)
+    m_owner = np.repeat(np.arange(h_count, dtype=np.int64), m_sizes)
+    m_item = np.fromiter(
+        (ghost_ix[g] for names in lost for g in names), dtype=np.int64, count=len(m_owner)
+    )
+    m_ptr, m_idx = _csr(*_lift(parent, h_count, m_owner, m_item), h_count, len(ghosts))
+    bounds = m_ptr.tolist()
+    missing = tuple(
+        tuple(ghosts[g] for g in m_idx[a:b].tolist()) if b > a else ()
+        for a, b in itertools.pairwise(bounds)
+    )
+    return m_ptr, missing
+
+
+def _trees(
+    hns: Sequence[HyperNode],
+    comp: Sequence[int],
+    bad: Mapping[int, Sequence[str]],
+    parent_l: Sequence[int],
+    tier_l: Sequence[int],
+) -> tuple[tuple[Tree, ...], IntArray]:
+    """One ``Tree`` per connected component (ordered by its first name) and the tree of
+    each HyperNode (-1 for the root)."""
+    h_count = len(hns)
+    root = h_count
+    comp_members: dict[int, list[int]] = defaultdict(list)
+    for i in range(h_count):
+        comp_members[comp[i]].append(i)
+    trees = []
+    tree_of = np.full(h_count + 1, -1, dtype=np.int64)
+    for tid, (c, members) in enumerate(
+        sorted(comp_members.items(), key=lambda kv: hns[kv[1][0]].name)
+    ):
+        usable = c not in bad
+        roots = [i for i in members if parent_l[i] == root]
+        name = hns[roots[0]].name if usable else hns[members[0]].name
+        tier_names = {tn: tier_l[i] for i in members if (tn := hns[i].tier_name)}
+        trees.append(
+            Tree(
+                id=tid,
+                name=name,
+                hypernodes=tuple(members),
+                usable=usable,
+                reasons=tuple(dict.fromkeys(bad.get(c, ()))),
+                tiers=tuple(sorted({tier_l[i] for i in members})),
+                tier_names=tier_names,
+            )
+        )
+        tree_of[members] = tid
+    return tuple(trees), tree_of
+
+
 class TopologyIndex:
     """Read-only structure over one snapshot; build with ``TopologyIndex.build``.
 
@@ -174,12 +269,7 @@ class TopologyIndex:
         hns = tuple(sorted(hypernodes, key=lambda h: h.name))
         by_name = {h.name: h for h in hns}
         resolved: dict[str, Resolved] = {h.name: resolve(h, catalog) for h in hns}
-        invalid: dict[str, list[str]] = defaultdict(list)
-        for p in problems:
-            if p.severity is Severity.ERROR and p.obj.startswith("HyperNode/"):
-                name = p.obj.split("/", 1)[1]
-                invalid[name].append(f"{p.obj}: {p.path + ': ' if p.path else ''}{p.message}")
-        check = check_graph(by_name, resolved, invalid)
+        check = check_graph(by_name, resolved, _invalid(problems))
         if node_names:  # a topology-only file has no nodes to miss
             check.problems.extend(_missing_node_warnings(hns, resolved))
 
@@ -187,12 +277,11 @@ class TopologyIndex:
         root = h_count
         ix = {h.name: i for i, h in enumerate(hns)}
         comp = [check.component[h.name] for h in hns]
-        bad = check.bad
         parent_l = [root] * h_count + [-1]
         tier_l = [max(h.tier, 0) for h in hns]
         for i, h in enumerate(hns):
             up = check.parent.get(h.name)
-            if up is not None and comp[i] not in bad:
+            if up is not None and comp[i] not in check.bad:
                 parent_l[i] = ix[up]
         parent = np.array(parent_l, dtype=np.int64)
         tier = np.array([*tier_l, max(tier_l, default=0) + 1], dtype=np.int64)
@@ -200,74 +289,22 @@ class TopologyIndex:
         children_l: list[list[int]] = [[] for _ in range(h_count + 1)]
         for i in range(h_count):
             children_l[parent_l[i]].append(i)
-        children = tuple(tuple(c) for c in children_l)
 
-        # Direct members as (HyperNode, node) pairs, lifted to every ancestor in one
-        # vectorised pass per level: the nodes under each HyperNode, without a walk.
         n_nodes = len(node_names)
-        found = [resolved[h.name].nodes for h in hns]
-        sizes = np.fromiter(map(len, found), dtype=np.int64, count=h_count)
-        d_owner = np.repeat(np.arange(h_count, dtype=np.int64), sizes)
-        d_node = np.fromiter(
-            (node_ix[n] for names in found for n in names), dtype=np.int64, count=len(d_owner)
+        direct, real_ptr, real = _node_members(
+            [resolved[h.name].nodes for h in hns], node_ix, parent, n_nodes
         )
-        direct = _csr(d_owner, d_node, h_count, n_nodes)
-        r_owner, r_node = _lift(parent, root, d_owner, d_node)
-        real_ptr, real_idx = _csr(r_owner, r_node, h_count, n_nodes)
-        real = (
-            np.append(real_ptr, real_ptr[-1] + n_nodes),
-            np.concatenate([real_idx, np.arange(n_nodes, dtype=np.int64)]),
-        )
-
-        # Exact members naming no Node count toward node counts (as in Volcano).
-        ghosts = sorted({g for h in hns for g in resolved[h.name].missing_nodes})
-        ghost_ix = {g: i for i, g in enumerate(ghosts)}
-        lost = [resolved[h.name].missing_nodes for h in hns]
-        m_sizes = np.fromiter(map(len, lost), dtype=np.int64, count=h_count)
-        m_owner = np.repeat(np.arange(h_count, dtype=np.int64), m_sizes)
-        m_item = np.fromiter(
-            (ghost_ix[g] for names in lost for g in names), dtype=np.int64, count=len(m_owner)
-        )
-        m_ptr, m_idx = _csr(*_lift(parent, root, m_owner, m_item), h_count, len(ghosts))
-        bounds = m_ptr.tolist()
-        missing = tuple(
-            tuple(ghosts[g] for g in m_idx[a:b].tolist()) if b > a else ()
-            for a, b in itertools.pairwise(bounds)
-        )
+        m_ptr, missing = _ghost_members([resolved[h.name].missing_nodes for h in hns], parent)
         counts = np.append(np.diff(real_ptr) + np.diff(m_ptr), n_nodes).astype(np.int64)
-
-        comp_members: dict[int, list[int]] = defaultdict(list)
-        for i in range(h_count):
-            comp_members[comp[i]].append(i)
-        trees = []
-        tree_of = np.full(h_count + 1, -1, dtype=np.int64)
-        for tid, (c, members) in enumerate(
-            sorted(comp_members.items(), key=lambda kv: hns[kv[1][0]].name)
-        ):
-            usable = c not in bad
-            roots = [i for i in members if parent_l[i] == root]
-            name = hns[roots[0]].name if usable else hns[members[0]].name
-            tier_names = {tn: tier_l[i] for i in members if (tn := hns[i].tier_name)}
-            trees.append(
-                Tree(
-                    id=tid,
-                    name=name,
-                    hypernodes=tuple(members),
-                    usable=usable,
-                    reasons=tuple(dict.fromkeys(bad.get(c, ()))),
-                    tiers=tuple(sorted({tier_l[i] for i in members})),
-                    tier_names=tier_names,
-                )
-            )
-            tree_of[members] = tid
+        trees, tree_of = _trees(hns, comp, check.bad, parent_l, tier_l)
         return cls(
             node_names=node_names,
             hypernodes=hns,
             parent=parent,
             tier=tier,
             tree_of=tree_of,
-            trees=tuple(trees),
-            children=children,
+            trees=trees,
+            children=tuple(tuple(c) for c in children_l),
             direct=direct,
             real=real,
             node_counts=counts,

@@ -1,12 +1,13 @@
 """Live mode: the shared informers of ``tierra.kube`` feed the dashboard's store.
 
 One informer per resource (Nodes, Pods, both HyperNode groups, Volcano PodGroups and
-Queues, the upstream Workload API's PodGroups) decodes each raw object with the same
-decoder a snapshot file uses, problems included, and hands it to ``Dashboard.upsert`` /
-``remove``; the view updates in place where it can and the open page is told through
-the event stream. Upstream PodGroups constrained by a node-label key are resolved as
-``load_snapshot`` resolves them (``tierra.api.workload.TopologyKeys``), so the page shows
-the same gangs and label domains as a snapshot of the same cluster.
+Queues, the upstream Workload API's PodGroups) decodes each raw object through
+``tierra.api.decode`` (``Meta.READ``) with the same decoder a snapshot file uses,
+problems included, and hands it to ``Dashboard.upsert`` / ``remove``; the view updates
+in place where it can and the open page is told through the event stream. Upstream
+PodGroups constrained by a node-label key are resolved as ``load_snapshot`` resolves
+them (``tierra.api.workload.TopologyKeys``), so the page shows the same gangs and label
+domains as a snapshot of the same cluster.
 
 Resources the API server does not serve (no Volcano CRDs, the Workload API switched
 off) are named on the page, and asked about again every ``RECHECK`` seconds: a CRD
@@ -25,13 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio.client import Configuration
 
+from tierra.api import decode as api_decode
 from tierra.api.hypernode import decode_hypernode
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import decode_pod
@@ -60,7 +62,7 @@ from tierra.web.store import Kind, Object, Store, key_of
 POLL = 0.5  # seconds between looks at the informers' connection state
 RECHECK = 10.0  # seconds between asking the server about resources it does not serve
 Decoded = tuple[Object, tuple[Problem, ...]]
-RawDecoder = Callable[[Mapping[str, Any], Any, list[Problem]], Any]
+RawDecoder = api_decode.Decoder[Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +86,12 @@ WATCHED = (
 
 def _decoder(w: Watched) -> Callable[[dict[str, Any]], Decoded]:
     def decode(raw: dict[str, Any]) -> Decoded:
-        problems: list[Problem] = []
-        obj = w.decode(raw, None, problems)
         # Metadata the page never reads (resourceVersion, managedFields, ...) changes with
         # every status write; without it an unchanged object compares equal and the store
         # ignores it, so a kubelet's heartbeat does not make every page refetch.
-        if obj.meta.extra:
-            obj = replace(obj, meta=replace(obj.meta, extra={}))
-        return obj, tuple(problems)
+        obj: Object
+        obj, problems = api_decode.decode(w.decode, raw, meta=api_decode.Meta.READ)
+        return obj, problems
 
     return decode
 

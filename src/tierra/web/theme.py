@@ -1,6 +1,6 @@
-"""The dashboard's colours, taken from the simulator's report so both read the same.
+"""The dashboard's colours, from the palette it shares with the simulator's report.
 
-The report (``tierra.sim.report``) colours a node by the share of its GPUs in use, white
+The palette (``tierra.palette``, below both) colours a node by the share of its GPUs in use, white
 to dark teal, and each policy by a fixed palette; the dashboard draws used, free and
 unavailable capacity with the same scale and marks with the same palette. Served as CSS
 custom properties at ``/theme.css``; every other style sheet uses only these names.
@@ -8,7 +8,7 @@ custom properties at ``/theme.css``; every other style sheet uses only these nam
 
 from __future__ import annotations
 
-from tierra.sim.report import PALETTE, heat_colour
+from tierra.palette import BEST, HEAD, INK, PALETTE, RULE, UNAVAILABLE, heat_colour
 
 COLOURS = {
     "used": heat_colour(1.0),  # the report's "always busy"
@@ -19,11 +19,11 @@ COLOURS = {
     "bad": PALETTE["spread"],
     "gang": PALETTE["kueue"],
     "muted": PALETTE["firstfit"],
-    "unavailable": "#b9b9b9",
-    "ink": "#222222",
-    "rule": "#dddddd",
-    "head": "#f5f5f5",
-    "best": "#e3f4f2",  # the report's best-cell background
+    "unavailable": UNAVAILABLE,
+    "ink": INK,
+    "rule": RULE,
+    "head": HEAD,
+    "best": BEST,  # the report's best-cell background
 }
 
 

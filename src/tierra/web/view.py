@@ -25,7 +25,7 @@ from tierra.api.node import Node
 from tierra.api.pod import Pod
 from tierra.api.quantity import byte_counted
 from tierra.topology.capacity import Capacity, ResourceAxis
-from tierra.topology.health import Health, NodeIssue
+from tierra.topology.health import Health, NodeIssue, node_state
 from tierra.topology.index import IntArray, TopologyIndex
 from tierra.web.store import Store, gang_of
 
@@ -50,17 +50,6 @@ def _metric(axis: ResourceAxis, alloc: IntArray) -> str:
         if i is not None and alloc[:, i].any():
             return name
     return "cpu"
-
-
-def node_state(node: Node) -> str:
-    """One word for a node's health, worst first (what the picture and panels show)."""
-    if not node.ready:
-        return "NotReady"
-    if node.no_execute:
-        return "NoExecute"
-    if node.unschedulable:
-        return "cordoned"
-    return "Ready"
 
 
 class TopologyView:

@@ -26,8 +26,8 @@ from tierra.api.hypernode import GROUPS, HyperNode
 from tierra.api.meta import ObjectMeta
 from tierra.api.node import Condition, Node, Taint, TaintEffect
 from tierra.discovery.dra import ResourceSlice, decode_resource_slice
-from tierra.kube.controller.exports import NodeLabels
-from tierra.kube.controller.status import Stored, StoredDecoder
+from tierra.kube.controller.export_changes import NodeLabels
+from tierra.kube.controller.status_patch import Stored, StoredDecoder
 
 ANY_LABEL = "*"
 """In ``label_keys``: levels are not known in advance, so every label change counts."""
@@ -109,7 +109,7 @@ def _health(node: Node) -> tuple[object, ...]:
 
 
 @dataclass(slots=True)
-class Cache:
+class ControllerCache:
     """The controller's view; ``label_keys`` are the labels the live sources read
     (changes to others do not trigger rediscovery)."""
 

@@ -9,6 +9,7 @@ spelled in camelCase::
     sources:
     - name: labels                   # node labels, watched live
       levels: ["rack=topology.kubernetes.io/zone,example.com/rack"]   # or preset: eks
+      tierNames: {example.com/rack: rack}   # PodGroups say highestTierName: rack
     - name: ibnetdiscover            # a fabric dump, re-read when it changes
       configMap: {name: fabric, key: ibnetdiscover.txt}               # or file: /path
     - name: ufm                      # asked every interval
@@ -44,7 +45,7 @@ from tierra.api.hypernode import TIERRA_GROUP, VOLCANO_GROUP
 from tierra.api.meta import dns_subdomain_problem
 from tierra.api.regex import compile_pattern
 from tierra.discovery import presets, registry
-from tierra.discovery.labels import LabelTopology
+from tierra.discovery.labels import LabelTopology, with_tier_names
 from tierra.discovery.reconcile import DEFAULT_MAX_DELETE_SHARE
 from tierra.errors import ConfigError, InputError, Origin, Problem, errors_only
 
@@ -99,6 +100,7 @@ class SourceConfig:
     # labels
     topologies: tuple[LabelTopology, ...] = ()
     object_preset: str | None = None  # kueue / kai: levels read from Topology objects
+    tier_names: Mapping[str, str] = field(default_factory=dict)  # label key -> tierName
     # ibnetdiscover, slurm, ufm (a saved response)
     inputs: tuple[TextInput, ...] = ()
     poll_seconds: float = DEFAULT_FILE_POLL
@@ -240,6 +242,7 @@ def _inputs(f: Fields, kind: SourceKind) -> tuple[TextInput, ...]:
 def _labels(f: Fields, src: dict[str, Any]) -> None:
     levels = f.str_list("levels")
     preset = f.opt_str("preset")
+    tier_names = f.str_map("tierNames")
     if not levels and not preset:
         f.problem("", "the labels source needs levels ([NAME=]KEY,KEY,...) and/or a preset")
         return
@@ -254,7 +257,15 @@ def _labels(f: Fields, src: dict[str, Any]) -> None:
     except ConfigError as exc:
         f.problem("levels" if levels else "preset", str(exc))
         return
+    try:
+        # Levels read from Kueue or KAI objects are only known live: checked there.
+        strict = "object_preset" not in src
+        topologies = with_tier_names(topologies, tier_names, strict=strict)
+    except ConfigError as exc:
+        f.problem("tierNames", str(exc))
+        return
     src["topologies"] = tuple(topologies)
+    src["tier_names"] = tier_names
 
 
 def _ufm(f: Fields, src: dict[str, Any], inputs: tuple[TextInput, ...]) -> None:

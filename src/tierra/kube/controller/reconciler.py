@@ -32,7 +32,7 @@ from tierra.discovery import reconcile
 from tierra.discovery.reconcile import Action, Change
 from tierra.discovery.result import MANAGED_BY, Discovery
 from tierra.kube.client import MERGE_PATCH, ApiError, Kube
-from tierra.kube.controller.cache import Cache
+from tierra.kube.controller.cache import ControllerCache
 from tierra.kube.controller.config import ControllerConfig, SourceConfig
 from tierra.kube.controller.metrics import Metrics
 from tierra.kube.controller.writes import create_body, delete_options, update_patch
@@ -78,7 +78,7 @@ class Reconciler:
     def __init__(
         self,
         kube: Kube,
-        cache: Cache,
+        cache: ControllerCache,
         config: ControllerConfig,
         metrics: Metrics,
         report: Report | None = None,

@@ -35,13 +35,13 @@ from tierra.discovery.ufm_client import UfmError
 from tierra.errors import ConfigError, InputError
 from tierra.kube.client import ApiError, Kube
 from tierra.kube.controller.cache import (
-    Cache,
+    ControllerCache,
     Signal,
     decode_cached_node,
     decode_slice,
 )
 from tierra.kube.controller.config import ControllerConfig, SourceKind, config_from_text
-from tierra.kube.controller.exporter import Exporter
+from tierra.kube.controller.export_writer import ExportWriter
 from tierra.kube.controller.metrics import Metrics
 from tierra.kube.controller.reconciler import Reconciler, Report, Unavailable
 from tierra.kube.controller.sources import LiveSource, label_keys
@@ -72,13 +72,13 @@ class Controller:
         self.config = config
         self.namespace = namespace
         self.metrics = metrics
-        self.cache = Cache(label_keys=label_keys(list(config.sources)))
+        self.cache = ControllerCache(label_keys=label_keys(list(config.sources)))
         self.primary = config.primary_group
         self.reconciler = Reconciler(kube, self.cache, config, metrics, report)
         self.status = StatusWriter(
             kube, self.cache, config.status_groups, metrics, primary=self.primary
         )
-        self.exporter = Exporter(kube, self.cache, config, metrics, namespace)
+        self.exporter = ExportWriter(kube, self.cache, config, metrics, namespace)
         self.sources = [
             LiveSource(s, cache=self.cache, kube=kube, folder=folder, namespace=namespace)
             for s in config.sources

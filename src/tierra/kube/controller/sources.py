@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from tierra.discovery import dra, labels, presets, registry, ufm
-from tierra.discovery.exporters import KAI_API, KUEUE_API
+from tierra.discovery.export_formats import KAI_API, KUEUE_API
 from tierra.discovery.result import MANAGED_BY, Discovery
 from tierra.discovery.ufm_client import UfmClient, UfmError, credentials_from_mapping
 from tierra.errors import InputError, Origin
 from tierra.kube.client import Kube
-from tierra.kube.controller.cache import ANY_LABEL, Cache, Signal
+from tierra.kube.controller.cache import ANY_LABEL, ControllerCache, Signal
 from tierra.kube.controller.config import SourceConfig, SourceKind
-from tierra.kube.controller.exports import EXPORT_OWNER
+from tierra.kube.controller.export_changes import EXPORT_OWNER
 from tierra.kube.controller.inputs import InputFile
 from tierra.kube.resources import KAI_TOPOLOGIES, KUEUE_TOPOLOGIES, SECRETS, Resource
 
@@ -40,7 +40,13 @@ class LiveSource:
     """One configured source; ``changed`` says when to run it again."""
 
     def __init__(
-        self, config: SourceConfig, *, cache: Cache, kube: Kube, folder: Path, namespace: str
+        self,
+        config: SourceConfig,
+        *,
+        cache: ControllerCache,
+        kube: Kube,
+        folder: Path,
+        namespace: str,
     ) -> None:
         self.config = config
         self.cache = cache
@@ -98,7 +104,8 @@ class LiveSource:
         cfg = self.config
         topologies = list(cfg.topologies)
         if cfg.object_preset:
-            topologies += await self._object_topologies(cfg.object_preset)
+            found = await self._object_topologies(cfg.object_preset)
+            topologies += labels.with_tier_names(found, cfg.tier_names, strict=False)
         nodes = self.cache.node_list()
         return labels.discover_labels(nodes, topologies, owner=cfg.owner, prefix=cfg.prefix)
 

@@ -6,7 +6,7 @@ period after the last change so a burst becomes one pass. The roll-up covers eve
 HyperNode of each status group, tierra's and hand-made alike: health is a fact about
 the nodes, whoever drew the domain. Writes go to the ``status`` subresource (the only
 part of a HyperNode the controller changes on objects it does not own), concurrently,
-and only for HyperNodes whose status changed (``status.status_patch``).
+and only for HyperNodes whose status changed (``status_patch.status_patch``).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from tierra.api.hypernode import HyperNode
 from tierra.discovery import health
 from tierra.discovery.result import LinkIssue
 from tierra.kube.client import MERGE_PATCH, ApiError, Kube
-from tierra.kube.controller.cache import Cache
+from tierra.kube.controller.cache import ControllerCache
 from tierra.kube.controller.metrics import Metrics
-from tierra.kube.controller.status import status_patch
+from tierra.kube.controller.status_patch import status_patch
 from tierra.kube.resources import HYPERNODES
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,13 @@ def now_rfc3339() -> str:
 
 class StatusWriter:
     def __init__(
-        self, kube: Kube, cache: Cache, groups: Sequence[str], metrics: Metrics, *, primary: str
+        self,
+        kube: Kube,
+        cache: ControllerCache,
+        groups: Sequence[str],
+        metrics: Metrics,
+        *,
+        primary: str,
     ) -> None:
         self.kube = kube
         self.cache = cache

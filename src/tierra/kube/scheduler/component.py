@@ -9,7 +9,7 @@ status writer and the Event
 recorder tell users why gangs wait (``status.py``). With leader election on, the informers
 run on every replica (a warm standby takes over without a cold start), but only the
 Lease holder runs sessions and writes anything (bindings; PodGroup status; Volcano Queue
-status, ``queues.py``); a replica that loses the Lease stops,
+status, ``queue_status_writer.py``); a replica that loses the Lease stops,
 like kube-scheduler, and is restarted with a fresh cache.
 """
 
@@ -33,7 +33,7 @@ from tierra.kube.leader import LeaderElector
 from tierra.kube.scheduler.binder import Binder
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
-from tierra.kube.scheduler.queues import QueueStatusWriter
+from tierra.kube.scheduler.queue_status_writer import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
 from tierra.scheduler.cache import Cache

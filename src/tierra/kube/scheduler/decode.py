@@ -1,10 +1,11 @@
 """Raw API objects to the core's objects, with what the scheduler keeps kept small.
 
-Metadata is trimmed before decoding: managedFields, ownerReferences, the
-last-applied-configuration annotation and the like would otherwise live in every cached
-object's ``ObjectMeta.extra`` (managedFields alone are often larger than the rest of a
-pod). What the adapter needs besides the core object (a pod's creation time, whether it
-is terminating) travels next to it in ``LivePod``.
+Decoded through ``tierra.api.decode`` (the front-end the webhook and the dashboard use
+too) with metadata trimmed before decoding (``Meta.LEAN``): managedFields,
+ownerReferences, the last-applied-configuration annotation and the like would otherwise
+live in every cached object's ``ObjectMeta.extra`` (managedFields alone are often larger
+than the rest of a pod). What the adapter needs besides the core object (a pod's
+creation time, whether it is terminating) travels next to it in ``LivePod``.
 
 Problems found while decoding are logged once per object and message, naming the object
 and the field. Objects stay usable with the decoder's safe defaults. A HyperNode travels
@@ -16,11 +17,12 @@ object in a snapshot file; leaving it out instead would silently change the topo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
+from tierra.api import decode as api_decode
 from tierra.api.hypernode import HyperNode, decode_hypernode
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import Pod, decode_pod
@@ -31,8 +33,7 @@ from tierra.api.workload import decode_workload_podgroup
 from tierra.errors import Problem, Severity
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+M = TypeVar("M", bound=api_decode.HasMeta)
 _logged: dict[str, frozenset[str]] = {}
 
 
@@ -40,21 +41,6 @@ class LivePod(NamedTuple):
     pod: Pod
     created: float  # metadata.creationTimestamp, seconds since the epoch (0: unknown)
     terminating: bool  # metadata.deletionTimestamp is set
-
-
-def trim(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """``raw`` with only the metadata the scheduler reads (a shallow copy)."""
-    md = raw.get("metadata")
-    if not isinstance(md, Mapping):
-        return dict(raw)
-    keys = ("name", "namespace", "uid", "labels", "creationTimestamp")  # oldest gang first
-    kept: dict[str, Any] = {k: md[k] for k in keys if k in md}
-    annotations = md.get("annotations")
-    if isinstance(annotations, Mapping):
-        kept["annotations"] = {k: v for k, v in annotations.items() if k not in DROPPED_ANNOTATIONS}
-    out = dict(raw)
-    out["metadata"] = kept
-    return out
 
 
 def _report(what: str, problems: list[Problem]) -> None:
@@ -70,13 +56,12 @@ def _report(what: str, problems: list[Problem]) -> None:
 
 
 def _decoded(
-    decode: Callable[[Mapping[str, Any], None, list[Problem]], T], raw: Mapping[str, Any]
-) -> tuple[T, tuple[Problem, ...]]:
-    problems: list[Problem] = []
-    obj = decode(trim(raw), None, problems)
+    decode: api_decode.Decoder[M], raw: Mapping[str, Any]
+) -> tuple[M, tuple[Problem, ...]]:
+    obj, problems = api_decode.decode(decode, raw, meta=api_decode.Meta.LEAN)
     md = raw.get("metadata") or {}
-    _report(f"{raw.get('kind')}/{md.get('namespace', '')}/{md.get('name')}", problems)
-    return obj, tuple(problems)
+    _report(f"{raw.get('kind')}/{md.get('namespace', '')}/{md.get('name')}", list(problems))
+    return obj, problems
 
 
 def _time(text: object) -> float:

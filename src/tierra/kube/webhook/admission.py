@@ -43,11 +43,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tierra.api.decode import decode, split
 from tierra.api.hypernode import GROUPS, TIERRA_GROUP, HyperNode, decode_hypernode
 from tierra.api.node import Node
 from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
-from tierra.errors import Problem, Severity
+from tierra.errors import Problem
 from tierra.scheduler.cache import Cache
 from tierra.scheduler.refusals import podgroup_refusals
 from tierra.topology.index import TopologyIndex
@@ -71,14 +72,6 @@ class Verdict:
 
 def _key(p: Problem) -> _Key:
     return (p.obj, p.path, p.message)
-
-
-def _split(problems: Iterable[Problem]) -> tuple[list[Problem], list[Problem]]:
-    errors: list[Problem] = []
-    warnings: list[Problem] = []
-    for p in problems:
-        (errors if p.severity is Severity.ERROR else warnings).append(p)
-    return errors, warnings
 
 
 @dataclass(slots=True)
@@ -106,7 +99,7 @@ class _Forest:
         """The error problems the current view already has (cached per generation)."""
         if self._problems is None or self._problems[0] != self.generation:
             index = TopologyIndex.build((), list(self.view().values()))
-            errors, _ = _split(index.problems)
+            errors, _ = split(index.problems)
             self._problems = (self.generation, frozenset(map(_key, errors)))
         return self._problems[1]
 
@@ -178,16 +171,15 @@ class Judge:
 
     def review_hypernode(self, raw: Mapping[str, Any], *, dry_run: bool = False) -> Verdict:
         """Admit ``raw`` (a create or an update) unless it adds a problem to its forest."""
-        decoded: list[Problem] = []
-        hn = decode_hypernode(raw, None, decoded)
-        errors, warnings = _split(decoded)
+        hn, decoded = decode(decode_hypernode, raw)
+        errors, warnings = split(decoded)
         forest = self._forests.get(hn.group, self._forests[TIERRA_GROUP])
         forest.expire(self._clock())
         before = forest.problems()
         view = forest.view()
         view[hn.name] = hn
-        index = TopologyIndex.build((), list(view.values()), decoded)
-        graph_errors, graph_warnings = _split(index.problems)
+        index = TopologyIndex.build((), list(view.values()), list(decoded))
+        graph_errors, graph_warnings = split(index.problems)
         errors += [p for p in graph_errors if _key(p) not in before]
         warnings += [p for p in graph_warnings if p.obj == hn.ref]
         if errors:
@@ -201,11 +193,10 @@ class Judge:
         """Admit ``raw`` (a PodGroup of ``group``: Volcano's unless it is ``WORKLOAD_GROUP``)
         unless it is malformed or its topology cannot be honoured; warn when it could
         never fit (see the module docstring)."""
-        decoded: list[Problem] = []
-        decode = decode_workload_podgroup if group == WORKLOAD_GROUP else decode_podgroup
-        pg = decode(raw, None, decoded)
-        errors, warnings = _split(decoded)
-        judged, more = _split(podgroup_refusals(self._cache, self._with_topology(pg)))
+        decoder = decode_workload_podgroup if group == WORKLOAD_GROUP else decode_podgroup
+        pg, decoded = decode(decoder, raw)
+        errors, warnings = split(decoded)
+        judged, more = split(podgroup_refusals(self._cache, self._with_topology(pg)))
         errors += judged
         warnings += more
         return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))

@@ -18,6 +18,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from tierra.api.decode import decode as api_decode
 from tierra.api.hypernode import GROUPS, HyperNode, decode_hypernode
 from tierra.api.node import Node
 from tierra.kube.client import Kube, KubeConfigError
@@ -87,7 +88,8 @@ class Metrics:
 
 
 def _decode(raw: Mapping[str, Any]) -> HyperNode:
-    return decode_hypernode(raw, None, [])
+    """Problems are the judge's concern when it reviews; the informer keeps the object."""
+    return api_decode(decode_hypernode, raw)[0]
 
 
 def informers(kube: Kube, judge: Judge, metrics: Metrics) -> list[Informer[Any]]:

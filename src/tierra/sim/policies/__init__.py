@@ -4,7 +4,7 @@
 Kubernetes scheduler feeds it; the others are baselines built on the same topology index:
 ``spread`` (``least_allocated.py``: topology-oblivious, like kube-scheduler), ``firstfit``,
 ``volcano`` (Volcano's network-topology-aware allocate as documented) and ``kueue``
-(Kueue TAS with the BestFit profile). Every one implements ``Policy`` (see ``base``).
+(Kueue TAS with the BestFit profile). Every one implements ``SimPolicy`` (see ``base``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from tierra.sim.policies import firstfit, kueue, least_allocated, tierra, volcano
 from tierra.sim.policies.base import (
     Placement,
-    Policy,
     PolicyUnavailable,
     SessionOutcome,
+    SimPolicy,
 )
 
 
@@ -25,7 +25,7 @@ from tierra.sim.policies.base import (
 class PolicyInfo:
     name: str
     description: str
-    make: Callable[[], Policy]
+    make: Callable[[], SimPolicy]
 
 
 POLICIES: dict[str, PolicyInfo] = {
@@ -43,8 +43,8 @@ __all__ = [
     "DEFAULT_POLICIES",
     "POLICIES",
     "Placement",
-    "Policy",
     "PolicyInfo",
     "PolicyUnavailable",
     "SessionOutcome",
+    "SimPolicy",
 ]

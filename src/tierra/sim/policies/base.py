@@ -1,7 +1,7 @@
 """What a placement policy is to the simulator, and the ledger the baselines share.
 
 The event loop talks to every policy, tierra's real scheduler and the baselines alike,
-through ``Policy``: it hands over jobs as they arrive, tells it when a job ends or a node
+through ``SimPolicy``: it hands over jobs as they arrive, tells it when a job ends or a node
 changes, and asks for one scheduling session at a time. The loop keeps its own ledger
 and checks every placement against it, so a policy can never over-commit unnoticed.
 
@@ -61,7 +61,7 @@ class PolicyUnavailable(Exception):
     """The policy cannot run here (tierra's scheduler not importable yet)."""
 
 
-class Policy(Protocol):
+class SimPolicy(Protocol):
     """One placement policy, driven by the event loop.
 
     Calls arrive in simulated-time order: ``start`` once, then any mix of ``submit``
@@ -151,7 +151,7 @@ class LedgerPolicy(abc.ABC):
         self._failed_at: dict[str, int] = {}
         self._freed = 0  # bumps whenever capacity comes back; a failed gang retries then
 
-    # -- Policy ------------------------------------------------------------------------
+    # -- SimPolicy ------------------------------------------------------------------------
 
     def start(self, cluster: SimCluster, *, seed: int, cost: BoundCost) -> None:
         del cost  # the baselines know tiers, not link rates (as Kueue and Volcano do)
@@ -281,4 +281,4 @@ if TYPE_CHECKING:
         def place(self, gang: Gang) -> list[int] | None:
             return None
 
-    _: Policy = _Check()
+    _: SimPolicy = _Check()

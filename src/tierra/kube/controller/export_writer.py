@@ -1,9 +1,9 @@
 """The export pass: Kueue and KAI Topology objects, the node labels they read, Slurm's file.
 
 Runs when the primary group's HyperNode specs or the Nodes' labels change (never for
-status). The desired export comes from ``exports.desired_export`` over every HyperNode
-of the primary group; the writes from ``exports.label_changes`` and
-``exports.object_changes``, so only labels tierra listed and objects carrying its
+status). The desired export comes from ``export_changes.desired_export`` over every HyperNode
+of the primary group; the writes from ``export_changes.label_changes`` and
+``export_changes.object_changes``, so only labels tierra listed and objects carrying its
 managed-by label are ever changed.
 
 Turning an export off cleans up after it. With the node-label export off, labels tierra
@@ -26,9 +26,9 @@ from typing import Any
 from tierra.discovery.result import MANAGED_BY
 from tierra.errors import InputError
 from tierra.kube.client import MERGE_PATCH, ApiError, Kube
-from tierra.kube.controller.cache import Cache, decode_cached_node
+from tierra.kube.controller.cache import ControllerCache, decode_cached_node
 from tierra.kube.controller.config import ControllerConfig
-from tierra.kube.controller.exports import (
+from tierra.kube.controller.export_changes import (
     EXPORT_OWNER,
     Action,
     LabelPatch,
@@ -54,9 +54,14 @@ class ExportOutcome:
     errors: list[str] = field(default_factory=list)
 
 
-class Exporter:
+class ExportWriter:
     def __init__(
-        self, kube: Kube, cache: Cache, config: ControllerConfig, metrics: Metrics, namespace: str
+        self,
+        kube: Kube,
+        cache: ControllerCache,
+        config: ControllerConfig,
+        metrics: Metrics,
+        namespace: str,
     ) -> None:
         self.kube = kube
         self.cache = cache

@@ -1,6 +1,6 @@
 """Live export for other schedulers: what to change on Nodes and on exported objects.
 
-Pure: given the desired export (``discovery.exporters``) and what the cluster holds,
+Pure: given the desired export (``discovery.export_formats``) and what the cluster holds,
 the changes to make. Two rules keep tierra out of others' way:
 
 * **Node labels.** Every label tierra sets on a Node is listed in the Node's annotation
@@ -26,7 +26,7 @@ from typing import Any
 
 from tierra.api.hypernode import HyperNode
 from tierra.api.node import Node
-from tierra.discovery import exporters
+from tierra.discovery import export_formats
 from tierra.discovery.result import MANAGED_BY
 from tierra.topology.index import TopologyIndex
 
@@ -108,20 +108,20 @@ def desired_export(
     frozen = {
         n for t in index.trees if not t.usable for h in t.hypernodes for n in index.nodes_under(h)
     }
-    tops = exporters.labelled_topologies(hypernodes, nodes)
+    tops = export_formats.labelled_topologies(hypernodes, nodes)
     labels: dict[str, dict[str, str]] = {}
     for t in tops:
         for node, values in t.labels.items():
             labels.setdefault(node, {}).update(values)
     text: str | None = None
     if slurm_format == "conf" and tops:
-        text = exporters.export_slurm_conf(hypernodes, nodes)
+        text = export_formats.export_slurm_conf(hypernodes, nodes)
     elif slurm_format == "yaml" and tops:
-        text = exporters.export_slurm_yaml(hypernodes, nodes)
+        text = export_formats.export_slurm_yaml(hypernodes, nodes)
     return DesiredExport(
         labels=labels,
-        kueue=tuple(exporters.kueue_topology(t) for t in tops) if kueue else (),
-        kai=tuple(exporters.kai_topology(t) for t in tops) if kai else (),
+        kueue=tuple(export_formats.kueue_topology(t) for t in tops) if kueue else (),
+        kai=tuple(export_formats.kai_topology(t) for t in tops) if kai else (),
         slurm=text,
         frozen=frozenset(frozen),
     )

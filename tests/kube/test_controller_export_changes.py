@@ -12,7 +12,7 @@ from tierra.api.meta import ObjectMeta
 from tierra.api.node import Node
 from tierra.discovery import labels
 from tierra.discovery.result import MANAGED_BY
-from tierra.kube.controller.exports import (
+from tierra.kube.controller.export_changes import (
     OWNED_LABELS,
     Action,
     NodeLabels,

@@ -14,7 +14,12 @@ from tierra.api.hypernode import encode_hypernode
 from tierra.api.manifest import dump_yaml
 from tierra.api.node import encode_node
 from tierra.cli import app
-from tierra.discovery.exporters import export_kai, export_kueue, export_labels, labelled_topologies
+from tierra.discovery.export_formats import (
+    export_kai,
+    export_kueue,
+    export_labels,
+    labelled_topologies,
+)
 from tierra.discovery.ibnetdiscover import discover_ibnetdiscover
 from tierra.discovery.labels import discover_labels, make_topology
 from tierra.discovery.slurm import discover_slurm
