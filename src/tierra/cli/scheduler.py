@@ -46,8 +46,8 @@ def scheduler(  # typer options, keyword-only
     ] = True,
     lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease.")] = "kube-system",
     lease_name: Annotated[str, typer.Option(help="Name of the Lease.")] = "tierra-scheduler",
-    metrics_port: Annotated[int, typer.Option(help="Port for /metrics (0: any).")] = 10259,
-    health_port: Annotated[int, typer.Option(help="Port for /healthz and /readyz.")] = 10259,
+    metrics_port: Annotated[int, typer.Option(help="Port for /metrics (0: any).")] = 8090,
+    health_port: Annotated[int, typer.Option(help="Port for /healthz and /readyz.")] = 8090,
     bind_address: Annotated[str, typer.Option(help="Address the ports listen on.")] = "0.0.0.0",
     period: Annotated[float, typer.Option(help="Seconds between sessions when idle.")] = 1.0,
     max_binds_in_flight: Annotated[

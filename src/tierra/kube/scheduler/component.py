@@ -30,6 +30,7 @@ from tierra.kube import resources as r
 from tierra.kube.client import ApiError, Kube
 from tierra.kube.events import EventRecorder
 from tierra.kube.leader import LeaderElector
+from tierra.kube.scheduler.autoscaling import AutoscalerSignals
 from tierra.kube.scheduler.binder import Binder
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
@@ -56,8 +57,8 @@ class Options:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
-    metrics_port: int | None = 10259
-    health_port: int | None = 10259
+    metrics_port: int | None = 8090  # its own: 10259 is kube-scheduler's
+    health_port: int | None = 8090
     bind_host: str = "0.0.0.0"  # probes and scrapes come from off-host
     period: float = 1.0
     batch_delay: float = 0.02
@@ -232,6 +233,9 @@ class SchedulerComponent:
         writer = asyncio.create_task(status.run(), name="status")
         queues = QueueStatusWriter(self.kube, lambda name: name in self.cache.queues, self.metrics)
         queue_writer = asyncio.create_task(queues.run(), name="queue status")
+        signals = AutoscalerSignals(self.kube, feed, self.metrics)
+        signals_writer = asyncio.create_task(signals.run(), name="autoscaler signals")
+        self.metrics.leader.set(1)
         try:
             self.last_session_end = time.monotonic()
             while True:
@@ -243,13 +247,16 @@ class SchedulerComponent:
                     continue
                 result = await self._session(feed, binder)
                 status.observe(result)
+                signals.observe(result)
                 if self.options.queue_status:
                     queues.observe(result)
         finally:
+            self.metrics.leader.set(0)
             writer.cancel()
             queue_writer.cancel()
+            signals_writer.cancel()
             await binder.cancel()
-            for task in (writer, queue_writer):
+            for task in (writer, queue_writer, signals_writer):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
