@@ -69,6 +69,14 @@ def scheduler(  # typer options, keyword-only
             help="Write Volcano Queues' status (off beside Volcano's own controllers).",
         ),
     ] = True,
+    provisioning_class: Annotated[
+        str,
+        typer.Option(
+            help="Ask cluster-autoscaler for the nodes of each gang that cannot fit, one "
+            "ProvisioningRequest of this class per gang (best-effort-atomic-scale-up."
+            "autoscaling.x-k8s.io: all nodes or none); empty: none.",
+        ),
+    ] = "",
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
 ) -> None:
     """Run the gang scheduler against a cluster until SIGTERM/SIGINT."""
@@ -99,5 +107,6 @@ def scheduler(  # typer options, keyword-only
         max_binds_in_flight=max_binds_in_flight,
         bind_retry_for=bind_retry_for,
         queue_status=queue_status,
+        provisioning_class=provisioning_class,
     )
     raise typer.Exit(run(kubeconfig=kubeconfig, context=context, options=options, qps=qps))

@@ -22,6 +22,7 @@ import logging
 import socket
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,7 +41,7 @@ from tierra.kube.serving import Probes, Server
 from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.memory import Memory
-from tierra.scheduler.result import Decision, SessionResult
+from tierra.scheduler.result import Binding, Decision, SessionResult
 from tierra.scheduler.session import run_session
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ class Options:
     max_binds_in_flight: int = 64
     bind_retry_for: float = 30.0
     queue_status: bool = True  # write Volcano Queue status (off beside Volcano's controllers)
+    provisioning_class: str = ""  # a ProvisioningRequest per gang that cannot fit ("": none)
 
 
 class LostLease(Exception):
@@ -220,6 +222,14 @@ class SchedulerComponent:
         # skip it (a full collection over 100,000 cached pods stalled a session ~40 ms).
         gc.freeze()
         status = StatusWriter(self.kube, feed, self.recorder)
+        signals = AutoscalerSignals(
+            self.kube, feed, self.metrics, provisioning_class=self.options.provisioning_class
+        )
+
+        def bound(gang: str, bindings: Sequence[Binding]) -> None:
+            status.bound(gang, bindings)
+            signals.bound(gang, bindings)
+
         binder = Binder(
             self.kube,
             feed,
@@ -227,13 +237,12 @@ class SchedulerComponent:
             max_in_flight=self.options.max_binds_in_flight,
             retry_for=self.options.bind_retry_for,
             on_failure=self.trigger,
-            on_bound=status.bound,
+            on_bound=bound,
         )
         self.binder = binder
         writer = asyncio.create_task(status.run(), name="status")
         queues = QueueStatusWriter(self.kube, lambda name: name in self.cache.queues, self.metrics)
         queue_writer = asyncio.create_task(queues.run(), name="queue status")
-        signals = AutoscalerSignals(self.kube, feed, self.metrics)
         signals_writer = asyncio.create_task(signals.run(), name="autoscaler signals")
         self.metrics.leader.set(1)
         try:
