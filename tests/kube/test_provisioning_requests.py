@@ -24,7 +24,13 @@ from tierra.kube.resources import (
     PROVISIONING_REQUESTS,
     VOLCANO_PODGROUPS,
 )
-from tierra.kube.scheduler.provisioning import ATOMIC_CLASS, GANG_ANNOTATION, request_name
+from tierra.kube.scheduler.provisioning import (
+    ATOMIC_CLASS,
+    CLASS_ANNOTATION,
+    CONSUME_ANNOTATION,
+    GANG_ANNOTATION,
+    request_name,
+)
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
 
@@ -91,11 +97,24 @@ def test_one_atomic_request_per_gang_that_cannot_fit_removed_when_bound_or_gone(
                 return len((await kube.get(path))["items"]) == 2
 
             await eventually(both, 30, "a ProvisioningRequest for each gang that cannot fit")
+
+            async def annotated() -> bool:
+                pods = (await kube.get(PODS.path(namespace)))["items"]
+                marks = [
+                    (p["metadata"].get("annotations") or {}).get(CONSUME_ANNOTATION)
+                    for p in pods
+                    if p["metadata"]["name"].startswith(("big-", "gone-"))
+                ]
+                return len(marks) == 11 and all(marks)
+
+            await eventually(annotated, 30, "the gangs' pods marked as consuming their request")
             items = (await kube.get(path))["items"]
             templates = (await kube.get(POD_TEMPLATES.path(namespace)))["items"]
+            pods = (await kube.get(PODS.path(namespace)))["items"]
             return {
                 "requests": {i["metadata"]["name"]: i for i in items},
                 "templates": {t["metadata"]["name"]: t for t in templates},
+                "pods": {p["metadata"]["name"]: p for p in pods},
             }
 
         got = run(plane, requested)
@@ -115,6 +134,14 @@ def test_one_atomic_request_per_gang_that_cannot_fit_removed_when_bound_or_gone(
             assert spec["nodeSelector"] == fabric.label  # what the autoscaler's simulation reads
             assert "nodeName" not in spec and spec["schedulerName"] == name
         assert shapes == {"4": 5, "2": 1}  # 5 pods of 4 GPUs and 1 of 2: one atomic request
+        # cluster-autoscaler leaves pods marked so to the request (as Kueue marks its pods)
+        for pod_name in ("big-0", "big-x"):
+            marks = got["pods"][pod_name]["metadata"]["annotations"]
+            assert marks[CONSUME_ANNOTATION] == request_name("big")
+            assert marks[CLASS_ANNOTATION] == ATOMIC_CLASS
+        assert CONSUME_ANNOTATION not in (
+            got["pods"]["fits-0"]["metadata"].get("annotations") or {}
+        )
 
         async def grow_and_delete(kube: Kube) -> dict[str, Any]:
             # The autoscaler's nodes arrive: "big" binds; "gone" is deleted by its owner.

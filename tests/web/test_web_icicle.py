@@ -97,7 +97,9 @@ def check_used_bars_over_children(page: Page, dash: Dashboard) -> int:
             continue
         under = [s for k in kids for s in k["used"]]
         for stretch in cell["used"]:
-            assert covered(stretch, under, 1.1), f"{name}'s used bar {stretch} is over free children"
+            assert covered(stretch, under, 1.1), (
+                f"{name}'s used bar {stretch} is over free children"
+            )
             checked += 1
         # ... and every used child is under some used stretch of its parent (a cell a few
         # px wide has no 1 px gap at its right, its parent has)

@@ -8,7 +8,10 @@ check makes one for a Workload (pkg/controller/admissionchecks/provisioning): on
 (what kube-scheduler's predicates read: requests, node selector, affinity, tolerations,
 priority class), and one ``podSets`` entry per template with its pod count. With the
 class ``best-effort-atomic-scale-up.autoscaling.x-k8s.io`` cluster-autoscaler adds all
-the nodes or none.
+the nodes or none. Each pod of the gang is annotated as Kueue annotates the pods it admits
+(``autoscaling.x-k8s.io/consume-provisioning-request`` and ``.../provisioning-class-name``):
+cluster-autoscaler then leaves those pods to the request instead of scaling up for them
+one by one as well.
 
 The request's spec is immutable, so it is made once per gang and kept while the gang
 waits, whatever later sessions say; it and its templates are deleted when the gang is
@@ -30,7 +33,7 @@ from typing import Any
 
 from tierra.api.pod import Pod
 from tierra.kube import resources as r
-from tierra.kube.client import ApiError, Kube
+from tierra.kube.client import MERGE_PATCH, ApiError, Kube
 from tierra.kube.scheduler.feed import Feed
 from tierra.scheduler.result import SessionResult
 from tierra.scheduler.status import Code
@@ -40,6 +43,8 @@ ATOMIC_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "tierra-scheduler"
 GANG_ANNOTATION = "topology.tierra.dev/podgroup"
+CONSUME_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"  # cluster-autoscaler's
+CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
 # Per-pod fields a template must not carry: where it runs, and what admission filled in.
 _DROPPED_SPEC = ("nodeName", "schedulingGates", "schedulingGroup", "priority")
 
@@ -217,6 +222,33 @@ class ProvisioningRequester:
         self._requests[gang] = request
         self.created += 1
         log.info("asked for nodes for %s: ProvisioningRequest %s/%s", gang, namespace, name)
+        await self._annotate([k for keys in shapes.values() for k in keys], name)
+
+    async def _annotate(self, pods: list[str], name: str) -> None:
+        """Mark the gang's pods as consuming the request (a metadata merge patch each)."""
+        patch = {
+            "metadata": {
+                "annotations": {CONSUME_ANNOTATION: name, CLASS_ANNOTATION: self.provisioning_class}
+            }
+        }
+        limit = asyncio.Semaphore(16)
+
+        async def one(key: str) -> None:
+            namespace, _, pod = key.partition("/")
+            async with limit:
+                try:
+                    await self.kube.request(
+                        "PATCH",
+                        r.PODS.path(namespace, pod),
+                        body=patch,
+                        content_type=MERGE_PATCH,
+                        what=f"annotate Pod {key} with its ProvisioningRequest",
+                    )
+                except ApiError as exc:
+                    if exc.status != 404:
+                        log.warning("%s", exc)
+
+        await asyncio.gather(*(one(k) for k in pods))
 
     async def _post(self, resource: r.Resource, namespace: str, body: dict[str, Any]) -> None:
         name = body["metadata"]["name"]
