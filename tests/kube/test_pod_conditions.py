@@ -79,6 +79,10 @@ def test_waiting_gang_pods_get_podscheduled_false_once_and_true_on_binding(
         await fabric.create(kube)
         await volcano_gang(kube, namespace, "fits", 2, scheduler=name, fabric=fabric)
         await volcano_gang(kube, namespace, "big", 6, scheduler=name, fabric=fabric, topology=hard)
+        nowhere = {"mode": "hard", "highestTierName": "nowhere"}  # no node can help this one
+        await volcano_gang(
+            kube, namespace, "lost", 2, scheduler=name, fabric=fabric, topology=nowhere
+        )
 
     run(control_plane, setup)
     scheduler, port = start_scheduler(control_plane, tmp_path, name)
@@ -91,6 +95,15 @@ def test_waiting_gang_pods_get_podscheduled_false_once_and_true_on_binding(
                 return all(autoscaler_sees(p) for p in await gang_pods(kube, namespace, "big"))
 
             await eventually(all_marked, 30, "every pod of the waiting gang marked")
+
+            async def lost_marked() -> bool:
+                pods = await gang_pods(kube, namespace, "lost")
+                conds = [scheduled_condition(p) or {} for p in pods]
+                return all(c.get("reason") == "UnschedulableAndUnresolvable" for c in conds)
+
+            await eventually(lost_marked, 30, "the gang no node can help marked, not Unschedulable")
+            for p in await gang_pods(kube, namespace, "lost"):
+                assert not autoscaler_sees(p)  # explained, but no scale-up for it
             pg = await kube.get(VOLCANO_PODGROUPS.path(namespace, "big"))
             return await gang_pods(kube, namespace, "big"), pg["status"]["conditions"][0]["message"]
 
@@ -115,7 +128,7 @@ def test_waiting_gang_pods_get_podscheduled_false_once_and_true_on_binding(
             }
 
         assert run(control_plane, quiet) == versions  # no write storm
-        assert metric(scrape(port)[1], WRITES) == 6
+        assert metric(scrape(port)[1], WRITES) == 8  # six of "big", two of "lost"
         fitted = run(control_plane, lambda k: gang_pods(k, namespace, "fits"))
         for p in fitted:  # bound: the API server's binding set True, no reason
             cond = scheduled_condition(p)
