@@ -151,7 +151,7 @@ def test_waiting_gang_pods_get_podscheduled_false_once_and_true_on_binding(
             for extra in (f"{rack}-8", f"{rack}-9"):  # 16 GPUs used, 24 wanted: 32 in all
                 body = node_manifest(extra, shape=shape, labels=labels)
                 await kube.request("POST", NODES.path(), body=body)
-            await wait_bound(kube, namespace, 8, 30, scheduler)
+            await wait_bound(kube, namespace, 8, 60, scheduler)
             return await gang_pods(kube, namespace, "big")
 
         for p in run(control_plane, grow):

@@ -16,7 +16,7 @@ pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not i
 from e2e_cluster import RACK_KEY, Fabric, read, start_scheduler, volcano_gang, wait_bound
 from kube_helpers import eventually, kube_for
 
-from tierra.kube.client import Kube
+from tierra.kube.client import MERGE_PATCH, Kube
 from tierra.kube.resources import (
     NODES,
     POD_TEMPLATES,
@@ -73,7 +73,13 @@ def test_one_atomic_request_per_gang_that_cannot_fit_removed_when_bound_or_gone(
         await fabric.create(kube)
         await volcano_gang(kube, namespace, "fits", 2, scheduler=name, fabric=fabric)
         await volcano_gang(kube, namespace, "big", 5, scheduler=name, fabric=fabric, topology=hard)
-        # a sixth pod of another shape in the same gang: a second pod set
+        # a sixth pod of another shape in the same gang (minMember 6: all six go together)
+        await kube.request(
+            "PATCH",
+            VOLCANO_PODGROUPS.path(namespace, "big"),
+            body={"spec": {"minMember": 6}},
+            content_type=MERGE_PATCH,
+        )
         body = pod_manifest(
             "big-x",
             namespace,
@@ -151,7 +157,7 @@ def test_one_atomic_request_per_gang_that_cannot_fit_removed_when_bound_or_gone(
             for extra in (f"{rack}-8", f"{rack}-9"):
                 body = node_manifest(extra, shape=shape, labels=labels)
                 await kube.request("POST", NODES.path(), body=body)
-            await wait_bound(kube, namespace, 8, 30, scheduler)
+            await wait_bound(kube, namespace, 8, 60, scheduler)
             await kube.request("DELETE", VOLCANO_PODGROUPS.path(namespace, "gone"))
 
             async def none_left() -> bool:
