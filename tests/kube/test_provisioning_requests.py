@@ -162,9 +162,10 @@ def test_one_atomic_request_per_gang_that_cannot_fit_removed_when_bound_or_gone(
 
             async def none_left() -> bool:
                 left = (await kube.get(PROVISIONING_REQUESTS.path(namespace)))["items"]
+                left += (await kube.get(POD_TEMPLATES.path(namespace)))["items"]
                 return not left
 
-            await eventually(none_left, 30, "every ProvisioningRequest removed")
+            await eventually(none_left, 30, "every ProvisioningRequest and PodTemplate removed")
             return {
                 t["metadata"]["name"]
                 for t in (await kube.get(POD_TEMPLATES.path(namespace)))["items"]
