@@ -17,7 +17,16 @@ import pytest
 
 pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
 
-from e2e_cluster import RACK_KEY, Fabric, metric, scrape, start_scheduler, volcano_gang, wait_bound
+from e2e_cluster import (
+    RACK_KEY,
+    Fabric,
+    metric,
+    scrape,
+    start_scheduler,
+    volcano_gang,
+    wait_bound,
+    workload_gang,
+)
 from kube_helpers import eventually, kube_for
 
 from tierra.kube.client import Kube
@@ -83,6 +92,9 @@ def test_waiting_gang_pods_get_podscheduled_false_once_and_true_on_binding(
         await volcano_gang(
             kube, namespace, "lost", 2, scheduler=name, fabric=fabric, topology=nowhere
         )
+        # the upstream Workload API's gang, one rack by node label: 20 GPUs, 8 free (and too
+        # many for the one node added first, below, so "big", older, gets both)
+        await workload_gang(kube, namespace, "wl", 5, scheduler=name, fabric=fabric)
 
     run(control_plane, setup)
     scheduler, port = start_scheduler(control_plane, tmp_path, name)
@@ -95,6 +107,11 @@ def test_waiting_gang_pods_get_podscheduled_false_once_and_true_on_binding(
                 return all(autoscaler_sees(p) for p in await gang_pods(kube, namespace, "big"))
 
             await eventually(all_marked, 30, "every pod of the waiting gang marked")
+
+            async def upstream_marked() -> bool:
+                return all(autoscaler_sees(p) for p in await gang_pods(kube, namespace, "wl"))
+
+            await eventually(upstream_marked, 30, "every pod of the upstream gang marked")
 
             async def lost_marked() -> bool:
                 pods = await gang_pods(kube, namespace, "lost")
@@ -128,7 +145,7 @@ def test_waiting_gang_pods_get_podscheduled_false_once_and_true_on_binding(
             }
 
         assert run(control_plane, quiet) == versions  # no write storm
-        assert metric(scrape(port)[1], WRITES) == 8  # six of "big", two of "lost"
+        assert metric(scrape(port)[1], WRITES) == 13  # "big" 6, "lost" 2, "wl" 5
         fitted = run(control_plane, lambda k: gang_pods(k, namespace, "fits"))
         for p in fitted:  # bound: the API server's binding set True, no reason
             cond = scheduled_condition(p)
