@@ -13,10 +13,13 @@ Per group:
   summaries for ``kubectl get thn`` columns: ``health`` (``Healthy``, ``Degraded``,
   ``NotReady``, ``Unknown``: one word from both conditions, so a degraded rack does not
   read ``True`` as its Ready condition does) and ``parent`` (the HyperNode holding it).
-* ``topology.volcano.sh``: ``conditions`` only. Volcano's own HyperNode controller
-  writes ``nodeCount`` (counting child HyperNodes, not nodes) on every update, so tierra
-  writing its count there would make the two fight; and Volcano's status has no
-  unhealthy-node list (the counts are in the Degraded message).
+* ``topology.volcano.sh``: ``conditions``, with ``health`` and ``parent`` beside them.
+  Volcano's own HyperNode controller writes ``nodeCount`` (counting child HyperNodes, not
+  nodes) on every update, so tierra writing its count there would make the two fight;
+  Volcano's status has no unhealthy-node list (the counts are in the Degraded message).
+  ``health`` and ``parent`` are kept by tierra's rendition of Volcano's CRD (for its
+  ``kubectl get hn`` columns) and pruned by Volcano's own, so there they are compared
+  only when the stored object has them.
 """
 
 from __future__ import annotations
@@ -158,7 +161,9 @@ def _same(want: HyperNodeStatus, stored: Stored, group: str, printed: tuple[str,
     if want.conditions != have.conditions:
         return False
     if group != TIERRA_GROUP:
-        return True
+        # health and parent only where the CRD keeps them (tierra's rendition of Volcano's
+        # CRD does, Volcano's own prunes them): comparing them there would write forever
+        return not stored.printed[0] or printed == stored.printed
     return (
         want.node_count == have.node_count
         and want.unhealthy_nodes == have.unhealthy_nodes
@@ -185,6 +190,6 @@ def status_patch(
         body["nodeCount"] = computed.node_count
         unhealthy = [u.to_dict() for u in computed.unhealthy_nodes]
         body["unhealthyNodes"] = unhealthy or None  # None removes the list (merge patch)
-        body["health"] = printed[0]
-        body["parent"] = parent or None
+    body["health"] = printed[0]
+    body["parent"] = parent or None
     return {"status": body}
