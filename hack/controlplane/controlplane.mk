@@ -3,7 +3,9 @@
 #   make controlplane-build    build etcd, kube-apiserver, kube-scheduler, kubectl from the Go
 #                              module proxy into the cache folder (skipped when it is current)
 #   make controlplane-up       run etcd + kube-apiserver in the foreground; prints the
-#                              kubeconfig path; Ctrl-C stops it and removes its folder
+#                              kubeconfig path; Ctrl-C stops it and removes its folder.
+#                              WORKLOAD_API=1 also serves the upstream Workload API
+#                              (scheduling.k8s.io/v1alpha2, its feature gates on)
 #   make bench-kube-scheduler  kube-scheduler binding 10,000 pods on 5,000 fake nodes
 #   make bench-kube-compare    tierra scheduler beside kube-scheduler: plain pods, gangs, memory
 #
@@ -17,8 +19,10 @@ CONTROLPLANE_PY   ?= $(if $(BIN),$(BIN)/python,python3)
 controlplane-build:
 	bash $(CONTROLPLANE_HACK)/build.sh
 
+CONTROLPLANE_UP_FLAGS ?= $(if $(WORKLOAD_API),--workload-api,)
+
 controlplane-up: $(STAMP) controlplane-build
-	$(CONTROLPLANE_PY) -m tierra.kube.testing up
+	$(CONTROLPLANE_PY) -m tierra.kube.testing up $(CONTROLPLANE_UP_FLAGS)
 
 bench-kube-scheduler: $(STAMP) controlplane-build
 	$(CONTROLPLANE_PY) bench/kube_scheduler_bind.py

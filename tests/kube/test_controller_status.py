@@ -91,12 +91,22 @@ def test_volcano_group_gets_conditions_only() -> None:
     computed = health.rollup(hns, ns)[0].status
     patch = status_patch(computed, stored, VOLCANO_GROUP, T0)
     assert patch is not None
-    assert set(patch["status"]) == {"conditions"}
+    assert set(patch["status"]) == {"conditions", "health", "parent"}  # never nodeCount
     # A different nodeCount alone is no reason to write to Volcano's group.
     raw = stored_after(raw, patch)
     stored, _ = decode_stored(raw)
     assert stored.hypernode.status.node_count == 99
     assert status_patch(computed, stored, VOLCANO_GROUP, T1) is None
+    # Volcano's own CRD prunes health and parent: their absence is no reason either (it
+    # would be a write every pass); where they are kept, a new parent is.
+    pruned = {
+        **raw,
+        "status": {k: v for k, v in raw["status"].items() if k not in ("health", "parent")},
+    }
+    stored_pruned, _ = decode_stored(pruned)
+    assert status_patch(computed, stored_pruned, VOLCANO_GROUP, T1, parent="p") is None
+    moved = status_patch(computed, stored, VOLCANO_GROUP, T1, parent="p")
+    assert moved is not None and moved["status"]["parent"] == "p"
     # Every condition carries what metav1.Condition requires (Volcano's CRD checks it).
     for c in patch["status"]["conditions"]:
         assert {"type", "status", "reason", "message", "lastTransitionTime"} <= set(c)

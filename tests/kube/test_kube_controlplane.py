@@ -136,10 +136,15 @@ def test_stop_leaves_nothing_behind_even_after_a_failure(control_plane: ControlP
             os.kill(pid, 0)
 
 
-def test_up_command_serves_until_interrupted(control_plane: ControlPlane) -> None:
-    """What `make controlplane-up` runs: prints the kubeconfig, Ctrl-C stops and cleans up."""
+@pytest.mark.parametrize("workload_api", [False, True])
+def test_up_command_serves_until_interrupted(
+    control_plane: ControlPlane, workload_api: bool
+) -> None:
+    """What `make controlplane-up` runs: prints the kubeconfig, Ctrl-C stops and cleans up;
+    `WORKLOAD_API=1` (`--workload-api`) serves scheduling.k8s.io/v1alpha2, off without it."""
+    flags = ["--workload-api"] if workload_api else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "tierra.kube.testing", "up"],
+        [sys.executable, "-m", "tierra.kube.testing", "up", *flags],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -155,6 +160,16 @@ def test_up_command_serves_until_interrupted(control_plane: ControlPlane) -> Non
         assert kubeconfig, process.stderr.read() if process.stderr else ""
         config = json.loads(Path(kubeconfig).read_text())
         assert config["users"][0]["name"] == "admin"
+        kubectl = str(find_binary("kubectl"))
+        found = subprocess.run(
+            [kubectl, "--kubeconfig", kubeconfig, "api-resources", "--api-group=scheduling.k8s.io"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        served = {line.split()[0] for line in found.splitlines()[1:]}
+        assert ({"podgroups", "workloads"} <= served) is workload_api, found
         process.send_signal(2)  # SIGINT, as Ctrl-C in a terminal
         assert process.wait(timeout=30) == 0
         assert not Path(kubeconfig).parent.exists()

@@ -405,6 +405,8 @@ def test_kubectl_get_shows_tier_name_nodes_and_health(crds: ControlPlane) -> Non
                 }
             ],
             "unhealthyNodes": [],
+            "health": "Healthy",
+            "parent": "columns-spine",
         }
     }
     crds.kubectl(
@@ -418,8 +420,8 @@ def test_kubectl_get_shows_tier_name_nodes_and_health(crds: ControlPlane) -> Non
     )
     out = crds.kubectl("get", "hypernodes.topology.tierra.dev", "columns-leaf").stdout
     header, row = out.strip().splitlines()
-    assert header.split() == ["NAME", "TIER", "TIERNAME", "NODES", "HEALTH", "AGE"]
-    assert row.split()[:5] == ["columns-leaf", "1", "leaf", "2", "True"]
+    assert header.split() == ["NAME", "TIER", "TIERNAME", "PARENT", "NODES", "HEALTH", "AGE"]
+    assert row.split()[:6] == ["columns-leaf", "1", "leaf", "columns-spine", "2", "Healthy"]
     # The short name and category reach the same objects.
     assert "columns-leaf" in crds.kubectl("get", "thn").stdout
     assert "columns-leaf" in crds.kubectl("get", "tierra").stdout

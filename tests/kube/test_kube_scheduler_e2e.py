@@ -361,7 +361,7 @@ def test_leader_hand_over(control_plane: ControlPlane, namespace: str, tmp_path:
         leaders = [
             p
             for p, port in ((a, port_a), (b, port_b))
-            if metric(scrape(port)[1], "tierra_scheduler_is_leader") == 1
+            if metric(scrape(port)[1], 'tierra_is_leader{component="scheduler"}') == 1
         ]
         assert len(leaders) == 1
         leader = leaders[0]
@@ -370,7 +370,7 @@ def test_leader_hand_over(control_plane: ControlPlane, namespace: str, tmp_path:
         killed = time.monotonic()
         run(control_plane, lambda kube: gang(kube, "two", 4))
         took = time.monotonic() - killed
-        assert metric(scrape(standby_port)[1], "tierra_scheduler_is_leader") == 1
+        assert metric(scrape(standby_port)[1], 'tierra_is_leader{component="scheduler"}') == 1
         assert standby.poll() is None
         assert took < 3 + 5  # the lease duration, plus the standby's start of work
     finally:

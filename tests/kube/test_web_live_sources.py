@@ -125,7 +125,7 @@ def test_workload_api_podgroups_are_watched_and_their_label_keys_become_domains(
                 "the upstream gang with the domain a session would bind it in",
             )
             assert row["kind"] == "PodGroup" and row["pods"]["pending"] == 2
-            assert row["constraint"] == f"hard, highestTierName: {RACK}"
+            assert row["constraint"] == f"topology key: {RACK}"  # its own API's words
             topology = httpx.get(url + "api/topology", timeout=30).json()
             racks = {n for n in domains(topology) if n.startswith("label-web-rack-")}
             assert len(racks) == 2 and row["wouldPlace"] in racks

@@ -70,7 +70,7 @@ def test_canonical_page_draws_one_element_per_domain(page: Page, canonical: str)
     ratio = page.evaluate(
         """() => {
           const g = document.querySelector('#icicle g.domain[data-name="s0"]');
-          const width = (cls) => g.querySelector(`rect.${cls}`).getBBox().width;
+          const width = (cls) => g.querySelector(`.${cls}`).getBBox().width;
           return width('used') / width('bg');
         }"""
     )

@@ -46,8 +46,8 @@ def scheduler(  # typer options, keyword-only
     ] = True,
     lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease.")] = "kube-system",
     lease_name: Annotated[str, typer.Option(help="Name of the Lease.")] = "tierra-scheduler",
-    metrics_port: Annotated[int, typer.Option(help="Port for /metrics (0: any).")] = 10259,
-    health_port: Annotated[int, typer.Option(help="Port for /healthz and /readyz.")] = 10259,
+    metrics_port: Annotated[int, typer.Option(help="Port for /metrics (0: any).")] = 8090,
+    health_port: Annotated[int, typer.Option(help="Port for /healthz and /readyz.")] = 8090,
     bind_address: Annotated[str, typer.Option(help="Address the ports listen on.")] = "0.0.0.0",
     period: Annotated[float, typer.Option(help="Seconds between sessions when idle.")] = 1.0,
     max_binds_in_flight: Annotated[
@@ -69,6 +69,14 @@ def scheduler(  # typer options, keyword-only
             help="Write Volcano Queues' status (off beside Volcano's own controllers).",
         ),
     ] = True,
+    provisioning_class: Annotated[
+        str,
+        typer.Option(
+            help="Ask cluster-autoscaler for the nodes of each gang that cannot fit, one "
+            "ProvisioningRequest of this class per gang (best-effort-atomic-scale-up."
+            "autoscaling.x-k8s.io: all nodes or none); empty: none.",
+        ),
+    ] = "",
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
 ) -> None:
     """Run the gang scheduler against a cluster until SIGTERM/SIGINT."""
@@ -99,5 +107,6 @@ def scheduler(  # typer options, keyword-only
         max_binds_in_flight=max_binds_in_flight,
         bind_retry_for=bind_retry_for,
         queue_status=queue_status,
+        provisioning_class=provisioning_class,
     )
     raise typer.Exit(run(kubeconfig=kubeconfig, context=context, options=options, qps=qps))

@@ -94,6 +94,12 @@ VALIDATING_WEBHOOKS = Resource(
 KUEUE_TOPOLOGIES = Resource("kueue.x-k8s.io", "v1beta2", "topologies", "Topology", False)
 KAI_TOPOLOGIES = Resource("kai.scheduler", "v1alpha1", "topologies", "Topology", False)
 
+# cluster-autoscaler's atomic scale-up requests (the scheduler, --provisioning-class-name).
+POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate", True)
+PROVISIONING_REQUESTS = Resource(
+    "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", True
+)
+
 # Always served by a Kubernetes API server; the others may be missing (CRDs not
 # installed, an alpha API switched off).
 BUILT_IN = frozenset({NODES, PODS, NAMESPACES, EVENTS, PRIORITY_CLASSES, LEASES})

@@ -17,6 +17,7 @@ from typing import Any
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup
+from tierra.api.workload import topology_key
 from tierra.scheduler import Explanation, SchedulerConfig, SessionResult, TierTrace
 from tierra.scheduler.explain import best_first, tally
 from tierra.web.store import Store, gang_of
@@ -62,6 +63,15 @@ def constraint_text(nt: NetworkTopology | None) -> str:
     if nt.preferred_tier_name is not None:
         parts.append(f"preferredTierName: {nt.preferred_tier_name}")
     return ", ".join(parts)
+
+
+def podgroup_constraint(pg: PodGroup | None) -> str:
+    """The constraint in the words of the PodGroup's own API: an upstream PodGroup's
+    ``schedulingConstraints.topology`` key, not the Volcano fields it is read into."""
+    key = topology_key(pg) if pg is not None else None
+    if key is not None:
+        return f"topology key: {key}"
+    return constraint_text(pg.network_topology if pg is not None else None)
 
 
 class Gangs:
@@ -134,7 +144,7 @@ class Gangs:
                 "finished": finished,
             },
             "status": status,
-            "constraint": constraint_text(pg.network_topology if pg is not None else None),
+            "constraint": podgroup_constraint(pg),
             "subGroups": [
                 {
                     "name": s.name,

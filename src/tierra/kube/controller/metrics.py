@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from tierra.kube.metrics import component_registry, leader_gauge
+
 
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
+        self.registry = registry or component_registry()
         r = self.registry
         self.reconcile_seconds = Histogram(
             "tierra_controller_reconcile_duration_seconds",
@@ -86,6 +88,4 @@ class Metrics:
             ["loop"],
             registry=r,
         )
-        self.leader = Gauge(
-            "tierra_controller_leader", "1 while this replica holds the Lease.", registry=r
-        )
+        self.leader = leader_gauge(r, "controller")

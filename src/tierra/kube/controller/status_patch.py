@@ -9,11 +9,17 @@ is kept from the stored condition while its status holds and set to now when it 
 
 Per group:
 
-* ``topology.tierra.dev``: ``nodeCount``, ``conditions`` and ``unhealthyNodes``.
-* ``topology.volcano.sh``: ``conditions`` only. Volcano's own HyperNode controller
-  writes ``nodeCount`` (counting child HyperNodes, not nodes) on every update, so tierra
-  writing its count there would make the two fight; and Volcano's status has no
-  unhealthy-node list (the counts are in the Degraded message).
+* ``topology.tierra.dev``: ``nodeCount``, ``conditions``, ``unhealthyNodes``, and two
+  summaries for ``kubectl get thn`` columns: ``health`` (``Healthy``, ``Degraded``,
+  ``NotReady``, ``Unknown``: one word from both conditions, so a degraded rack does not
+  read ``True`` as its Ready condition does) and ``parent`` (the HyperNode holding it).
+* ``topology.volcano.sh``: ``conditions``, with ``health`` and ``parent`` beside them.
+  Volcano's own HyperNode controller writes ``nodeCount`` (counting child HyperNodes, not
+  nodes) on every update, so tierra writing its count there would make the two fight;
+  Volcano's status has no unhealthy-node list (the counts are in the Degraded message).
+  ``health`` and ``parent`` are kept by tierra's rendition of Volcano's CRD (for its
+  ``kubectl get hn`` columns) and pruned by Volcano's own, so there they are compared
+  only when the stored object has them.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from tierra.api.hypernode import (
     decode_hypernode,
 )
 from tierra.api.node import Condition, decode_condition
+from tierra.discovery.health import DEGRADED, READY
 from tierra.errors import Problem
 
 
@@ -43,6 +50,7 @@ class Stored:
     hypernode: HyperNode
     resource_version: str = ""
     transitions: Mapping[str, str] = field(default_factory=dict)  # condition type -> time
+    printed: tuple[str, str] = ("", "")  # status.health and status.parent as stored
 
     @property
     def name(self) -> str:
@@ -65,7 +73,9 @@ def _stored(hn: HyperNode, raw: Mapping[str, Any]) -> Stored:
     for c in conditions if isinstance(conditions, list) else ():
         if isinstance(c, Mapping) and isinstance(c.get("lastTransitionTime"), str):
             transitions[str(c.get("type", ""))] = c["lastTransitionTime"]
-    return Stored(hn, str(meta.get("resourceVersion", "")), transitions)
+    status = _mapping(raw.get("status"))
+    printed = (str(status.get("health") or ""), str(status.get("parent") or ""))
+    return Stored(hn, str(meta.get("resourceVersion", "")), transitions, printed)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -135,23 +145,43 @@ def _condition(
     }
 
 
-def _same(want: HyperNodeStatus, have: HyperNodeStatus, group: str) -> bool:
+def health_of(status: HyperNodeStatus) -> str:
+    """One word for both conditions: NotReady or Unknown (Ready), else Degraded, else Healthy."""
+    by_type = {c.type: c.status for c in status.conditions}
+    ready = by_type.get(READY, "Unknown")
+    if ready == "False":
+        return "NotReady"
+    if ready != "True":
+        return "Unknown"
+    return "Degraded" if by_type.get(DEGRADED) == "True" else "Healthy"
+
+
+def _same(want: HyperNodeStatus, stored: Stored, group: str, printed: tuple[str, str]) -> bool:
+    have = stored.hypernode.status
     if want.conditions != have.conditions:
         return False
     if group != TIERRA_GROUP:
-        return True
-    return want.node_count == have.node_count and want.unhealthy_nodes == have.unhealthy_nodes
+        # health and parent only where the CRD keeps them (tierra's rendition of Volcano's
+        # CRD does, Volcano's own prunes them): comparing them there would write forever
+        return not stored.printed[0] or printed == stored.printed
+    return (
+        want.node_count == have.node_count
+        and want.unhealthy_nodes == have.unhealthy_nodes
+        and printed == stored.printed
+    )
 
 
 def status_patch(
-    computed: HyperNodeStatus, stored: Stored, group: str, now: str
+    computed: HyperNodeStatus, stored: Stored, group: str, now: str, *, parent: str = ""
 ) -> dict[str, Any] | None:
     """The merge patch making ``stored``'s status ``computed``, or None if it already is.
 
-    ``now`` is an RFC 3339 time (``2026-12-01T10:00:00Z``), given so tests are exact.
+    ``now`` is an RFC 3339 time (``2026-12-01T10:00:00Z``), given so tests are exact;
+    ``parent`` is the HyperNode holding this one ("" for a top-level one).
     """
     have = stored.hypernode.status
-    if _same(computed, have, group):
+    printed = (health_of(computed), parent)
+    if _same(computed, stored, group, printed):
         return None
     body: dict[str, Any] = {
         "conditions": [_condition(c, have, stored.transitions, now) for c in computed.conditions]
@@ -160,4 +190,6 @@ def status_patch(
         body["nodeCount"] = computed.node_count
         unhealthy = [u.to_dict() for u in computed.unhealthy_nodes]
         body["unhealthyNodes"] = unhealthy or None  # None removes the list (merge patch)
+    body["health"] = printed[0]
+    body["parent"] = parent or None
     return {"status": body}

@@ -25,6 +25,7 @@ from tierra.kube.controller.cache import ControllerCache
 from tierra.kube.controller.metrics import Metrics
 from tierra.kube.controller.status_patch import status_patch
 from tierra.kube.resources import HYPERNODES
+from tierra.topology.index import TopologyIndex
 
 log = logging.getLogger(__name__)
 CONCURRENCY = 32
@@ -33,6 +34,16 @@ RESOURCE = {r.group: r for r in HYPERNODES}
 
 def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parents_of(hypernodes: Sequence[HyperNode]) -> dict[str, str]:
+    """Each HyperNode's parent by name (top-level ones left out), as the index links them."""
+    index = TopologyIndex.build((), hypernodes)
+    return {
+        index.names[h]: index.names[p]
+        for h, p in enumerate(index.parent.tolist())
+        if h != index.root and 0 <= p != index.root
+    }
 
 
 class StatusWriter:
@@ -70,13 +81,15 @@ class StatusWriter:
                 continue
             rolled = health.rollup([s.hypernode for s in stored.values()], nodes, issues)
             self._gauges(group, rolled)
+            parents = parents_of(rolled)
             now = now_rfc3339()
             todo = []
             for hn in rolled:
                 s = stored.get(hn.name)
                 if s is None:
                     continue
-                patch = status_patch(hn.status, s, group, now)
+                parent = parents.get(hn.name, "")
+                patch = status_patch(hn.status, s, group, now, parent=parent)
                 if patch is not None:
                     todo.append((hn.name, patch))
             written += await self._write(group, todo)

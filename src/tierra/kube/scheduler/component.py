@@ -22,6 +22,7 @@ import logging
 import socket
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +31,7 @@ from tierra.kube import resources as r
 from tierra.kube.client import ApiError, Kube
 from tierra.kube.events import EventRecorder
 from tierra.kube.leader import LeaderElector
+from tierra.kube.scheduler.autoscaling import AutoscalerSignals
 from tierra.kube.scheduler.binder import Binder
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
@@ -39,7 +41,7 @@ from tierra.kube.serving import Probes, Server
 from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.memory import Memory
-from tierra.scheduler.result import Decision, SessionResult
+from tierra.scheduler.result import Binding, Decision, SessionResult
 from tierra.scheduler.session import run_session
 
 log = logging.getLogger(__name__)
@@ -56,14 +58,15 @@ class Options:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
-    metrics_port: int | None = 10259
-    health_port: int | None = 10259
+    metrics_port: int | None = 8090  # its own: 10259 is kube-scheduler's
+    health_port: int | None = 8090
     bind_host: str = "0.0.0.0"  # probes and scrapes come from off-host
     period: float = 1.0
     batch_delay: float = 0.02
     max_binds_in_flight: int = 64
     bind_retry_for: float = 30.0
     queue_status: bool = True  # write Volcano Queue status (off beside Volcano's controllers)
+    provisioning_class: str = ""  # a ProvisioningRequest per gang that cannot fit ("": none)
 
 
 class LostLease(Exception):
@@ -219,6 +222,14 @@ class SchedulerComponent:
         # skip it (a full collection over 100,000 cached pods stalled a session ~40 ms).
         gc.freeze()
         status = StatusWriter(self.kube, feed, self.recorder)
+        signals = AutoscalerSignals(
+            self.kube, feed, self.metrics, provisioning_class=self.options.provisioning_class
+        )
+
+        def bound(gang: str, bindings: Sequence[Binding]) -> None:
+            status.bound(gang, bindings)
+            signals.bound(gang, bindings)
+
         binder = Binder(
             self.kube,
             feed,
@@ -226,12 +237,14 @@ class SchedulerComponent:
             max_in_flight=self.options.max_binds_in_flight,
             retry_for=self.options.bind_retry_for,
             on_failure=self.trigger,
-            on_bound=status.bound,
+            on_bound=bound,
         )
         self.binder = binder
         writer = asyncio.create_task(status.run(), name="status")
         queues = QueueStatusWriter(self.kube, lambda name: name in self.cache.queues, self.metrics)
         queue_writer = asyncio.create_task(queues.run(), name="queue status")
+        signals_writer = asyncio.create_task(signals.run(), name="autoscaler signals")
+        self.metrics.leader.set(1)
         try:
             self.last_session_end = time.monotonic()
             while True:
@@ -243,13 +256,16 @@ class SchedulerComponent:
                     continue
                 result = await self._session(feed, binder)
                 status.observe(result)
+                signals.observe(result)
                 if self.options.queue_status:
                     queues.observe(result)
         finally:
+            self.metrics.leader.set(0)
             writer.cancel()
             queue_writer.cancel()
+            signals_writer.cancel()
             await binder.cancel()
-            for task in (writer, queue_writer):
+            for task in (writer, queue_writer, signals_writer):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 

@@ -41,6 +41,9 @@ class LivePod(NamedTuple):
     pod: Pod
     created: float  # metadata.creationTimestamp, seconds since the epoch (0: unknown)
     terminating: bool  # metadata.deletionTimestamp is set
+    # status.conditions[PodScheduled] as (status, reason, message) when it is False: what
+    # the pod-condition writer compares with before writing (pod_conditions.py)
+    unschedulable: tuple[str, str, str] | None = None
 
 
 def _report(what: str, problems: list[Problem]) -> None:
@@ -80,7 +83,23 @@ def node(raw: dict[str, Any]) -> Node:
 def pod(raw: dict[str, Any]) -> LivePod:
     md = raw.get("metadata") or {}
     decoded = _decoded(decode_pod, raw)[0]
-    return LivePod(decoded, _time(md.get("creationTimestamp")), bool(md.get("deletionTimestamp")))
+    return LivePod(
+        decoded,
+        _time(md.get("creationTimestamp")),
+        bool(md.get("deletionTimestamp")),
+        _pod_scheduled_false(raw),
+    )
+
+
+def _pod_scheduled_false(raw: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    status = raw.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, Mapping) and c.get("type") == "PodScheduled":
+            if c.get("status") != "False":
+                return None
+            return ("False", str(c.get("reason") or ""), str(c.get("message") or ""))
+    return None
 
 
 def hypernode(raw: dict[str, Any]) -> tuple[HyperNode, tuple[Problem, ...]]:

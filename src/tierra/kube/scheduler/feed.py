@@ -101,6 +101,9 @@ class Feed:
         self.created: dict[str, float] = {}  # pending pods of ours -> creation time
         self.sources: dict[str, GroupSource] = {}  # PodGroup key -> where it lives
         self.evicting: set[str] = set()
+        # pods whose PodScheduled condition is False: (status, reason, message) as the API
+        # has it, so the pod-condition writer writes only what differs (pod_conditions.py)
+        self.unschedulable: dict[str, tuple[str, str, str]] = {}
         self.gone = asyncio.Event()  # set whenever an evicted pod is seen deleted
         self._hold: list[Callable[[], None]] | None = None
         self._batch_depth = 0
@@ -205,6 +208,7 @@ class Feed:
         key = event.key
         if event.type is EventType.DELETED:
             self.created.pop(key, None)
+            self.unschedulable.pop(key, None)
             if key in self.evicting:
                 self.evicting.discard(key)
                 self.gone.set()
@@ -214,6 +218,10 @@ class Feed:
         assert event.obj is not None
         live = event.obj
         pod = live.pod
+        if live.unschedulable is None:
+            self.unschedulable.pop(key, None)
+        else:
+            self.unschedulable[key] = live.unschedulable
         if key in self.evicting:
             return  # the session released its room; the API has not deleted it yet
         mine = pod.scheduler_name in self.scheduler_names

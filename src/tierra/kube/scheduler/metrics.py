@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from tierra.kube.metrics import component_registry, leader_gauge
 from tierra.scheduler.status import Code
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -19,7 +20,7 @@ WAITING_CODES = tuple(c.value for c in Code if c is not Code.SUCCESS)
 
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        r = self.registry = registry or CollectorRegistry()
+        r = self.registry = registry or component_registry()
         p = "tierra_scheduler_"
         self.session_seconds = Histogram(
             p + "session_duration_seconds",
@@ -79,4 +80,9 @@ class Metrics:
             ["resource"],
             registry=r,
         )
-        self.leader = Gauge(p + "is_leader", "1 while this replica holds the Lease.", registry=r)
+        self.pod_condition_writes = Counter(
+            p + "pod_condition_writes",
+            "PodScheduled=False patches on pods of waiting gangs (only when it changed).",
+            registry=r,
+        )
+        self.leader = leader_gauge(r, "scheduler")

@@ -640,7 +640,13 @@ def _up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     workdir = Path(args.workdir) if args.workdir else None
-    plane = ControlPlane(binaries, scale=args.scale, workdir=workdir, keep_workdir=args.keep)
+    plane = ControlPlane(
+        binaries,
+        scale=args.scale,
+        workdir=workdir,
+        keep_workdir=args.keep,
+        apiserver_args=WORKLOAD_API_ARGS if args.workload_api else (),
+    )
     try:
         plane.start()
     except ControlPlaneError as exc:
@@ -652,6 +658,8 @@ def _up(args: argparse.Namespace) -> int:
         print(f"  export KUBECONFIG={plane.kubeconfig}")
         print(f"  kube-scheduler kubeconfig: {plane.kubeconfig_for(KUBE_SCHEDULER)}")
         print(f"  logs and data: {plane.workdir}")
+        if args.workload_api:
+            print(f"  serving scheduling.k8s.io/v1alpha2 (feature gates {WORKLOAD_GATES})")
         print("Ctrl-C stops it" + ("." if args.keep else " and removes that folder."), flush=True)
         while not stop_requested:
             plane.check_alive()
@@ -674,6 +682,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument("--scale", action="store_true", help="apply the load-run API server flags")
     up.add_argument("--workdir", help="folder for data, logs and kubeconfigs (default: temporary)")
     up.add_argument("--keep", action="store_true", help="keep the folder after stopping")
+    up.add_argument(
+        "--workload-api",
+        action="store_true",
+        help="serve the upstream Workload API (scheduling.k8s.io/v1alpha2: Workloads and "
+        "PodGroups) with the feature gates the tests use",
+    )
     args = parser.parse_args(argv)
     if args.command == "up":
         return _up(args)

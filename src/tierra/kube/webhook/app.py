@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from tierra.api.decode import decode as api_decode
 from tierra.api.hypernode import GROUPS, HyperNode, decode_hypernode
 from tierra.api.node import Node
 from tierra.kube.client import Kube, KubeConfigError
 from tierra.kube.informer import Event, EventType, Informer
+from tierra.kube.metrics import component_registry
 from tierra.kube.resources import HYPERNODES, NODES
 from tierra.kube.scheduler import decode
 from tierra.kube.serving import Probes, Server
@@ -56,7 +57,7 @@ class Options:
 
 class Metrics:
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+        self.registry = component_registry()
         self.reviews = Counter(
             "tierra_webhook_reviews_total",
             "Admission reviews answered, by kind and verdict.",

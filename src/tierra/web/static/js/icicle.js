@@ -1,16 +1,26 @@
 // The topology as an icicle: one row per tier (the whole cluster on top), one <g class="domain">
 // per HyperNode, widths by GPUs (or nodes), each cell split into used | free | unavailable.
-// Zooming maps the focused domain to the full width; its nodes are drawn in a row below the
-// lowest tier when the server lists them (small enough domains).
+// A leaf draws its used share at its left and its unavailable share at its right; a parent's
+// used and unavailable are the union of its children's (plus its own nodes' after them), so
+// every used bar sits over the children that use it. Zooming maps the focused domain to the
+// full width; its nodes are drawn in a row below the lowest tier when the server lists them
+// (small enough domains). Text is measured (a canvas, no layout) and never cut: a tier label
+// widens the gutter or wraps, a name too long for its cell is left to the cell's tooltip,
+// and node names too wide for their node turn upright.
 
 import { s, clear, fmt } from './dom.js';
 
-const ROW = 30;       // px per tier row
-const NODE_ROW = 38;  // px of the node row
-const MARK = 5;       // px of the gang marks above nodes
-const LABEL_MIN = 46; // px a cell needs before it gets a label
-const GUTTER = 92;    // px at the left for the tier names
-const CHAR = 6.2;     // px per character of an 11px label (an estimate; labels never overflow)
+const ROW = 30;        // px per tier row
+const NODE_ROW = 38;   // px of the node row (more when node names stand upright)
+const NODE_ROW_MAX = 140;
+const MARK = 5;        // px of the gang marks above nodes
+const LABEL_MIN = 46;  // px a cell needs before it gets a label
+const GUTTER_MIN = 60; // px at the left for the tier names, at least
+const LABEL_PX = 11;   // font sizes (app.css: #icicle and .tier-label)
+const TIER_PX = 10;
+const UPRIGHT_MIN = 12; // px a node needs for an upright name
+
+const ctx = document.createElement('canvas').getContext('2d');
 
 export class Icicle {
   constructor(svg, { onDomain, onNode }) {
@@ -111,6 +121,42 @@ export class Icicle {
       for (const c of this.children[p]) { this.x0[c] = x; x += this.span[c]; }
       if (p === this.root) this.outsideX0 = x;
     }
+    this.segments(order);
+  }
+
+  // Used and unavailable stretches of every domain, in layout units, bottom-up: a leaf's
+  // used share at its left, unavailable at its right; a parent's the union of its children's
+  // and, in the room after them, its own nodes' (the root's: the nodes in no HyperNode).
+  segments(order) {
+    const d = this.topo.domains;
+    this.usedSeg = new Array(this.n);
+    this.unavSeg = new Array(this.n);
+    for (const i of order) {
+      const kids = this.children[i];
+      const x0 = this.x0[i];
+      let used = [];
+      let unav = [];
+      let inner = 0, kidsTotal = 0, kidsUsed = 0, kidsUnav = 0;
+      for (const c of kids) {
+        used = used.concat(this.usedSeg[c]);
+        unav = unav.concat(this.unavSeg[c]);
+        inner += this.span[c];
+        kidsTotal += d.total[c];
+        kidsUsed += d.used[c];
+        kidsUnav += d.unavailable[c];
+      }
+      const restX = x0 + inner;
+      const restW = this.span[i] - inner;
+      const restTotal = d.total[i] - kidsTotal;
+      if (restW > 0 && restTotal > 0) {
+        const fu = clamp01((d.used[i] - kidsUsed) / restTotal);
+        const fa = clamp01((d.unavailable[i] - kidsUnav) / restTotal);
+        if (fu > 0) used.push([restX, restX + restW * fu]);
+        if (fa > 0) unav.push([restX + restW * (1 - fa), restX + restW]);
+      }
+      this.usedSeg[i] = merged(used);
+      this.unavSeg[i] = merged(unav);
+    }
   }
 
   // -- elements -----------------------------------------------------------------------------
@@ -133,8 +179,8 @@ export class Icicle {
     for (let i = 0; i < this.n; i++) {
       const g = s('g', { class: 'domain', 'data-name': d.name[i], 'data-i': i });
       const bg = s('rect', { class: 'bg' });
-      const used = s('rect', { class: 'used' });
-      const unav = s('rect', { class: 'unav' });
+      const used = s('path', { class: 'used' });
+      const unav = s('path', { class: 'unav' });
       const title = s('title');
       title.textContent = this.describe(i);
       g.append(bg, used, unav, title);
@@ -188,55 +234,121 @@ export class Icicle {
   // each time (thousands of them at 10,000 nodes).
   measure() {
     this.fullWidth = Math.max(this.svg.parentElement.clientWidth, 300);
-    this.width = this.fullWidth - GUTTER;
+    this.font = getComputedStyle(this.svg).fontFamily || 'sans-serif';
+    this.fitTierLabels();
+    this.width = this.fullWidth - this.gutter;
+  }
+
+  textWidth(text, px) {
+    ctx.font = `${px}px ${this.font}`;
+    return ctx.measureText(text).width;
+  }
+
+  // The gutter as wide as the widest tier label (at most 30% of the picture); a label wider
+  // than that wraps after its commas onto a second line, and the gutter grows until every
+  // label fits in two.
+  fitTierLabels() {
+    const widths = this.tierLabels.map((t) => this.textWidth(t, TIER_PX));
+    const cap = this.fullWidth * 0.3;
+    let inner = Math.min(Math.max(...widths, 0), cap);
+    for (;;) {
+      this.tierLines = this.tierLabels.map((t) => this.wrap(t, inner));
+      if (this.tierLines.every((lines) => lines.length <= 2) || inner >= this.fullWidth * 0.45) break;
+      inner += 8;
+    }
+    this.gutter = Math.max(GUTTER_MIN, Math.ceil(inner) + 12);
+  }
+
+  wrap(text, width) {
+    const words = text.split(/(?<=,) /);
+    const lines = [];
+    let line = '';
+    for (const w of words) {
+      const next = line ? `${line} ${w}` : w;
+      if (line && this.textWidth(next, TIER_PX) > width) { lines.push(line); line = w; } else line = next;
+    }
+    if (line) lines.push(line);
+    return lines;
   }
 
   // Screen x (from the gutter's right edge) and width of a span in layout units.
   screen(x0, span) {
     const f = this.focus;
     const scale = this.width / (this.span[f] || 1);
-    return [GUTTER + (x0 - this.x0[f]) * scale, span * scale];
+    return [this.gutter + (x0 - this.x0[f]) * scale, span * scale];
+  }
+
+  // A path of rectangles for stretches (layout units) seen in [left, right] on screen.
+  bars(segs, left, right, y, h) {
+    let d = '';
+    const out = [];
+    for (const [a, b] of segs) {
+      const [x, w] = this.screen(a, b - a);
+      const x1 = Math.max(x, left);
+      const x2 = Math.min(x + w, right);
+      if (x2 - x1 < 0.05) continue;
+      const last = out[out.length - 1];
+      if (last && x1 - last[1] < 0.3) last[1] = x2; else out.push([x1, x2]);
+    }
+    for (const [x1, x2] of out) d += `M${x1.toFixed(2)} ${y}h${(x2 - x1).toFixed(2)}v${h}h${(x1 - x2).toFixed(2)}z`;
+    return [d, out];
+  }
+
+  height() {
+    return this.rows * ROW + MARK + this.nodeRow + 14;
   }
 
   render() {
     if (!this.topo) return;
     if (this.pending) { cancelAnimationFrame(this.pending); this.pending = 0; }
     this.measure();
-    const W = GUTTER + this.width;
+    this.nodeRow = this.nodeRow || NODE_ROW;
+    const W = this.gutter + this.width;
     const d = this.topo.domains;
-    const height = this.rows * ROW + MARK + NODE_ROW + 14;
-    this.svg.setAttribute('viewBox', `0 0 ${this.fullWidth} ${height}`);
-    this.svg.setAttribute('height', height);
+    this.setHeight();
     clear(this.gLabels);
-    clear(this.gTiers);
-    const tierLabel = (text, y) => {
-      const t = s('text', { class: 'tier-label', x: 6, y });
-      t.textContent = text;
-      this.gTiers.append(t);
-    };
-    for (let r = 0; r < this.rows; r++) tierLabel(this.tierLabels[r], r * ROW + ROW / 2 + 4);
-    tierLabel('nodes', this.rows * ROW + MARK + 4 + NODE_ROW / 2 + 4);
+    this.renderTierLabels();
     for (let i = 0; i < this.n; i++) {
       const cell = this.cells[i];
       const total = d.total[i];
       cell.g.setAttribute('class', this.classes(i, total));
       const [x, w] = this.screen(this.x0[i], this.span[i]);
-      if (x + w < GUTTER || x > W || w <= 0) { cell.g.setAttribute('display', 'none'); continue; }
+      if (x + w < this.gutter || x > W || w <= 0) { cell.g.setAttribute('display', 'none'); continue; }
       cell.g.removeAttribute('display');
-      const left = Math.max(x, GUTTER);
+      const left = Math.max(x, this.gutter);
       const right = Math.min(x + w, W);
       const cw = right - left;
       const y = this.rowOfTier.get(d.tier[i]) * ROW + 1;
       const gap = cw > 4 ? 1 : 0;
       setRect(cell.bg, left, y, cw - gap, ROW - 2);
-      const fu = total > 0 ? d.used[i] / total : 0;
-      const fa = total > 0 ? d.unavailable[i] / total : 0;
-      setRect(cell.used, left, y, (cw - gap) * fu, ROW - 2);
-      setRect(cell.unav, left + (cw - gap) * (1 - fa), y, (cw - gap) * fa, ROW - 2);
-      if (cw >= LABEL_MIN) this.label(i, left, y, cw - gap, fu);
+      const [used, usedOnScreen] = this.bars(this.usedSeg[i], left, right - gap, y, ROW - 2);
+      cell.used.setAttribute('d', used);
+      cell.unav.setAttribute('d', this.bars(this.unavSeg[i], left, right - gap, y, ROW - 2)[0]);
+      if (cw >= LABEL_MIN) this.label(i, left, y, cw - gap, usedOnScreen);
     }
     this.renderOutside();
     this.renderNodes();
+  }
+
+  setHeight() {
+    const height = this.height();
+    this.svg.setAttribute('viewBox', `0 0 ${this.fullWidth} ${height}`);
+    this.svg.setAttribute('height', height);
+  }
+
+  renderTierLabels() {
+    clear(this.gTiers);
+    const tierLabel = (lines, mid) => {
+      const t = s('text', { class: 'tier-label', x: 6, y: mid + 4 - (lines.length - 1) * 6 });
+      lines.forEach((line, k) => {
+        const span = s('tspan', { x: 6, dy: k ? 12 : 0 });
+        span.textContent = line;
+        t.append(span);
+      });
+      this.gTiers.append(t);
+    };
+    for (let r = 0; r < this.rows; r++) tierLabel(this.tierLines[r], r * ROW + ROW / 2);
+    tierLabel(['nodes'], this.rows * ROW + MARK + 4 + this.nodeRow / 2);
   }
 
   classes(i, total) {
@@ -252,20 +364,23 @@ export class Icicle {
     return c;
   }
 
-  label(i, x, y, w, usedShare) {
+  // The name and its figures, else the name alone, else nothing (the tooltip has it): a
+  // label is never cut. White on the used colour when it lies wholly on one used stretch.
+  label(i, x, y, w, usedOnScreen) {
     const d = this.topo.domains;
     const free = d.total[i] - d.used[i] - d.unavailable[i];
     const name = i === this.root ? 'whole cluster' : d.name[i];
     const full = `${name}${d.degraded[i] ? ' ⚠' : ''} · ${fmt(free)}/${fmt(d.total[i])} free`;
-    const chars = Math.floor((w - 8) / CHAR);
-    let text = full.length <= chars ? full : name.length <= chars ? name : null;
-    if (text === null) {
-      if (chars < 4) return;
-      text = `${name.slice(0, chars - 1)}…`;
+    let text = full;
+    let tw = this.textWidth(full, LABEL_PX);
+    if (tw > w - 8) {
+      text = name;
+      tw = this.textWidth(name, LABEL_PX);
+      if (tw > w - 8) return;
     }
     const t = s('text', { x: x + 4, y: y + ROW / 2 + 3 });
-    // White on the used (dark) part only when the whole label fits on it.
-    if (w * usedShare >= text.length * CHAR + 8) t.setAttribute('class', 'on-used');
+    const onUsed = usedOnScreen.some(([a, b]) => a <= x + 2 && b >= x + 4 + tw + 2);
+    if (onUsed) t.setAttribute('class', 'on-used');
     t.textContent = text;
     this.gLabels.append(t);
   }
@@ -293,20 +408,25 @@ export class Icicle {
     clear(this.gNodes);
     const doc = this.nodeDoc;
     const y = this.rows * ROW + MARK + 4;
-    if (!doc || doc.name !== this.topo.domains.name[this.focus]) return;
+    if (!doc || doc.name !== this.topo.domains.name[this.focus]) {
+      this.setNodeRow(NODE_ROW);
+      return;
+    }
     if (!doc.nodesListed) {
-      const t = s('text', { x: GUTTER + 6, y: y + NODE_ROW / 2 + 4, class: 'note' });
+      this.setNodeRow(NODE_ROW);
+      const t = s('text', { x: this.gutter + 6, y: y + NODE_ROW / 2 + 4, class: 'note' });
       t.textContent = `${fmt(doc.health.nodes)} nodes here: zoom into a domain of at most ` +
         `${fmt(doc.nodeLimit)} nodes to see each one`;
       this.gNodes.append(t);
       return;
     }
+    const placed = [];
     const place = (idx, x, w) => {
       const total = idx.reduce((a, k) => a + Math.max(doc.nodes[k].total, 0), 0);
       let cx = x;
       for (const k of idx) {
         const share = total > 0 ? doc.nodes[k].total / total : 1 / idx.length;
-        this.node(doc.nodes[k], cx, y, w * share);
+        placed.push([doc.nodes[k], cx, w * share]);
         cx += w * share;
       }
     };
@@ -320,13 +440,31 @@ export class Icicle {
       const [x, w] = this.screen(this.outsideX0, this.outsideSpan);
       place(doc.outside, x, w);
     }
+    // Names that do not fit across their node stand upright, the row as tall as they need.
+    const W = this.gutter + this.width;
+    let row = NODE_ROW;
+    for (const p of placed) {
+      const [n, x, w] = p;
+      p.push(this.textWidth(n.name, LABEL_PX));
+      if (x + w < this.gutter || x > W) continue;
+      if (p[3] > w - 6 && w >= UPRIGHT_MIN) row = Math.max(row, Math.ceil(p[3]) + 10);
+    }
+    this.setNodeRow(Math.min(row, NODE_ROW_MAX));
+    for (const [n, x, w, tw] of placed) this.node(n, x, y, w, tw);
   }
 
-  node(n, x, y, w) {
-    if (x + w < GUTTER || x > GUTTER + this.width) return;
+  setNodeRow(row) {
+    if (row === this.nodeRow) return;
+    this.nodeRow = row;
+    this.setHeight();
+    this.renderTierLabels();
+  }
+
+  node(n, x, y, w, tw) {
+    if (x + w < this.gutter || x > this.gutter + this.width) return;
     const gap = w > 4 ? 1 : 0;
     const g = s('g', { class: `node ${n.state}${this.highlight.nodes.has(n.name) ? ' hl' : ''}`, 'data-node': n.name });
-    const h = NODE_ROW - 2;
+    const h = this.nodeRow - 2;
     const fu = n.total > 0 ? n.used / n.total : 0;
     const fa = n.state === 'Ready' || n.total <= 0 ? 0 : Math.max(n.total - n.used, 0) / n.total;
     g.append(
@@ -339,9 +477,20 @@ export class Icicle {
     g.append(title);
     const pods = this.highlight.nodes.get(n.name);
     if (pods) g.append(s('rect', { class: 'mark', x, y: y - MARK - 1, width: Math.max(w - gap, 1), height: MARK }));
-    if (w >= LABEL_MIN) {
+    // Whole names only: across the node when it is wide enough, else upright, else none.
+    // White on the used colour when the name lies on it (used fills a node from the bottom).
+    const usedTop = y + h * (1 - fu);
+    if (tw <= w - 6) {
       const t = s('text', { x: x + 3, y: y + 13 });
-      t.textContent = n.name.length * CHAR <= w - 6 ? n.name : `${n.name.slice(0, Math.max(Math.floor((w - 6) / CHAR) - 1, 1))}…`;
+      if (usedTop <= y + 2) t.setAttribute('class', 'on-used');
+      t.textContent = n.name;
+      g.append(t);
+    } else if (w >= UPRIGHT_MIN && tw <= h - 6) {
+      const cx = x + (w - gap) / 2 + 4;
+      const cy = y + h - 4;
+      const cls = usedTop <= cy - tw - 2 ? 'upright on-used' : 'upright';
+      const t = s('text', { x: cx, y: cy, transform: `rotate(-90 ${cx.toFixed(2)} ${cy})`, class: cls });
+      t.textContent = n.name;
       g.append(t);
     }
     this.gNodes.append(g);
@@ -353,6 +502,23 @@ export class Icicle {
     const dom = ev.target.closest('g.domain');
     if (dom) this.onDomain(Number(dom.dataset.i));
   }
+}
+
+function clamp01(v) {
+  return Math.min(Math.max(v, 0), 1);
+}
+
+// Stretches [a, b] sorted, touching ones joined (a full child beside a full child is one).
+function merged(segs) {
+  if (segs.length < 2) return segs;
+  const sorted = segs.slice().sort((p, q) => p[0] - q[0]);
+  const out = [sorted[0].slice()];
+  for (let k = 1; k < sorted.length; k++) {
+    const last = out[out.length - 1];
+    const [a, b] = sorted[k];
+    if (a <= last[1] + 1e-9) last[1] = Math.max(last[1], b); else out.push([a, b]);
+  }
+  return out;
 }
 
 function setRect(el, x, y, w, h) {
