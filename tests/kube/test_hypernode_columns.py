@@ -15,7 +15,7 @@ from tierra.api.meta import ObjectMeta
 from tierra.api.node import Condition, Node
 from tierra.discovery import health, labels
 from tierra.kube.client import MERGE_PATCH
-from tierra.kube.controller.status import decode_stored, status_patch
+from tierra.kube.controller.status_patch import decode_stored, status_patch
 from tierra.kube.controller.status_writer import parents_of
 from tierra.kube.resources import TIERRA_HYPERNODES, VOLCANO_HYPERNODES
 from tierra.kube.testing import ControlPlane

@@ -21,63 +21,77 @@ KubeconfigOption = Annotated[
 ContextOption = Annotated[str | None, typer.Option("--context", help="kubeconfig context.")]
 
 
+SchedulerNameOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--scheduler-name",
+        help="Schedule pods with this spec.schedulerName (repeatable; default tierra).",
+    ),
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", help="Scheduler configuration (YAML), as tierra schedule takes it."),
+]
+LeaderElectOpt = Annotated[
+    bool,
+    typer.Option("--leader-elect/--no-leader-elect", help="Only the holder of a Lease schedules."),
+]
+LeaseNamespaceOpt = Annotated[str, typer.Option(help="Namespace of the Lease.")]
+LeaseNameOpt = Annotated[str, typer.Option(help="Name of the Lease.")]
+MetricsPortOpt = Annotated[int, typer.Option(help="Port for /metrics (0: any).")]
+HealthPortOpt = Annotated[int, typer.Option(help="Port for /healthz and /readyz.")]
+BindAddressOpt = Annotated[str, typer.Option(help="Address the ports listen on.")]
+PeriodOpt = Annotated[float, typer.Option(help="Seconds between sessions when idle.")]
+MaxBindsInFlightOpt = Annotated[int, typer.Option(help="Binding requests in flight at once.")]
+QpsOpt = Annotated[float, typer.Option(help="Client-side request rate limit (0: none).")]
+LeaseDurationOpt = Annotated[float, typer.Option(help="Seconds a Lease is valid.")]
+RenewDeadlineOpt = Annotated[
+    float, typer.Option(help="Seconds the leader keeps trying to renew before it stops.")
+]
+RetryPeriodOpt = Annotated[float, typer.Option(help="Seconds between Lease attempts.")]
+BindRetryForOpt = Annotated[
+    float, typer.Option(help="Seconds a binding is retried while the API server is away.")
+]
+QueueStatusOpt = Annotated[
+    bool,
+    typer.Option(
+        "--queue-status/--no-queue-status",
+        help="Write Volcano Queues' status (off beside Volcano's own controllers).",
+    ),
+]
+ProvisioningClassOpt = Annotated[
+    str,
+    typer.Option(
+        help="Ask cluster-autoscaler for the nodes of each gang that cannot fit, one "
+        "ProvisioningRequest of this class per gang (best-effort-atomic-scale-up."
+        "autoscaling.x-k8s.io: all nodes or none); empty: none.",
+    ),
+]
+LogLevelOpt = Annotated[str, typer.Option(help="debug, info, warning or error.")]
+
+
 def scheduler(  # typer options, keyword-only
     *,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
-    scheduler_name: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--scheduler-name",
-            help="Schedule pods with this spec.schedulerName (repeatable; default tierra).",
-        ),
-    ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config", help="Scheduler configuration (YAML), as tierra schedule takes it."
-        ),
-    ] = None,
-    leader_elect: Annotated[
-        bool,
-        typer.Option(
-            "--leader-elect/--no-leader-elect", help="Only the holder of a Lease schedules."
-        ),
-    ] = True,
-    lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease.")] = "kube-system",
-    lease_name: Annotated[str, typer.Option(help="Name of the Lease.")] = "tierra-scheduler",
-    metrics_port: Annotated[int, typer.Option(help="Port for /metrics (0: any).")] = 8090,
-    health_port: Annotated[int, typer.Option(help="Port for /healthz and /readyz.")] = 8090,
-    bind_address: Annotated[str, typer.Option(help="Address the ports listen on.")] = "0.0.0.0",
-    period: Annotated[float, typer.Option(help="Seconds between sessions when idle.")] = 1.0,
-    max_binds_in_flight: Annotated[
-        int, typer.Option(help="Binding requests in flight at once.")
-    ] = 64,
-    qps: Annotated[float, typer.Option(help="Client-side request rate limit (0: none).")] = 0.0,
-    lease_duration: Annotated[float, typer.Option(help="Seconds a Lease is valid.")] = 15.0,
-    renew_deadline: Annotated[
-        float, typer.Option(help="Seconds the leader keeps trying to renew before it stops.")
-    ] = 10.0,
-    retry_period: Annotated[float, typer.Option(help="Seconds between Lease attempts.")] = 2.0,
-    bind_retry_for: Annotated[
-        float, typer.Option(help="Seconds a binding is retried while the API server is away.")
-    ] = 30.0,
-    queue_status: Annotated[
-        bool,
-        typer.Option(
-            "--queue-status/--no-queue-status",
-            help="Write Volcano Queues' status (off beside Volcano's own controllers).",
-        ),
-    ] = True,
-    provisioning_class: Annotated[
-        str,
-        typer.Option(
-            help="Ask cluster-autoscaler for the nodes of each gang that cannot fit, one "
-            "ProvisioningRequest of this class per gang (best-effort-atomic-scale-up."
-            "autoscaling.x-k8s.io: all nodes or none); empty: none.",
-        ),
-    ] = "",
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    scheduler_name: SchedulerNameOpt = None,
+    config: ConfigOpt = None,
+    leader_elect: LeaderElectOpt = True,
+    lease_namespace: LeaseNamespaceOpt = "kube-system",
+    lease_name: LeaseNameOpt = "tierra-scheduler",
+    metrics_port: MetricsPortOpt = 8090,
+    health_port: HealthPortOpt = 8090,
+    bind_address: BindAddressOpt = "0.0.0.0",
+    period: PeriodOpt = 1.0,
+    max_binds_in_flight: MaxBindsInFlightOpt = 64,
+    qps: QpsOpt = 0.0,
+    lease_duration: LeaseDurationOpt = 15.0,
+    renew_deadline: RenewDeadlineOpt = 10.0,
+    retry_period: RetryPeriodOpt = 2.0,
+    bind_retry_for: BindRetryForOpt = 30.0,
+    queue_status: QueueStatusOpt = True,
+    provisioning_class: ProvisioningClassOpt = "",
+    log_level: LogLevelOpt = "info",
 ) -> None:
     """Run the gang scheduler against a cluster until SIGTERM/SIGINT."""
     from tierra.cli.common import fail  # noqa: PLC0415 - keep --help fast
