@@ -82,6 +82,7 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     phase: Phase = Phase.PENDING
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (the Workload API)
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name: not to be bound yet
     origin: Origin | None = field(default=None, compare=False)
 
     @property
@@ -104,6 +105,11 @@ class Pod:
     @property
     def bound(self) -> bool:
         return bool(self.node_name)
+
+    @property
+    def gated(self) -> bool:
+        """Held by ``schedulingGates``: never bound, and not yet created for its gang."""
+        return bool(self.scheduling_gates)
 
     @property
     def terminated(self) -> bool:
@@ -186,6 +192,12 @@ def _decode_terms(spec: Fields) -> tuple[NodeSelectorTerm, ...]:
     return tuple(terms)
 
 
+def _decode_gates(spec: Fields) -> tuple[str, ...]:
+    if spec.raw("schedulingGates") is None:
+        return ()
+    return tuple(g.string("name", required=True) for g in spec.objects("schedulingGates"))
+
+
 def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
     spec = f.obj("spec", required=True)
     status = f.obj("status")
@@ -207,6 +219,7 @@ def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
         tolerations=tuple(_decode_toleration(t) for t in spec.objects("tolerations")),
         phase=phase,
         scheduling_group=spec.obj("schedulingGroup").string("podGroupName"),
+        scheduling_gates=_decode_gates(spec),
         origin=origin,
     )
 
@@ -231,6 +244,8 @@ def encode_pod(pod: Pod) -> dict[str, Any]:
         spec["priorityClassName"] = pod.priority_class_name
     if pod.node_selector:
         spec["nodeSelector"] = dict(pod.node_selector)
+    if pod.scheduling_gates:
+        spec["schedulingGates"] = [{"name": g} for g in pod.scheduling_gates]
     if pod.scheduling_group:
         spec["schedulingGroup"] = {"podGroupName": pod.scheduling_group}
     if pod.tolerations:

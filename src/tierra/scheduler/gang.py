@@ -173,9 +173,11 @@ def _problem(
             )
     total = len(running) + len(pending)
     if pg.min_member > total:
+        gated = sum(1 for p in state.gang_pods(pg.key) if p.gated and not p.bound)
+        held = f", {gated} more held by schedulingGates" if gated else ""
         return (
             f"minMember is {pg.min_member} but the gang has only {total} "
-            f"pod{'s' if total != 1 else ''} ({len(pending)} pending, {len(running)} running)"
+            f"pod{'s' if total != 1 else ''} ({len(pending)} pending, {len(running)} running{held})"
         )
     tasks = Counter(task_of(p) for p in (*running, *pending))
     for task, m in sorted(pg.min_task_member.items()):
@@ -314,7 +316,7 @@ def collect(
     pods, gang_of = cache.pods, cache.gang_of
     for key in cache.pending:
         pod = pods[key]
-        if pod.scheduler_name not in names:
+        if pod.scheduler_name not in names or pod.gated:  # gated: not yet created, for now
             continue
         g = gang_of[key] if key in gang_of else gang_key(pod)
         if g is None:
@@ -361,7 +363,9 @@ def rebuild(state: Cache, gang: Gang, scheduler_names: Sequence[str]) -> Gang | 
         return gang
     names = set(scheduler_names)
     pending = [
-        p for p in state.gang_pods(gang.key) if p.key in state.pending and p.scheduler_name in names
+        p
+        for p in state.gang_pods(gang.key)
+        if p.key in state.pending and p.scheduler_name in names and not p.gated
     ]
     if not pending:
         return None

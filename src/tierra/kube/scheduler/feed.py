@@ -222,9 +222,11 @@ class Feed:
             self.created.setdefault(key, live.created)
         old = self.cache.pods.get(key)
         self.cache.upsert_pod(pod)
-        if (pending and mine and old is None) or (
-            old is not None and old.holds_resources and not pod.holds_resources
-        ):
+        if (
+            (pending and mine and old is None)
+            or (old is not None and old.holds_resources and not pod.holds_resources)
+            or (pending and mine and old is not None and old.gated and not pod.gated)
+        ):  # new work, freed room, or the last scheduling gate lifted: a session now
             self.on_change()
 
     def _hypernode(self, event: Event[tuple[HyperNode, tuple[Problem, ...]]]) -> None:
