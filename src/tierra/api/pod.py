@@ -11,6 +11,7 @@ from tierra.api.fields import Fields, Report
 from tierra.api.labels import NODE_SELECTOR_OPERATORS, Requirement, decode_requirement
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Taint, TaintEffect
+from tierra.api.pod_rules import PlacementRules, decode_rules
 from tierra.api.quantity import milli_to_quantity
 from tierra.errors import Origin, Problem
 
@@ -83,6 +84,7 @@ class Pod:
     phase: Phase = Phase.PENDING
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (the Workload API)
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name: not to be bound yet
+    rules: PlacementRules | None = None  # ports, pod (anti-)affinity, spread, volumes
     origin: Origin | None = field(default=None, compare=False)
 
     @property
@@ -220,6 +222,7 @@ def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
         phase=phase,
         scheduling_group=spec.obj("schedulingGroup").string("podGroupName"),
         scheduling_gates=_decode_gates(spec),
+        rules=decode_rules(spec, status, meta.name, meta.labels),
         origin=origin,
     )
 

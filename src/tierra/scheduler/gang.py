@@ -31,6 +31,7 @@ from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
 from tierra.scheduler.cache import DEFAULT_QUEUE, Cache, gang_key, solo_queue
 from tierra.scheduler.constraints import from_annotations
 from tierra.scheduler.memory import Memory
+from tierra.scheduler.podrules.contract import refusal
 from tierra.scheduler.result import Unschedulable
 from tierra.scheduler.status import unresolvable
 
@@ -212,8 +213,9 @@ def _build(
             sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, from_annotations(pod)),),
             running=(),
             pending=tuple(pending),
+            problem=refusal(pending),
         )
-    problem = _problem(pg, state, running, pending)
+    problem = _problem(pg, state, running, pending) or refusal(pending)
     policies = pg.sub_group_policies
     by_id: dict[str, tuple[str, int, list[Pod], list[Pod]]] = {}
     default_pending: list[Pod] = []
