@@ -185,6 +185,8 @@ def _ports(spec: Fields) -> tuple[HostPort, ...]:
     out: list[HostPort] = []
     for group in ("initContainers", "containers"):
         for c in spec.objects(group):
+            if group == "initContainers" and c.raw("restartPolicy") != "Always":
+                continue  # an init container's ports are free again once it ends (NodePorts)
             for p in c.objects("ports"):
                 port = p.integer("hostPort", 0, minimum=0, maximum=65535)
                 if not port and host_network:

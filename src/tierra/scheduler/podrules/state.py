@@ -1,0 +1,202 @@
+"""The indexes pod rules read, built once per session and kept up to date as it places pods.
+
+``NodeTable`` holds the nodes in the session's order, with each topology key's values
+as an integer code per node (computed once per key). ``PodIndex`` holds every pod that
+holds a node -- bound, assumed, or placed earlier in this session (``add``; ``remove``
+undoes it when a gang's transaction rolls back) -- indexed by label, namespace and node,
+so a selector looks only at the pods it could match, never at every pod per node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tierra.api.labels import LabelSelector, Operator
+from tierra.api.node import Node
+from tierra.api.pod import Pod
+from tierra.api.pod_rules import HostPort, PodAffinityTerm
+from tierra.topology.index import IntArray
+
+MISSING = -1
+
+
+def _selector_key(sel: LabelSelector | None) -> Hashable:
+    if sel is None:
+        return None
+    return (tuple(sorted(sel.match_labels.items())), sel.match_expressions)
+
+
+def term_key(term: PodAffinityTerm, spaces: frozenset[str] | None) -> Hashable:
+    """What makes two pods' terms the same rule (replicas share one)."""
+    return (term.topology_key, _selector_key(term.selector), spaces)
+
+
+@dataclass(slots=True)
+class HeldTerm:
+    """One distinct required anti-affinity term of placed pods, and where they sit."""
+
+    term: PodAffinityTerm
+    spaces: frozenset[str] | None  # the namespaces it reads (None: all)
+    nodes: dict[int, int]  # node position -> pods there holding it
+
+
+class NodeTable:
+    """Nodes by position; per topology key, each node's value as a code (-1: no label)."""
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        self.nodes = nodes
+        self.names = [n.name for n in nodes]
+        self.position = {name: i for i, name in enumerate(self.names)}
+        self._keys: dict[str, tuple[IntArray, list[str]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def values(self, key: str) -> tuple[IntArray, list[str]]:
+        """Per node the code of its ``key`` label (-1 without it), and the codes' values."""
+        found = self._keys.get(key)
+        if found is None:
+            codes = np.full(len(self.nodes), MISSING, dtype=np.int64)
+            names: list[str] = []
+            seen: dict[str, int] = {}
+            for i, n in enumerate(self.nodes):
+                v = n.labels.get(key)
+                if v is not None:
+                    code = seen.get(v)
+                    if code is None:
+                        code = seen[v] = len(names)
+                        names.append(v)
+                    codes[i] = code
+            found = self._keys[key] = (codes, names)
+        return found
+
+
+@dataclass(slots=True)
+class Placed:
+    pod: Pod
+    node: int  # position in the NodeTable
+
+
+@dataclass(slots=True)
+class PodIndex:
+    """Pods holding nodes, by label pair, namespace and node; updated as pods are placed."""
+
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
+    entries: dict[str, Placed] = field(default_factory=dict)
+    by_label: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    by_namespace: dict[str, set[str]] = field(default_factory=dict)
+    # required anti-affinity terms of placed pods, by term and the namespaces it reads:
+    # per node, how many placed pods hold it (few distinct terms however many replicas)
+    anti_terms: dict[Hashable, HeldTerm] = field(default_factory=dict)
+    ports: dict[int, list[tuple[str, HostPort]]] = field(default_factory=dict)
+    claim_users: dict[str, set[str]] = field(default_factory=dict)  # "ns/claim" -> pods
+
+    def add(self, pod: Pod, node: int) -> None:
+        key = pod.key
+        if key in self.entries:
+            self.remove(key)
+        self.entries[key] = Placed(pod, node)
+        for pair in pod.meta.labels.items():
+            self.by_label.setdefault(pair, set()).add(key)
+        self.by_namespace.setdefault(pod.namespace, set()).add(key)
+        rules = pod.rules
+        if rules is None:
+            return
+        for t in rules.anti_affinity:
+            spaces = self.namespaces_of(t, pod.namespace)
+            k = term_key(t, spaces)
+            held = self.anti_terms.get(k)
+            if held is None:
+                held = self.anti_terms[k] = HeldTerm(t, spaces, {})
+            held.nodes[node] = held.nodes.get(node, 0) + 1
+        if rules.host_ports:
+            self.ports.setdefault(node, []).extend((key, p) for p in rules.host_ports)
+        for claim in rules.claims:
+            self.claim_users.setdefault(f"{pod.namespace}/{claim}", set()).add(key)
+
+    def remove(self, key: str) -> None:
+        entry = self.entries.pop(key, None)
+        if entry is None:
+            return
+        pod = entry.pod
+        for pair in pod.meta.labels.items():
+            self.by_label[pair].discard(key)
+        self.by_namespace[pod.namespace].discard(key)
+        if pod.rules is not None:
+            for t in pod.rules.anti_affinity:
+                k = term_key(t, self.namespaces_of(t, pod.namespace))
+                at = self.anti_terms[k].nodes
+                at[entry.node] -= 1
+                if not at[entry.node]:
+                    del at[entry.node]
+                if not at:
+                    del self.anti_terms[k]
+            used = self.ports.get(entry.node)
+            if used:
+                used[:] = [(k, p) for k, p in used if k != key]
+            for claim in pod.rules.claims:
+                self.claim_users.get(f"{pod.namespace}/{claim}", set()).discard(key)
+
+    @classmethod
+    def of(
+        cls, pods: Iterable[Pod], nodes: NodeTable, namespaces: Mapping[str, Mapping[str, str]]
+    ) -> PodIndex:
+        index = cls(namespaces=namespaces)
+        for p in pods:
+            at = nodes.position.get(p.node_name) if p.holds_resources else None
+            if at is not None:
+                index.add(p, at)
+        return index
+
+    # -- selection ---------------------------------------------------------------------
+
+    def namespaces_of(self, term: PodAffinityTerm, owner_namespace: str) -> frozenset[str] | None:
+        """The namespaces ``term`` (of a pod in ``owner_namespace``) looks in; None: all."""
+        if term.all_namespaces:
+            return None
+        names = set(term.namespaces)
+        sel = term.namespace_selector
+        if sel is not None:
+            names.update(n for n, labels in self.namespaces.items() if sel.matches(labels))
+        elif not names:
+            names.add(owner_namespace)
+        return frozenset(names)
+
+    def matching(
+        self, selector: LabelSelector | None, namespaces: frozenset[str] | None
+    ) -> Iterator[Placed]:
+        """Placed pods in ``namespaces`` (None: any) whose labels ``selector`` matches,
+        looked up through the narrowest label pair the selector requires."""
+        if selector is None:
+            return
+        keys = self._candidates(selector, namespaces)
+        entries = self.entries
+        for key in sorted(keys):
+            entry = entries[key]
+            pod = entry.pod
+            if namespaces is not None and pod.namespace not in namespaces:
+                continue
+            if selector.matches(pod.meta.labels):
+                yield entry
+
+    def _candidates(self, selector: LabelSelector, namespaces: frozenset[str] | None) -> set[str]:
+        options: list[set[str]] = [
+            self.by_label.get(pair, set()) for pair in selector.match_labels.items()
+        ]
+        for r in selector.match_expressions:
+            if r.operator is Operator.IN:
+                union: set[str] = set()
+                for v in r.values:
+                    union |= self.by_label.get((r.key, v), set())
+                options.append(union)
+        if namespaces is not None:
+            union = set()
+            for ns in namespaces:
+                union |= self.by_namespace.get(ns, set())
+            options.append(union)
+        if not options:
+            return set(self.entries)
+        return min(options, key=len)
