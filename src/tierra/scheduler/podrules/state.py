@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tierra.api.labels import LabelSelector, Operator
-from tierra.api.node import Node
+from tierra.api.node import Node, TaintEffect
 from tierra.api.pod import Pod
 from tierra.api.pod_rules import HostPort, PodAffinityTerm
+from tierra.topology.arrays import BoolArray
 from tierra.topology.index import IntArray
 
 MISSING = -1
@@ -51,6 +52,7 @@ class NodeTable:
         self.names = [n.name for n in nodes]
         self.position = {name: i for i, name in enumerate(self.names)}
         self._keys: dict[str, tuple[IntArray, list[str]]] = {}
+        self._memo: dict[Hashable, BoolArray] = {}
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -72,6 +74,48 @@ class NodeTable:
                     codes[i] = code
             found = self._keys[key] = (codes, names)
         return found
+
+    def node_affinity(self, pod: Pod) -> BoolArray:
+        """Nodes matching the pod's nodeSelector and required node affinity (memoized
+        per distinct pair in the session)."""
+        key = ("affinity", tuple(sorted(pod.node_selector.items())), pod.affinity_terms)
+        found = self._memo.get(key)
+        if found is None:
+            found = np.fromiter(
+                (_affine(pod, n) for n in self.nodes), dtype=bool, count=len(self.nodes)
+            )
+            self._memo[key] = found
+        return found
+
+    def tolerated(self, pod: Pod) -> BoolArray:
+        """Nodes whose NoSchedule and NoExecute taints the pod tolerates."""
+        key = ("taints", pod.tolerations)
+        found = self._memo.get(key)
+        if found is None:
+            found = np.fromiter(
+                (_tolerates(pod, n) for n in self.nodes), dtype=bool, count=len(self.nodes)
+            )
+            self._memo[key] = found
+        return found
+
+
+def _affine(pod: Pod, node: Node) -> bool:
+    labels = node.labels
+    if any(labels.get(k) != v for k, v in pod.node_selector.items()):
+        return False
+    terms = pod.affinity_terms
+    return not terms or any(t.matches(node.name, labels) for t in terms)
+
+
+_FILTERING = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
+
+
+def _tolerates(pod: Pod, node: Node) -> bool:
+    return all(
+        any(tol.tolerates(t) for tol in pod.tolerations)
+        for t in node.taints
+        if t.effect in _FILTERING
+    )
 
 
 @dataclass(slots=True)
