@@ -26,6 +26,7 @@ def _ok(sink: list[Problem]) -> None:
 
 def pvc_doc(
     name: str,
+    *,
     sc: str | None = "wait-sc",
     volume: str = "",
     size: str = "5Gi",
@@ -62,6 +63,7 @@ def pvc(name: str, **kw: Any) -> PersistentVolumeClaim:
 
 def pv_doc(
     name: str,
+    *,
     sc: str = "wait-sc",
     size: str = "10Gi",
     hosts: tuple[str, ...] = (),

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
 from tests.contract.rules_helpers import make_node, make_pod
 from tests.contract.storage_docs import IMMEDIATE, claim_volumes, csinode, pv, pvc, storage_class
 

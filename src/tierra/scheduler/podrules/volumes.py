@@ -264,9 +264,9 @@ def evaluate(
     )
     for key in _claim_keys(pod):
         claim = storage.claims.get(key)
-        if claim is not None and READ_WRITE_ONCE_POD in claim.access_modes:
-            if placed.claim_users.get(key, set()) - {pod.key}:
-                restrictions.refuse_all(RWOP_CONFLICT)
+        rwop = claim is not None and READ_WRITE_ONCE_POD in claim.access_modes
+        if rwop and placed.claim_users.get(key, set()) - {pod.key}:
+            restrictions.refuse_all(RWOP_CONFLICT)
     _binding(pod, nodes, storage, binding, zone)
     _limits(pod, nodes, placed, storage, limits)
     return tuple(m.done() for m in (restrictions, binding, zone, limits))
