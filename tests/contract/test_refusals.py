@@ -173,3 +173,23 @@ def test_match_label_keys_merge_into_the_selector() -> None:
 def test_a_pod_without_rules_carries_none() -> None:
     p = decode_pod(pod("a", volumes=[{"name": "t", "emptyDir": {}}]), None, [])
     assert p.rules is None
+
+
+def test_a_placed_pods_anti_affinity_holds_off_a_plain_pod_it_matches(tmp_path: Path) -> None:
+    """Symmetry (interpodaffinity "verify that PodAntiAffinity from existing pod is
+    respected when pod has no AntiAffinity constraints"): until the session applies it,
+    the matching pod waits, naming the holder; a pod it does not match is bound."""
+    holder = pod(
+        "db-0",
+        labels={"app": "db"},
+        node_name="n1",
+        **anti_affinity("kubernetes.io/hostname", {"app": "db"}),
+    )
+    doc = schedule(
+        tmp_path,
+        [node("n1"), holder, pod("db-1", labels={"app": "db"}), pod("web", labels={"app": "web"})],
+    )
+    assert [b["pod"] for b in doc["bindings"]] == ["default/web"]
+    (waiting,) = doc["unschedulable"]
+    assert waiting["podGroup"] == "default/db-1"
+    assert "podAntiAffinity" in waiting["reason"] and "default/db-0" in waiting["reason"]

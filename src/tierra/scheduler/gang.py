@@ -31,7 +31,7 @@ from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
 from tierra.scheduler.cache import DEFAULT_QUEUE, Cache, gang_key, solo_queue
 from tierra.scheduler.constraints import from_annotations
 from tierra.scheduler.memory import Memory
-from tierra.scheduler.podrules.contract import refusal
+from tierra.scheduler.podrules.contract import anti_affinity_holders, held_off, refusal
 from tierra.scheduler.result import Unschedulable
 from tierra.scheduler.status import unresolvable
 
@@ -352,6 +352,11 @@ def collect(
             gang = _build(pod.key, None, cache, [pod], [])
             built[pod.key] = (cache.clock, gang)
         gangs.append(gang)
+    holders = anti_affinity_holders(pods.values())  # placed pods' anti-affinity (contract)
+    if holders:
+        held = [(g, held_off(g.pending, holders)) for g in gangs]
+        gangs = [g for g, why in held if why is None]
+        orphans.extend(Unschedulable(g.key, unresolvable(why)) for g, why in held if why)
     if len(built) > len(gangs):
         keep = {g.key for g in gangs}
         for key in [k for k in built if k not in keep]:
