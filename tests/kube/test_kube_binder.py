@@ -20,8 +20,8 @@ from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
-from tierra.scheduler.cache import Cache
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult
+from tierra.scheduler.state.store import Cache
 from tierra.scheduler.status import Code
 
 pytestmark = pytest.mark.kube

@@ -21,7 +21,7 @@ from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.fake import NodeShape, node_manifest
-from tierra.scheduler.cache import Cache
+from tierra.scheduler.state.store import Cache
 
 pytestmark = pytest.mark.kube
 

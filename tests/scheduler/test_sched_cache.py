@@ -23,7 +23,7 @@ from tierra.api.podgroup import encode_podgroup
 from tierra.api.snapshot import Snapshot, load_snapshot
 from tierra.errors import Problem
 from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session, schedule
-from tierra.scheduler.cache import QUEUE_ANNOTATION
+from tierra.scheduler.state.store import QUEUE_ANNOTATION
 from tierra.scheduler.testing import (
     canonical,
     gang,

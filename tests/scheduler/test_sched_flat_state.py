@@ -25,12 +25,12 @@ from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session
 from tierra.scheduler.config import WeightedPolicy
-from tierra.scheduler.demand import Demands, Shape
-from tierra.scheduler.node_choice import NodeChoice
+from tierra.scheduler.placement.demand import Demands, Shape
+from tierra.scheduler.placement.distribution import NodeChoice
 from tierra.scheduler.scoring.binpack import Binpack
 from tierra.scheduler.scoring.spread import Spread
+from tierra.scheduler.state.transaction import Transaction
 from tierra.scheduler.testing import fat_tree, hypernode, node, pod, podgroup, topology
-from tierra.scheduler.transaction import Transaction
 
 CONFIGS = {
     "default": SchedulerConfig(),

@@ -6,7 +6,7 @@ import pytest
 from tests.scheduler.helpers import domains, placed, run
 
 from tierra.scheduler import Cache, SchedulerConfig, explain_gang
-from tierra.scheduler.links import UNKNOWN_GBPS, LinkRate, link_table
+from tierra.scheduler.scoring.links import UNKNOWN_GBPS, LinkRate, link_table
 from tierra.scheduler.testing import gang, hypernode, node, pod, snapshot, topology
 
 GB200 = {"nvidia.com/gpu.product": "NVIDIA-GB200"}

@@ -10,9 +10,9 @@ import pytest
 from tests.scheduler.helpers import placed
 
 from tierra.scheduler import Cache, SchedulerConfig, WeightedPolicy, run_session
-from tierra.scheduler.mix import top_shapes
 from tierra.scheduler.scoring.binpack import Binpack
 from tierra.scheduler.scoring.lookahead import Lookahead, home
+from tierra.scheduler.scoring.mix import top_shapes
 from tierra.scheduler.testing import hypernode, node, pod, podgroup, snapshot
 
 GB200 = {"nvidia.com/gpu.product": "NVIDIA-GB200"}

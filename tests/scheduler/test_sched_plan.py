@@ -7,9 +7,9 @@ from tests.scheduler.helpers import add
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.scheduler import Cache, Code, Memory, Status
-from tierra.scheduler.demand import Demands
 from tierra.scheduler.gang import Gang, collect
-from tierra.scheduler.plan import GangPlan, make_plan
+from tierra.scheduler.placement.demand import Demands
+from tierra.scheduler.placement.plan import GangPlan, make_plan
 from tierra.scheduler.testing import canonical, pod, podgroup, policy, topology
 
 PART = "volcano.sh/partition-id"

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tierra.api.pod import Pod
 from tierra.scheduler import Cache
-from tierra.scheduler.cache import DEFAULT_QUEUE, gang_key, solo_queue
+from tierra.scheduler.state.store import DEFAULT_QUEUE, gang_key, solo_queue
 from tierra.scheduler.testing import node, pod, podgroup
 
 QUEUES = ("default", "a", "b")

@@ -10,13 +10,13 @@ from tests.scheduler.helpers import domains, placed, reasons, run
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.scheduler import Cache, Memory, SchedulerConfig, explain_gang, run_session
-from tierra.scheduler.allocate import Allocator
-from tierra.scheduler.demand import Demands
-from tierra.scheduler.preemption import Victim
-from tierra.scheduler.queues import QueueBook
-from tierra.scheduler.reclaim import Reclaimer
+from tierra.scheduler.eviction.preemption import Victim
+from tierra.scheduler.eviction.reclaim import Reclaimer
+from tierra.scheduler.placement.allocate import Allocator
+from tierra.scheduler.placement.demand import Demands
+from tierra.scheduler.queueing.queues import QueueBook
+from tierra.scheduler.state.transaction import Transaction
 from tierra.scheduler.testing import canonical, gang, pod, podgroup, queue, snapshot, topology
-from tierra.scheduler.transaction import Transaction
 
 GPU = "nvidia.com/gpu"
 

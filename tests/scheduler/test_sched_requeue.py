@@ -16,8 +16,8 @@ from tests.scheduler.helpers import Scheduler, add
 
 from tierra.api.podgroup import PodGroup
 from tierra.scheduler import Cache, SessionResult
-from tierra.scheduler.allocate import Allocator
-from tierra.scheduler.plan import GangPlan
+from tierra.scheduler.placement.allocate import Allocator
+from tierra.scheduler.placement.plan import GangPlan
 from tierra.scheduler.status import Status
 from tierra.scheduler.testing import (
     canonical,

@@ -7,8 +7,8 @@ from tests.scheduler.helpers import Scheduler, add
 
 import tierra.scheduler.session as session_module
 from tierra.scheduler import Cache, Code, SchedulerConfig, Status, run_session
-from tierra.scheduler.demand import Demands
-from tierra.scheduler.plan import GangPlan, make_plan
+from tierra.scheduler.placement.demand import Demands
+from tierra.scheduler.placement.plan import GangPlan, make_plan
 from tierra.scheduler.testing import (
     canonical,
     gang,

@@ -14,7 +14,7 @@ from tierra.api.node import Condition, Node, Taint, TaintEffect
 from tierra.api.snapshot import Snapshot, load_snapshot
 from tierra.cli import app
 from tierra.scheduler import Cache, explain_gang, schedule
-from tierra.scheduler.explain import best_first
+from tierra.scheduler.explain.reasons import best_first
 from tierra.scheduler.testing import pod
 from tierra.web.model import Dashboard, Source
 from tierra.web.store import Kind

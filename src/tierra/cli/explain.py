@@ -26,7 +26,7 @@ from tierra.cli.schedule import (
     warn_unusable_trees,
 )
 from tierra.scheduler import Cache, Explanation, TierTrace, Verdict, explain_gang
-from tierra.scheduler.explain import best_first, tally
+from tierra.scheduler.explain.reasons import best_first, tally
 
 
 def _summary(rest: list[Verdict]) -> str:

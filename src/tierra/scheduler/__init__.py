@@ -7,7 +7,6 @@ a ``Memory`` kept beside the cache lets later sessions skip what must fail again
 No Kubernetes client, CLI or rendering here.
 """
 
-from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import (
     DegradedMode,
     SchedulerConfig,
@@ -15,10 +14,11 @@ from tierra.scheduler.config import (
     load_config,
     parse_config,
 )
-from tierra.scheduler.explain import Explanation, TierTrace, Verdict
-from tierra.scheduler.memory import Memory
+from tierra.scheduler.explain.reasons import Explanation, TierTrace, Verdict
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult, Unschedulable
 from tierra.scheduler.session import explain_gang, run_session, schedule
+from tierra.scheduler.state.memory import Memory
+from tierra.scheduler.state.store import Cache
 from tierra.scheduler.status import Code, Searched, Status
 
 __all__ = [

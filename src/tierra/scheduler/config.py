@@ -34,9 +34,9 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.files import read_yaml
 from tierra.errors import ConfigError, InputError, Origin, Problem
-from tierra.scheduler.links import LinkRate, LinkTable, link_table
 from tierra.scheduler.scoring import REGISTRY, Policy
 from tierra.scheduler.scoring.binpack import Binpack
+from tierra.scheduler.scoring.links import LinkRate, LinkTable, link_table
 from tierra.scheduler.scoring.lookahead import Lookahead
 from tierra.scheduler.scoring.topology import Topology
 

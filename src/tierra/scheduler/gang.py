@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
-from tierra.scheduler.cache import DEFAULT_QUEUE, Cache, gang_key, solo_queue
-from tierra.scheduler.constraints import from_annotations
-from tierra.scheduler.memory import Memory
+from tierra.scheduler.constraints.tier_limit import from_annotations
 from tierra.scheduler.result import Unschedulable
+from tierra.scheduler.state.memory import Memory
+from tierra.scheduler.state.store import DEFAULT_QUEUE, Cache, gang_key, solo_queue
 from tierra.scheduler.status import unresolvable
 
 TASK_SPEC = "volcano.sh/task-spec"

@@ -51,23 +51,23 @@ import numpy as np
 
 from tierra.api.natural import natural_key
 from tierra.api.snapshot import Snapshot
-from tierra.scheduler.allocate import Allocator
-from tierra.scheduler.cache import Cache, gang_key
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.constraints import resolve
-from tierra.scheduler.demand import Demands
-from tierra.scheduler.explain import Explanation, Trace, domain_name
+from tierra.scheduler.constraints.tier_limit import resolve
+from tierra.scheduler.eviction.preemption import Preemptor, queue_of
+from tierra.scheduler.eviction.reclaim import Reclaimer
+from tierra.scheduler.explain.reasons import Explanation, Trace, domain_name
 from tierra.scheduler.gang import Gang, collect, rebuild
-from tierra.scheduler.memory import Failure, Memory
-from tierra.scheduler.node_choice import lowest_common
-from tierra.scheduler.plan import GangPlan, make_plan
-from tierra.scheduler.preemption import Preemptor, queue_of
-from tierra.scheduler.queues import QueueBook, gang_order
-from tierra.scheduler.quota import Budget
-from tierra.scheduler.reclaim import Reclaimer
+from tierra.scheduler.placement.allocate import Allocator
+from tierra.scheduler.placement.demand import Demands
+from tierra.scheduler.placement.distribution import lowest_common
+from tierra.scheduler.placement.plan import GangPlan, make_plan
+from tierra.scheduler.queueing.queues import QueueBook, gang_order
+from tierra.scheduler.queueing.quota import Budget
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult, Unschedulable
+from tierra.scheduler.state.memory import Failure, Memory
+from tierra.scheduler.state.store import Cache, gang_key
+from tierra.scheduler.state.transaction import Transaction
 from tierra.scheduler.status import Status, queue_limited
-from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
 
 NOTHING_TO_EVICT = {

@@ -36,11 +36,11 @@ from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
 from tierra.kube.scheduler.queues import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
-from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.memory import Memory
 from tierra.scheduler.result import Decision, SessionResult
 from tierra.scheduler.session import run_session
+from tierra.scheduler.state.memory import Memory
+from tierra.scheduler.state.store import Cache
 
 log = logging.getLogger(__name__)
 GPU_MARK = "gpu"

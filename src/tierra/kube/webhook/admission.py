@@ -48,8 +48,8 @@ from tierra.api.node import Node
 from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.errors import Problem, Severity
-from tierra.scheduler.cache import Cache
-from tierra.scheduler.refusals import podgroup_refusals
+from tierra.scheduler.explain.refusals import podgroup_refusals
+from tierra.scheduler.state.store import Cache
 from tierra.topology.index import TopologyIndex
 
 OVERLAY_SECONDS = 30.0

@@ -17,7 +17,7 @@ from tierra.api.node import Node
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
 from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session
-from tierra.scheduler.links import LinkRate, link_table
+from tierra.scheduler.scoring.links import LinkRate, link_table
 from tierra.sim.clusters import SimCluster
 from tierra.sim.clusters._build import GPU
 from tierra.sim.cost import BoundCost

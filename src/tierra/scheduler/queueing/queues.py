@@ -38,13 +38,13 @@ import numpy.typing as npt
 
 from tierra.api.natural import natural_key
 from tierra.api.queue import Queue
-from tierra.scheduler.cache import DEFAULT_QUEUE, Cache
-from tierra.scheduler.explain import amount, amounts, quantity
+from tierra.scheduler.explain.reasons import amount, amounts, quantity
 from tierra.scheduler.gang import Gang
-from tierra.scheduler.queue_status import QueueStatus
-from tierra.scheduler.queue_tree import QueueTree
-from tierra.scheduler.quota import UNLIMITED, Budget, Limit, Quota
-from tierra.scheduler.shares import Limits, deserved_shares
+from tierra.scheduler.queueing.queue_status import QueueStatus
+from tierra.scheduler.queueing.queue_tree import QueueTree
+from tierra.scheduler.queueing.quota import UNLIMITED, Budget, Limit, Quota
+from tierra.scheduler.queueing.shares import Limits, deserved_shares
+from tierra.scheduler.state.store import DEFAULT_QUEUE, Cache
 from tierra.scheduler.status import OK, Status, queue_limited, unresolvable
 from tierra.topology.index import IntArray
 

@@ -30,12 +30,12 @@ import numpy as np
 
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
-from tierra.scheduler.allocate import Allocator
-from tierra.scheduler.cache import Cache, gang_key, solo_queue
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.gang import Gang
-from tierra.scheduler.plan import GangPlan
-from tierra.scheduler.quota import Budget
+from tierra.scheduler.placement.allocate import Allocator
+from tierra.scheduler.placement.plan import GangPlan
+from tierra.scheduler.queueing.quota import Budget
+from tierra.scheduler.state.store import Cache, gang_key, solo_queue
 from tierra.scheduler.status import Code, Status
 from tierra.topology.index import IntArray
 

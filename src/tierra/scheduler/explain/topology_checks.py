@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
 from tierra.errors import Problem
-from tierra.scheduler.constraints import resolve
+from tierra.scheduler.constraints.tier_limit import resolve
 from tierra.scheduler.status import Status
 from tierra.topology.index import TopologyIndex
 

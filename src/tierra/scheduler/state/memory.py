@@ -24,8 +24,8 @@ from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.status import Status
 
 if TYPE_CHECKING:
-    from tierra.scheduler.cache import Cache
     from tierra.scheduler.gang import Gang
+    from tierra.scheduler.state.store import Cache
 
 
 @dataclass(frozen=True, slots=True)

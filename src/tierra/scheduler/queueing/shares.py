@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tierra.scheduler.queue_tree import ROOT, QueueTree
+from tierra.scheduler.queueing.queue_tree import ROOT, QueueTree
 
 FloatArray = npt.NDArray[np.float64]
 EPS = 1e-9

@@ -41,7 +41,7 @@ from tierra.api.podgroup import PodGroup
 from tierra.api.quantity import format_milli
 from tierra.api.queue import Queue
 from tierra.errors import Problem
-from tierra.scheduler.cache import DEFAULT_QUEUE
+from tierra.scheduler.state.store import DEFAULT_QUEUE
 
 ROOT = "root"
 

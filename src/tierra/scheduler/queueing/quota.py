@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tierra.scheduler.explain import amount
-from tierra.scheduler.queue_tree import QueueTree
+from tierra.scheduler.explain.reasons import amount
+from tierra.scheduler.queueing.queue_tree import QueueTree
 from tierra.topology.capacity import ResourceAxis
 from tierra.topology.index import IntArray
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, MutableMapping, MutableSet
 from typing import Any
 
-from tierra.scheduler.transaction import Transaction
+from tierra.scheduler.state.transaction import Transaction
 from tierra.topology.capacity import Capacity
 
 _ABSENT = object()

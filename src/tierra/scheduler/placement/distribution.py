@@ -18,12 +18,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from tierra.api.pod import Pod
-from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.demand import Demand, Shape
-from tierra.scheduler.flat_state import FlatStates
+from tierra.scheduler.placement.demand import Demand, Shape
+from tierra.scheduler.placement.flat_state import FlatStates
 from tierra.scheduler.scoring.base import View
-from tierra.scheduler.transaction import Transaction
+from tierra.scheduler.state.store import Cache
+from tierra.scheduler.state.transaction import Transaction
 from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tierra.api.pod import Pod
-from tierra.scheduler.cache import Cache
-from tierra.scheduler.filters import Eligibility, constraint_key
+from tierra.scheduler.constraints.eligibility import Eligibility, constraint_key
+from tierra.scheduler.state.store import Cache
 from tierra.scheduler.status import Status, unresolvable
 from tierra.topology.index import IntArray
 

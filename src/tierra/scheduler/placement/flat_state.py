@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tierra.scheduler.cache import Cache
-from tierra.scheduler.demand import Shape
-from tierra.scheduler.transaction import Transaction
+from tierra.scheduler.placement.demand import Shape
+from tierra.scheduler.state.store import Cache
+from tierra.scheduler.state.transaction import Transaction
 from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
 

@@ -32,14 +32,14 @@ import numpy.typing as npt
 
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
-from tierra.scheduler.allocate import Allocator
-from tierra.scheduler.cache import Cache, gang_key
 from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.eviction.preemption import Bundle, Preemptor, Victim, queue_of
 from tierra.scheduler.gang import Gang
-from tierra.scheduler.plan import GangPlan
-from tierra.scheduler.preemption import Bundle, Preemptor, Victim, queue_of
-from tierra.scheduler.queues import QueueBook
-from tierra.scheduler.quota import Budget
+from tierra.scheduler.placement.allocate import Allocator
+from tierra.scheduler.placement.plan import GangPlan
+from tierra.scheduler.queueing.queues import QueueBook
+from tierra.scheduler.queueing.quota import Budget
+from tierra.scheduler.state.store import Cache, gang_key
 from tierra.scheduler.status import Code, Status
 from tierra.topology.index import IntArray
 

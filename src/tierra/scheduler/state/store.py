@@ -46,13 +46,13 @@ from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
 from tierra.bulk import building
 from tierra.errors import Problem
-from tierra.scheduler.filters import NodeFilter
-from tierra.scheduler.layout import Layouts
-from tierra.scheduler.links import LinkCosts, LinkTable
-from tierra.scheduler.mix import top_shapes
+from tierra.scheduler.constraints.eligibility import NodeFilter
 from tierra.scheduler.scoring.base import View
-from tierra.scheduler.transaction import Transaction
-from tierra.scheduler.trial import Journal
+from tierra.scheduler.scoring.links import LinkCosts, LinkTable
+from tierra.scheduler.scoring.mix import top_shapes
+from tierra.scheduler.state.layout import Layouts
+from tierra.scheduler.state.transaction import Transaction
+from tierra.scheduler.state.trial import Journal
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health
 from tierra.topology.index import IntArray, TopologyIndex

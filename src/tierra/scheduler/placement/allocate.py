@@ -19,17 +19,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.constraints import TierLimit
-from tierra.scheduler.demand import Demand, Demands
-from tierra.scheduler.explain import Trace, domain_name, no_fit_reason
+from tierra.scheduler.constraints.tier_limit import TierLimit
+from tierra.scheduler.explain.reasons import Trace, domain_name, no_fit_reason
 from tierra.scheduler.gang import SubGroup, Tally
-from tierra.scheduler.node_choice import NodeChoice, lowest_common
-from tierra.scheduler.plan import GangPlan, nodes_of
-from tierra.scheduler.quota import Budget
+from tierra.scheduler.placement.demand import Demand, Demands
+from tierra.scheduler.placement.distribution import NodeChoice, lowest_common
+from tierra.scheduler.placement.plan import GangPlan, nodes_of
+from tierra.scheduler.placement.search import Search, Slices
+from tierra.scheduler.queueing.quota import Budget
 from tierra.scheduler.scoring.base import View
-from tierra.scheduler.search import Search, Slices
+from tierra.scheduler.state.store import Cache
+from tierra.scheduler.state.transaction import Transaction
 from tierra.scheduler.status import (
     Code,
     Status,
@@ -38,7 +39,6 @@ from tierra.scheduler.status import (
     success,
     unschedulable,
 )
-from tierra.scheduler.transaction import Transaction
 
 
 def root_only(limit: TierLimit) -> TierLimit:

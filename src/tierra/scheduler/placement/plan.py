@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from tierra.api.pod import Pod
-from tierra.scheduler.cache import Cache
-from tierra.scheduler.constraints import TierLimit, narrow, resolve
-from tierra.scheduler.demand import Demand, Demands
-from tierra.scheduler.explain import domain_name
+from tierra.scheduler.constraints.tier_limit import TierLimit, narrow, resolve
+from tierra.scheduler.explain.reasons import domain_name
 from tierra.scheduler.gang import Gang, SubGroup, Tally, task_of
-from tierra.scheduler.node_choice import lowest_common
+from tierra.scheduler.placement.demand import Demand, Demands
+from tierra.scheduler.placement.distribution import lowest_common
+from tierra.scheduler.state.store import Cache
 from tierra.scheduler.status import Searched, Status, unresolvable
 
 

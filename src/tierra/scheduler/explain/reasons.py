@@ -22,14 +22,14 @@ import numpy as np
 
 from tierra.api.pod import ONE_POD, PODS
 from tierra.api.quantity import format_milli
-from tierra.scheduler.constraints import resolve
+from tierra.scheduler.constraints.tier_limit import resolve
 from tierra.scheduler.status import Status
 
 if TYPE_CHECKING:
     from tierra.api.podgroup import PodGroup
-    from tierra.scheduler.cache import Cache
-    from tierra.scheduler.constraints import TierLimit
-    from tierra.scheduler.demand import Demand, Shape
+    from tierra.scheduler.constraints.tier_limit import TierLimit
+    from tierra.scheduler.placement.demand import Demand, Shape
+    from tierra.scheduler.state.store import Cache
     from tierra.topology.arrays import BoolArray
     from tierra.topology.capacity import Capacity, ResourceAxis
     from tierra.topology.index import IntArray

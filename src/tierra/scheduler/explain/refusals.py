@@ -24,16 +24,16 @@ from __future__ import annotations
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.errors import Origin, Problem, Severity
-from tierra.scheduler.cache import Cache, gang_key
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.constraints import resolve
-from tierra.scheduler.demand import Demands
-from tierra.scheduler.explain import never_fits, podgroup_never_fits
+from tierra.scheduler.constraints.tier_limit import resolve
+from tierra.scheduler.explain.reasons import never_fits, podgroup_never_fits
+from tierra.scheduler.explain.topology_checks import podgroup_problems, topology_problem
 from tierra.scheduler.gang import Gang, collect
-from tierra.scheduler.memory import Memory
-from tierra.scheduler.plan import make_plan
+from tierra.scheduler.placement.demand import Demands
+from tierra.scheduler.placement.plan import make_plan
+from tierra.scheduler.state.memory import Memory
+from tierra.scheduler.state.store import Cache, gang_key
 from tierra.scheduler.status import Status
-from tierra.scheduler.topology_checks import podgroup_problems, topology_problem
 
 
 def refusals(cache: Cache, config: SchedulerConfig) -> list[Problem]:

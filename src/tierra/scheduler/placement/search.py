@@ -46,12 +46,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import DegradedMode, SchedulerConfig
-from tierra.scheduler.constraints import TierLimit
-from tierra.scheduler.demand import Demand
-from tierra.scheduler.explain import Miss, TierTrace, Trace, Verdict, describe_shortfall, short_of
+from tierra.scheduler.constraints.tier_limit import TierLimit
+from tierra.scheduler.explain.reasons import (
+    Miss,
+    TierTrace,
+    Trace,
+    Verdict,
+    describe_shortfall,
+    short_of,
+)
+from tierra.scheduler.placement.demand import Demand
 from tierra.scheduler.scoring.base import View
+from tierra.scheduler.state.store import Cache
 from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
 
