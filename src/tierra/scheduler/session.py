@@ -21,7 +21,7 @@ The recipe, per session (``run_session``):
    ``QueueStatus``.
 
 A gang that failed in an earlier session is skipped, with its earlier status, while
-nothing it depends on has changed (``Cache.unchanged_since``; the failures are kept in
+nothing it depends on has changed (``ClusterStore.unchanged_since``; the failures are kept in
 the ``Memory`` beside the cache): no node, HyperNode or queue changed, nothing of its
 own changed, and no room was freed where it could help. Only failures that must repeat
 are remembered (``Status.must_repeat``): input that cannot be honoured, and placement
@@ -65,7 +65,7 @@ from tierra.scheduler.queueing.queues import QueueBook, gang_order
 from tierra.scheduler.queueing.quota import Budget
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult, Unschedulable
 from tierra.scheduler.state.memory import Failure, Memory
-from tierra.scheduler.state.store import Cache, gang_key
+from tierra.scheduler.state.store import ClusterStore, gang_key
 from tierra.scheduler.state.transaction import Transaction
 from tierra.scheduler.status import Status, queue_limited
 from tierra.topology.index import IntArray
@@ -82,7 +82,7 @@ class _Session:
 
     def __init__(
         self,
-        cache: Cache,
+        cache: ClusterStore,
         config: SchedulerConfig,
         memory: Memory,
         now: float | None = None,
@@ -437,7 +437,7 @@ class _Session:
 
 
 def run_session(
-    cache: Cache,
+    cache: ClusterStore,
     config: SchedulerConfig | None = None,
     *,
     memory: Memory | None = None,
@@ -460,11 +460,11 @@ def run_session(
 
 def schedule(snapshot: Snapshot, config: SchedulerConfig | None = None) -> SessionResult:
     """Convenience: build a cache from ``snapshot`` and run one session."""
-    return run_session(Cache.from_snapshot(snapshot), config)
+    return run_session(ClusterStore.from_snapshot(snapshot), config)
 
 
 def explain_gang(
-    cache: Cache,
+    cache: ClusterStore,
     key: str,
     config: SchedulerConfig | None = None,
     *,

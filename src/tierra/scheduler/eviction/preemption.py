@@ -35,7 +35,7 @@ from tierra.scheduler.gang import Gang
 from tierra.scheduler.placement.allocate import Allocator
 from tierra.scheduler.placement.plan import GangPlan
 from tierra.scheduler.queueing.quota import Budget
-from tierra.scheduler.state.store import Cache, gang_key, solo_queue
+from tierra.scheduler.state.store import ClusterStore, gang_key, solo_queue
 from tierra.scheduler.status import Code, Status
 from tierra.topology.index import IntArray
 
@@ -73,7 +73,7 @@ class Choice:
     domain: int
     victims: tuple[Victim, ...]
 
-    def key(self, cache: Cache) -> tuple[object, ...]:
+    def key(self, cache: ClusterStore) -> tuple[object, ...]:
         ix = cache.index
         return (
             max((v.priority for v in self.victims), default=0),
@@ -84,7 +84,7 @@ class Choice:
         )
 
 
-def queue_of(cache: Cache, key: str) -> str:
+def queue_of(cache: ClusterStore, key: str) -> str:
     pod = cache.pods[key]
     g = gang_key(pod)
     if g is not None and g in cache.podgroups:
@@ -95,7 +95,7 @@ def queue_of(cache: Cache, key: str) -> str:
 class Preemptor:
     def __init__(
         self,
-        cache: Cache,
+        cache: ClusterStore,
         config: SchedulerConfig,
         allocator: Allocator,
         bound_now: Set[str],

@@ -39,7 +39,7 @@ from tierra.scheduler.placement.allocate import Allocator
 from tierra.scheduler.placement.plan import GangPlan
 from tierra.scheduler.queueing.queues import QueueBook
 from tierra.scheduler.queueing.quota import Budget
-from tierra.scheduler.state.store import Cache, gang_key
+from tierra.scheduler.state.store import ClusterStore, gang_key
 from tierra.scheduler.status import Code, Status
 from tierra.topology.index import IntArray
 
@@ -49,7 +49,7 @@ class Reclaimer(Preemptor):
 
     def __init__(
         self,
-        cache: Cache,
+        cache: ClusterStore,
         config: SchedulerConfig,
         allocator: Allocator,
         bound_now: Set[str],

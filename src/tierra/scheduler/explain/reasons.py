@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from tierra.api.podgroup import PodGroup
     from tierra.scheduler.constraints.tier_limit import TierLimit
     from tierra.scheduler.placement.demand import Demand, Shape
-    from tierra.scheduler.state.store import Cache
+    from tierra.scheduler.state.store import ClusterStore
     from tierra.topology.arrays import BoolArray
     from tierra.topology.capacity import Capacity, ResourceAxis
     from tierra.topology.index import IntArray
@@ -197,11 +197,11 @@ def describe_demand(axis: ResourceAxis, demand: Demand) -> str:
     return f"{demand.count} pods ({inner})"
 
 
-def domain_name(cache: Cache, h: int) -> str:
+def domain_name(cache: ClusterStore, h: int) -> str:
     return "the whole cluster" if h == cache.index.root else cache.index.names[h]
 
 
-def describe_shortfall(cache: Cache, demand: Demand, h: int, holds: int) -> str:
+def describe_shortfall(cache: ClusterStore, demand: Demand, h: int, holds: int) -> str:
     """Why domain ``h`` cannot take ``demand``: roll-up short, or node-by-node short."""
     cap = cache.capacity
     free = cap.dom_alloc[h] - cap.dom_used[h]
@@ -244,7 +244,7 @@ def _tiers_text(tiers: Sequence[int]) -> str:
     return f"tier {tiers[0]}-{tiers[-1]}"
 
 
-def _next_tier_note(cache: Cache, limit: TierLimit) -> str:
+def _next_tier_note(cache: ClusterStore, limit: TierLimit) -> str:
     if limit.root or limit.flat:
         return ""
     top = limit.highest(cache.index)
@@ -253,7 +253,9 @@ def _next_tier_note(cache: Cache, limit: TierLimit) -> str:
     return f"; tier {nxt} not allowed ({limit.text})"
 
 
-def _empty_holds(cache: Cache, demand: Demand, domains: IntArray) -> tuple[BoolArray, IntArray]:
+def _empty_holds(
+    cache: ClusterStore, demand: Demand, domains: IntArray
+) -> tuple[BoolArray, IntArray]:
     """Per domain: whether ``demand`` could fit with nothing running (a necessary check:
     the roll-up, and each shape counted node by node), and how many of its pods it holds."""
     cap = cache.capacity
@@ -267,7 +269,7 @@ def _empty_holds(cache: Cache, demand: Demand, domains: IntArray) -> tuple[BoolA
     return ok, holds
 
 
-def _short_when_empty(cache: Cache, demand: Demand, h: int) -> list[str]:
+def _short_when_empty(cache: ClusterStore, demand: Demand, h: int) -> list[str]:
     """What ``h`` lacks for ``demand`` with nothing running: in all (the roll-up), or on
     every single node (no node big enough for one pod)."""
     cap, axis = cache.capacity, cache.capacity.axis
@@ -282,7 +284,7 @@ def _short_when_empty(cache: Cache, demand: Demand, h: int) -> list[str]:
     return [axis.names[i] for i in sorted(lacking) if axis.names[i] != "pods"]
 
 
-def _allowing(cache: Cache, limit: TierLimit, t: int, h: int) -> str:
+def _allowing(cache: ClusterStore, limit: TierLimit, t: int, h: int) -> str:
     """``allow tier 2 (highestTierName: spine; s0 could hold it)``: the change that would
     let a gang fit, in the words of the limit the user wrote (a name or a number)."""
     ix = cache.index
@@ -297,7 +299,7 @@ def _allowing(cache: Cache, limit: TierLimit, t: int, h: int) -> str:
 
 
 def _first_tier_that_fits(
-    cache: Cache,
+    cache: ClusterStore,
     limit: TierLimit,
     domains: Callable[[int], IntArray],
     holds: Callable[[IntArray], BoolArray],
@@ -316,7 +318,7 @@ def _first_tier_that_fits(
     return None
 
 
-def never_fits(cache: Cache, demand: Demand, limit: TierLimit, region: int) -> str | None:
+def never_fits(cache: ClusterStore, demand: Demand, limit: TierLimit, region: int) -> str | None:
     """Why ``demand`` fits no domain ``limit`` allows even with every node empty, and what
     would make it fit; None when some allowed domain could hold it once room frees.
 
@@ -372,7 +374,7 @@ def never_fits(cache: Cache, demand: Demand, limit: TierLimit, region: int) -> s
 
 
 def no_fit_reason(
-    cache: Cache,
+    cache: ClusterStore,
     demand: Demand,
     limit: TierLimit,
     misses: Sequence[Miss],
@@ -424,7 +426,7 @@ def no_fit_reason(
     return text + _next_tier_note(cache, limit) + _excluded(demand)
 
 
-def podgroup_never_fits(cache: Cache, pg: PodGroup) -> str | None:
+def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
     """Why a PodGroup with no pods yet can never be placed, judged by its own fields:
     ``minMember`` pods (each takes one of a node's pod slots) and ``minResources``, in
     one domain its limit allows, with every node empty; None when some domain could hold
@@ -489,7 +491,7 @@ def podgroup_never_fits(cache: Cache, pg: PodGroup) -> str | None:
 
 
 def _minimum_holds(
-    cache: Cache, need: int, floor: IntArray | None, domains: IntArray
+    cache: ClusterStore, need: int, floor: IntArray | None, domains: IntArray
 ) -> tuple[BoolArray, IntArray]:
     """Per domain: whether ``need`` pod slots (on healthy, uncordoned nodes) and ``floor``
     fit with nothing running, and how many of the pods it could take."""

@@ -32,11 +32,11 @@ from tierra.scheduler.gang import Gang, collect
 from tierra.scheduler.placement.demand import Demands
 from tierra.scheduler.placement.plan import make_plan
 from tierra.scheduler.state.memory import Memory
-from tierra.scheduler.state.store import Cache, gang_key
+from tierra.scheduler.state.store import ClusterStore, gang_key
 from tierra.scheduler.status import Status
 
 
-def refusals(cache: Cache, config: SchedulerConfig) -> list[Problem]:
+def refusals(cache: ClusterStore, config: SchedulerConfig) -> list[Problem]:
     """Every reason a session over ``cache`` would refuse a gang whatever room is free.
 
     Each is a ``Problem`` on the PodGroup (or, for a pod without one, the Pod) it is
@@ -61,7 +61,7 @@ def refusals(cache: Cache, config: SchedulerConfig) -> list[Problem]:
     return out
 
 
-def podgroup_refusals(cache: Cache, pg: PodGroup, *, pods: bool = False) -> list[Problem]:
+def podgroup_refusals(cache: ClusterStore, pg: PodGroup, *, pods: bool = False) -> list[Problem]:
     """What a PodGroup with no pending pods says that cannot be honoured: its limits
     (errors) and, if it has no pods at all (``pods`` False), a minimum that no allowed
     domain could hold even empty (a warning: nodes can be added). The admission webhook
@@ -74,7 +74,7 @@ def podgroup_refusals(cache: Cache, pg: PodGroup, *, pods: bool = False) -> list
     return out
 
 
-def _reasons(cache: Cache, demands: Demands, gang: Gang) -> list[tuple[str, Severity]]:
+def _reasons(cache: ClusterStore, demands: Demands, gang: Gang) -> list[tuple[str, Severity]]:
     """The gang's refusals: errors in what it says, and a warning when it is too big."""
     plan = make_plan(cache, gang, demands)
     if isinstance(plan, Status):
@@ -102,7 +102,7 @@ def _where(gang: Gang) -> tuple[Origin | None, str]:
     return pod.origin, f"Pod/{pod.key}"
 
 
-def _first_pod(cache: Cache, group: str) -> Pod | None:
+def _first_pod(cache: ClusterStore, group: str) -> Pod | None:
     named = sorted(
         (p for p in cache.pods.values() if gang_key(p) == group and not p.bound),
         key=lambda p: p.key,

@@ -29,7 +29,7 @@ from tierra.scheduler.placement.plan import GangPlan, nodes_of
 from tierra.scheduler.placement.search import Search, Slices
 from tierra.scheduler.queueing.quota import Budget
 from tierra.scheduler.scoring.base import View
-from tierra.scheduler.state.store import Cache
+from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.state.transaction import Transaction
 from tierra.scheduler.status import (
     Code,
@@ -67,7 +67,7 @@ class Allocator:
     """Places gangs into ``txn``; keeps nothing between gangs."""
 
     def __init__(
-        self, cache: Cache, config: SchedulerConfig, txn: Transaction, demands: Demands
+        self, cache: ClusterStore, config: SchedulerConfig, txn: Transaction, demands: Demands
     ) -> None:
         self.cache = cache
         self.config = config

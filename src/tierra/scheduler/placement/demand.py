@@ -15,7 +15,7 @@ import numpy as np
 
 from tierra.api.pod import Pod
 from tierra.scheduler.constraints.eligibility import Eligibility, constraint_key
-from tierra.scheduler.state.store import Cache
+from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.status import Status, unresolvable
 from tierra.topology.index import IntArray
 
@@ -47,7 +47,7 @@ class Demand:
 class Demands:
     """Request vectors and demands over one cache's ledger axis, for one session."""
 
-    def __init__(self, cache: Cache) -> None:
+    def __init__(self, cache: ClusterStore) -> None:
         self.cache = cache
         self._vecs: dict[tuple[tuple[str, int], ...], IntArray | Status] = {}
 

@@ -22,13 +22,13 @@ from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.placement.demand import Demand, Shape
 from tierra.scheduler.placement.flat_state import FlatStates
 from tierra.scheduler.scoring.base import View
-from tierra.scheduler.state.store import Cache
+from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.state.transaction import Transaction
 from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
 
 
-def lowest_common(cache: Cache, nodes: Sequence[int] | IntArray) -> int | None:
+def lowest_common(cache: ClusterStore, nodes: Sequence[int] | IntArray) -> int | None:
     """The lowest usable domain holding every node (the root if none), None if no nodes."""
     if len(nodes) == 0:
         return None
@@ -49,7 +49,11 @@ class NodeChoice:
     """Chooses nodes inside domains and places pods there through ``txn``."""
 
     def __init__(
-        self, cache: Cache, config: SchedulerConfig, txn: Transaction, view: View | None = None
+        self,
+        cache: ClusterStore,
+        config: SchedulerConfig,
+        txn: Transaction,
+        view: View | None = None,
     ) -> None:
         self.cache = cache
         self.config = config

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tierra.scheduler.placement.demand import Shape
-from tierra.scheduler.state.store import Cache
+from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.state.transaction import Transaction
 from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
@@ -51,7 +51,7 @@ class FlatState:
 class FlatStates:
     """Every flat state of one session, keyed by region, request, eligibility and view."""
 
-    def __init__(self, cache: Cache, txn: Transaction, score: Scorer) -> None:
+    def __init__(self, cache: ClusterStore, txn: Transaction, score: Scorer) -> None:
         self.cache = cache
         self.txn = txn
         self.score = score

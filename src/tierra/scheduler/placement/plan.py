@@ -30,7 +30,7 @@ from tierra.scheduler.explain.reasons import domain_name
 from tierra.scheduler.gang import Gang, SubGroup, Tally, task_of
 from tierra.scheduler.placement.demand import Demand, Demands
 from tierra.scheduler.placement.distribution import lowest_common
-from tierra.scheduler.state.store import Cache
+from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.status import Searched, Status, unresolvable
 
 
@@ -90,7 +90,7 @@ class GangPlan:
         needs = tuple(tuple(int(x) for x in row) for row in rows)
         return Searched(self.frame.limit, self.frame.region, needs)
 
-    def within(self, cache: Cache, h: int) -> GangPlan | Status:
+    def within(self, cache: ClusterStore, h: int) -> GangPlan | Status:
         """This plan searching inside domain ``h`` only (a preemption try)."""
         region = self.frame.region
         if h == region or cache.layouts.inside(region, h):
@@ -100,12 +100,12 @@ class GangPlan:
         return replace(self, frame=replace(self.frame, region=h))
 
 
-def nodes_of(cache: Cache, pods: Sequence[Pod]) -> list[int]:
+def nodes_of(cache: ClusterStore, pods: Sequence[Pod]) -> list[int]:
     node_of = cache.node_of
     return [node_of[p.key] for p in pods if p.key in node_of]
 
 
-def make_plan(cache: Cache, gang: Gang, demands: Demands) -> GangPlan | Status:
+def make_plan(cache: ClusterStore, gang: Gang, demands: Demands) -> GangPlan | Status:
     """The plan for ``gang`` now, or why it cannot be placed as it stands."""
     if gang.problem is not None:
         return unresolvable(gang.problem)
@@ -142,7 +142,7 @@ def make_plan(cache: Cache, gang: Gang, demands: Demands) -> GangPlan | Status:
     return GangPlan(gang, frame, tuple(units), tuple(more), whole)
 
 
-def _limits(cache: Cache, gang: Gang) -> dict[str, TierLimit] | Status:
+def _limits(cache: ClusterStore, gang: Gang) -> dict[str, TierLimit] | Status:
     """Per sub-group id (``""``: the default pods), its limit within the gang's."""
     ix = cache.index
     limit = resolve(gang.topology, ix, "spec.networkTopology")
@@ -159,7 +159,7 @@ def _limits(cache: Cache, gang: Gang) -> dict[str, TierLimit] | Status:
     return out
 
 
-def _frame(cache: Cache, gang: Gang, limit: TierLimit) -> Frame | Status:
+def _frame(cache: ClusterStore, gang: Gang, limit: TierLimit) -> Frame | Status:
     ix = cache.index
     sticky = None if limit.flat else lowest_common(cache, nodes_of(cache, gang.running))
     region = ix.root
@@ -175,7 +175,7 @@ def _frame(cache: Cache, gang: Gang, limit: TierLimit) -> Frame | Status:
 
 
 def _unit(
-    cache: Cache, sg: SubGroup, pods: list[Pod], limit: TierLimit, demand: Demand | Status
+    cache: ClusterStore, sg: SubGroup, pods: list[Pod], limit: TierLimit, demand: Demand | Status
 ) -> Unit | Status:
     if isinstance(demand, Status):
         return demand

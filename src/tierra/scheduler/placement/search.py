@@ -58,7 +58,7 @@ from tierra.scheduler.explain.reasons import (
 )
 from tierra.scheduler.placement.demand import Demand
 from tierra.scheduler.scoring.base import View
-from tierra.scheduler.state.store import Cache
+from tierra.scheduler.state.store import ClusterStore
 from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
 
@@ -125,7 +125,7 @@ def cover_cost(
 class Search:
     """Candidate domains for one demand inside one region; iterate ``tiers()``."""
 
-    cache: Cache
+    cache: ClusterStore
     config: SchedulerConfig
     demand: Demand
     limit: TierLimit

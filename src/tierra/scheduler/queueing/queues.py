@@ -44,7 +44,7 @@ from tierra.scheduler.queueing.queue_status import QueueStatus
 from tierra.scheduler.queueing.queue_tree import QueueTree
 from tierra.scheduler.queueing.quota import UNLIMITED, Budget, Limit, Quota
 from tierra.scheduler.queueing.shares import Limits, deserved_shares
-from tierra.scheduler.state.store import DEFAULT_QUEUE, Cache
+from tierra.scheduler.state.store import DEFAULT_QUEUE, ClusterStore
 from tierra.scheduler.status import OK, Status, queue_limited, unresolvable
 from tierra.topology.index import IntArray
 
@@ -62,7 +62,7 @@ def gang_order(gang: Gang) -> tuple[object, ...]:
 class QueueBook:
     def __init__(
         self,
-        cache: Cache,
+        cache: ClusterStore,
         demands: Mapping[str, IntArray],
         waiting: set[str],
     ) -> None:

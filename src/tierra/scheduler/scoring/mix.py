@@ -1,7 +1,7 @@
 """The gang shapes a cluster runs now: what the look-ahead keeps room for.
 
 The cache counts, per gang shape (pods in the gang -- its ``minMember`` -- and GPUs per
-pod), the GPUs its pods hold (``Cache.shape_gpus``, kept as pods bind and leave). The
+pod), the GPUs its pods hold (``ClusterStore.shape_gpus``, kept as pods bind and leave). The
 shapes holding most of the cluster's GPUs are the recent mix: what ran lately and long,
 and so what is likely to come again. A function of the cache alone, so a session over
 a snapshot scores exactly as the live scheduler did on the same state.

@@ -1,18 +1,18 @@
 """What sessions remember between runs, kept beside the cache: failures and built gangs.
 
-A ``Memory`` belongs to one ``Cache`` (it forgets everything when handed another, or
+A ``Memory`` belongs to one ``ClusterStore`` (it forgets everything when handed another, or
 a different configuration) and is what lets a session skip work that must repeat:
 
 * ``failures``: each waiting gang's last failure that must repeat until something
   changes (see ``session.py`` for which ones), with where it searched and for what;
 * ``built``: each pending gang as ``gang.collect`` built it, reused while nothing it
-  reads has changed (``Cache.unchanged_since``);
+  reads has changed (``ClusterStore.unchanged_since``);
 * ``waiting_since``: when (the adapter's clock, ``run_session(now=)``) each waiting gang
   was first seen waiting, or last made room by eviction: the preemption delay counts
   from there.
 
 Without one, ``run_session`` starts from nothing: same decisions, more work. An adapter
-that runs many sessions keeps one ``Memory`` next to its ``Cache``.
+that runs many sessions keeps one ``Memory`` next to its ``ClusterStore``.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from tierra.scheduler.status import Status
 
 if TYPE_CHECKING:
     from tierra.scheduler.gang import Gang
-    from tierra.scheduler.state.store import Cache
+    from tierra.scheduler.state.store import ClusterStore
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
     """A gang's last failure that must repeat (``Status.must_repeat``), and when it was
-    found (``Cache.clock``); ``status.searched`` says what freed room could help."""
+    found (``ClusterStore.clock``); ``status.searched`` says what freed room could help."""
 
     status: Status
     at: int
@@ -45,11 +45,11 @@ class Memory:
     built: dict[str, tuple[int, Gang]] = field(default_factory=dict)
     waiting_since: dict[str, float] = field(default_factory=dict)  # gang -> adapter time
     skip_unchanged: bool = True
-    _cache: object = None  # the ``Cache.token`` these entries were made against
+    _cache: object = None  # the ``ClusterStore.token`` these entries were made against
     _config: SchedulerConfig | None = None
     _names: frozenset[str] = frozenset()
 
-    def attach(self, cache: Cache, config: SchedulerConfig) -> None:
+    def attach(self, cache: ClusterStore, config: SchedulerConfig) -> None:
         """Start a session on ``cache`` under ``config``: forget what no longer applies."""
         if self._cache is not cache.token:
             self.failures.clear()

@@ -1,7 +1,7 @@
 """The scheduler's long-lived cache: a cluster's objects and the ledgers over them.
 
 An adapter (the simulator, ``tierra schedule``, the Kubernetes scheduler) owns one
-``Cache`` and feeds it what happens, one object at a time (``upsert_*`` / ``remove_*``);
+``ClusterStore`` and feeds it what happens, one object at a time (``upsert_*`` / ``remove_*``);
 each ``run_session`` reads it and keeps its own decisions in it through ``assume``
 (bindings, counted as used capacity until confirmed or forgotten) and ``remove_pod``
 (evictions). Nothing else a session computes is kept here: what sessions remember about
@@ -90,7 +90,7 @@ def _with_pods(node: Node) -> Node:
     return replace(node, allocatable={**node.allocatable, PODS: DEFAULT_PODS})
 
 
-class Cache:
+class ClusterStore:
     """Objects of one cluster and the ledgers over them; see the module docstring."""
 
     def __init__(
@@ -138,7 +138,7 @@ class Cache:
         self._build({n.name: _with_pods(n) for n in nodes})
 
     @classmethod
-    def from_snapshot(cls, snapshot: Snapshot) -> Cache:
+    def from_snapshot(cls, snapshot: Snapshot) -> ClusterStore:
         """Build the index, capacity and health once; then add every priority class,
         queue, group and pod."""
         with building():
@@ -211,7 +211,7 @@ class Cache:
         self._build(self._nodes_by_name())
 
     @contextmanager
-    def batch(self) -> Iterator[Cache]:
+    def batch(self) -> Iterator[ClusterStore]:
         """Apply many updates with at most one index rebuild, when the block ends.
 
         Inside the block the index (and so node numbers, ``nodes`` and the ledgers) may
@@ -413,7 +413,7 @@ class Cache:
         txn.commit()
 
     @contextmanager
-    def trial(self) -> Iterator[Cache]:
+    def trial(self) -> Iterator[ClusterStore]:
         """A dry run: sessions inside the block decide and commit as usual (each gang
         sees the room the ones before it took), and everything they committed, bindings
         and evictions, is undone when it ends (``trial.py``).
@@ -424,7 +424,7 @@ class Cache:
         across dry runs re-checks what the undone decisions could have changed, and
         skips the rest as it would between real sessions."""
         if self._journal is not None:
-            raise RuntimeError("Cache.trial: a trial is already open")
+            raise RuntimeError("ClusterStore.trial: a trial is already open")
         journal = self._journal = Journal(self.capacity)
         try:
             yield self

@@ -2,7 +2,7 @@
 
 A dashboard, an explain or a what-if asks what a session *would* decide now, and must
 not change the long-lived cache it asks (nor rebuild one from a snapshot each time: 10 s
-at 100,000 nodes). Inside ``Cache.trial()`` sessions run and commit as usual, so a gang
+at 100,000 nodes). Inside ``ClusterStore.trial()`` sessions run and commit as usual, so a gang
 later in the queue sees the room the gangs before it took, exactly as in a real session.
 Before each commit changes anything, the cache hands this ``Journal`` the ledger rows
 the transaction wrote and the entries of its tables the commit is about to change; when
