@@ -8,12 +8,12 @@ No Kubernetes client, CLI or rendering here.
 """
 
 from tierra.scheduler.config import (
-    DegradedMode,
     SchedulerConfig,
     WeightedPolicy,
     load_config,
     parse_config,
 )
+from tierra.scheduler.constraints.health import DegradedMode
 from tierra.scheduler.explain.reasons import Explanation, TierTrace, Verdict
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult, Unschedulable
 from tierra.scheduler.session import explain_gang, run_session, schedule

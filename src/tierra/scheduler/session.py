@@ -52,6 +52,7 @@ import numpy as np
 from tierra.api.natural import natural_key
 from tierra.api.snapshot import Snapshot
 from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.constraints.tier_limit import resolve
 from tierra.scheduler.eviction.preemption import Preemptor, queue_of
 from tierra.scheduler.eviction.reclaim import Reclaimer
@@ -101,7 +102,8 @@ class _Session:
         self.bound_now: set[str] = set()
         self.preempted: set[str] = set()  # gangs that lost pods in this session
         self.txn = Transaction(cache.capacity)
-        self.demands = Demands(cache)
+        self.demands = Demands(cache, config.constraints)
+        self.admitters = hooks(config.constraints).admit
         self.allocator = Allocator(cache, config, self.txn, self.demands)
         self.preemptor = Preemptor(cache, config, self.allocator, self.bound_now)
         self.reclaimer = Reclaimer(cache, config, self.allocator, self.bound_now)
@@ -293,9 +295,11 @@ class _Session:
         plan = make_plan(self.cache, gang, self.demands)
         if isinstance(plan, Status):
             return plan
-        admitted = book.admit(gang.queue, plan.demand.total)
-        if not admitted.ok:
-            return admitted
+        cycle = self.allocator.begin(gang, book)
+        for c in self.admitters:
+            refused = c.admit(cycle, plan.demand)
+            if refused is not None:
+                return refused
         budget = book.budget(gang.queue, plan.demand.total)
         status = self.allocator.allocate(plan, trace, budget)
         if status.ok:

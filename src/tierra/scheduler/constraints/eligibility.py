@@ -11,34 +11,30 @@ the nodes, with the number of nodes each filter excluded (for explain):
 * at least one required node-affinity term must match (In, NotIn, Exists,
   DoesNotExist, Gt, Lt; ``matchFields`` on ``metadata.name``).
 
-Counting how many pods fit on the eligible nodes is ``Capacity.fit_counts``.
+Counting how many pods fit on the eligible nodes is ``Capacity.fit_counts``. The
+filter lives in the store (``ClusterStore.filter``, rebuilt when a node changes); the
+constraint ``NodeEligibility`` brings it into the protocol as a ``node_mask``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tierra.api.node import Node, TaintEffect
 from tierra.api.pod import Pod
+from tierra.scheduler.constraints.protocol import Constraint, NodeMask
 from tierra.topology.arrays import BoolArray
 from tierra.topology.health import Health, NodeIssue
 from tierra.topology.index import IntArray
 
+if TYPE_CHECKING:
+    from tierra.scheduler.state.store import ClusterStore
+
 _FILTERING = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
-
-
-@dataclass(frozen=True, slots=True)
-class Eligibility:
-    """The nodes a pod may use, and how many nodes each filter took away."""
-
-    mask: BoolArray
-    excluded: tuple[tuple[str, int], ...]
-
-    def describe(self) -> str:
-        return ", ".join(f"{n} {why}" for why, n in self.excluded)
 
 
 def constraint_key(pod: Pod) -> Hashable:
@@ -51,7 +47,7 @@ class NodeFilter:
     def __init__(self, nodes: Sequence[Node], health: Health) -> None:
         self.nodes = nodes
         self.health = health
-        self._cache: dict[Hashable, Eligibility] = {}
+        self._cache: dict[Hashable, NodeMask] = {}
         self._labels: dict[str, dict[str, IntArray]] = {}
         self._rebuild()
 
@@ -83,7 +79,7 @@ class NodeFilter:
             self._labels[key] = found
         return found
 
-    def for_pod(self, pod: Pod) -> Eligibility:
+    def for_pod(self, pod: Pod) -> NodeMask:
         key = constraint_key(pod)
         found = self._cache.get(key)
         if found is None:
@@ -91,7 +87,7 @@ class NodeFilter:
             self._cache[key] = found
         return found
 
-    def _compute(self, pod: Pod) -> Eligibility:
+    def _compute(self, pod: Pod) -> NodeMask:
         mask = self.base.copy()
         excluded: list[tuple[str, int]] = []
         if n := int(self.not_ready.sum()):
@@ -127,4 +123,17 @@ class NodeFilter:
                     mask[i] = False
             if n := before - int(mask.sum()):
                 excluded.append(("not matching required node affinity", n))
-        return Eligibility(mask, tuple(excluded))
+        return NodeMask(mask, tuple(excluded))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEligibility(Constraint):
+    """Health, taints, nodeSelector and required node affinity: the store's filter."""
+
+    name = "node-eligibility"
+
+    def mask_key(self, pod: Pod) -> Hashable:
+        return constraint_key(pod)
+
+    def node_mask(self, store: ClusterStore, pod: Pod) -> NodeMask | None:
+        return store.filter.for_pod(pod)

@@ -20,14 +20,19 @@ gang's limit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, TopologyMode
+from tierra.scheduler.constraints.protocol import Ask, Candidacy, Constraint, Cycle, Refusal
 from tierra.scheduler.status import Status, unresolvable
 from tierra.topology.arrays import BoolArray, tier_allowed
 from tierra.topology.index import IntArray, TopologyIndex
+
+if TYPE_CHECKING:
+    from tierra.scheduler.state.store import ClusterStore
 
 MODE_ANNOTATION = "volcano.sh/network-topology-mode"
 TIER_ANNOTATION = "volcano.sh/network-topology-highest-tier"
@@ -174,3 +179,25 @@ def from_annotations(pod: Pod) -> NetworkTopology | None:
     except ValueError:
         tier = None  # Volcano ignores a tier that is not a number
     return NetworkTopology(mode=mode, highest_tier_allowed=tier)
+
+
+@dataclass(frozen=True, slots=True)
+class TierLimits(Constraint):
+    """Candidacy by tier: a domain is a candidate only if the unit's limit allows its
+    tier in its tree (hard and soft limits, by number or by name; a sub-group's limit is
+    narrowed within its gang's by ``narrow``, so one check serves both)."""
+
+    name = "tier-limit"
+
+    def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
+        allowed = ask.limit.allowed(cycle.store.index, domains)
+        refusal = Refusal(
+            self,
+            "tier",
+            len(domains) - int(allowed.sum()),
+            (("tier", tier), ("limit", ask.limit.text)),
+        )
+        return Candidacy(allowed=allowed, refusal=refusal)
+
+    def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
+        return f"tier {refusal.value('tier')} not allowed ({refusal.value('limit')})"

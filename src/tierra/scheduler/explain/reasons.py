@@ -27,6 +27,7 @@ from tierra.scheduler.status import Status
 
 if TYPE_CHECKING:
     from tierra.api.podgroup import PodGroup
+    from tierra.scheduler.constraints.protocol import Refusal
     from tierra.scheduler.constraints.tier_limit import TierLimit
     from tierra.scheduler.placement.demand import Demand, Shape
     from tierra.scheduler.state.store import ClusterStore
@@ -46,6 +47,7 @@ class Miss:
     short: tuple[str, ...]
     candidates: int  # allowed domains of this tier in the region
     fits: int  # of them, how many passed every array check
+    refusals: tuple[Refusal, ...] = ()  # what each constraint ruled out here (structured)
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,16 +402,18 @@ def no_fit_reason(
     root_miss = next((m for m in misses if m.tier == root_tier and m.candidates), None)
     if not with_cands and root_miss is None:
         if limit.flat or limit.root:
-            return f"{prefix}no node can take any pod of {req}{_excluded(demand)}"
+            return f"{prefix}no node can take any pod of {req}{_excluded(demand)}" + _refused(
+                cache, misses
+            )
         return (
             f"{prefix}no usable HyperNode{inside} is allowed by {limit.text}"
-            f"{_next_tier_note(cache, limit)}"
+            f"{_next_tier_note(cache, limit)}" + _refused(cache, misses)
         )
     if not with_cands and root_miss is not None:
         short = f" (short of {', '.join(root_miss.short)})" if root_miss.short else ""
         return (
             f"{prefix}the cluster cannot hold {req}: room for {root_miss.holds}{short}"
-            f"{_excluded(demand)}"
+            f"{_excluded(demand)}" + _refused(cache, misses)
         )
     best = max(with_cands, key=lambda m: (m.holds, -m.tier))
     tiers = sorted({m.tier for m in with_cands})
@@ -423,7 +427,21 @@ def no_fit_reason(
     )
     if root_miss is not None:
         text += f"; the whole cluster has room for {root_miss.holds}"
-    return text + _next_tier_note(cache, limit) + _excluded(demand)
+    return text + _next_tier_note(cache, limit) + _excluded(demand) + _refused(cache, misses)
+
+
+# Constraints whose refusals the sentences above already word (tiers, degraded domains).
+WORDED = frozenset({"tier-limit", "health"})
+
+
+def _refused(cache: ClusterStore, misses: Sequence[Miss]) -> str:
+    """What further constraints ruled out, once each, in their own words."""
+    seen: dict[tuple[str, str], Refusal] = {}
+    for m in misses:
+        for r in m.refusals:
+            if r.constraint not in WORDED:
+                seen.setdefault((r.constraint, r.what), r)
+    return "".join(f"; {r.words(cache)}" for r in seen.values())
 
 
 def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:

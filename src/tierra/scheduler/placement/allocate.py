@@ -18,11 +18,14 @@ Nodes inside a chosen domain are picked by ``node_choice.NodeChoice``.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.constraints.protocol import Cycle, Refusal
+from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.constraints.tier_limit import TierLimit
 from tierra.scheduler.explain.reasons import Trace, domain_name, no_fit_reason
-from tierra.scheduler.gang import SubGroup, Tally
+from tierra.scheduler.gang import Gang, SubGroup, Tally
 from tierra.scheduler.placement.demand import Demand, Demands
 from tierra.scheduler.placement.distribution import NodeChoice, lowest_common
 from tierra.scheduler.placement.plan import GangPlan, nodes_of
@@ -30,7 +33,10 @@ from tierra.scheduler.placement.search import Search, Slices
 from tierra.scheduler.queueing.quota import Budget
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.state.store import ClusterStore
-from tierra.scheduler.state.transaction import Transaction
+from tierra.scheduler.state.transaction import Mark, Transaction
+
+if TYPE_CHECKING:
+    from tierra.scheduler.queueing.queues import QueueBook
 from tierra.scheduler.status import (
     Code,
     Status,
@@ -75,11 +81,36 @@ class Allocator:
         self.demands = demands
         self.view = cache.view
         self.nodes = NodeChoice(cache, config, txn)
+        self.reservers = hooks(config.constraints).reserve
+
+    @property
+    def cycle(self) -> Cycle:
+        """The current gang's attempt (``begin``), shared with node choice."""
+        return self.nodes.cycle
 
     def use_view(self, view: View) -> None:
         """Score with the session's view (its link rates and shape mix)."""
         self.view = view
         self.nodes.view = view
+
+    def begin(self, gang: Gang, queues: QueueBook | None = None) -> Cycle:
+        """A fresh attempt for ``gang``: the per-gang state every constraint shares."""
+        cycle = Cycle(self.cache, self.config, self.txn, self.view, gang, queues)
+        self.nodes.cycle = cycle
+        return cycle
+
+    def _reserve(self, start: Mark) -> Refusal | None:
+        """Ask every reserving constraint for the pods placed since ``start``; the first
+        refusal, with nothing reserved by the others left behind (rolled back by the
+        caller with the attempt)."""
+        if not self.reservers:
+            return None
+        placed = [(p, n) for p, n, _ in self.txn.assigned[start.assigned :]]
+        for c in self.reservers:
+            refusal = c.reserve(self.cycle, placed)
+            if refusal is not None:
+                return refusal
+        return None
 
     # -- a whole gang -----------------------------------------------------------------
 
@@ -92,23 +123,26 @@ class Allocator:
         members beyond the minimum it does not allow wait, and a successful status says
         why in its reason."""
         cache, ix = self.cache, self.cache.index
+        if self.cycle.gang is not plan.gang:
+            self.begin(plan.gang)
         frame = plan.frame
         limit, sticky, region = frame.limit, frame.sticky, frame.region
         budget = budget.copy() if budget is not None else None
+        start = self.txn.mark()
         if not plan.demand.count:  # already ready: only extras
             domain = sticky if sticky is not None else ix.root
             if self._extras(plan, domain, region, budget) == 0:
                 if budget is not None and budget.refused is not None:
                     return queue_limited(_left_out(budget))
                 return self._extras_failure(plan)
-            return _placed(domain, budget)
+            return self._kept(start, domain, budget)
         if limit.flat and plan.single:
             status = self.place_unit(
                 plan.demand, limit, region, sticky=None, new_gang=True, scope="gang", trace=trace
             )
             if status.ok:
                 self._extras(plan, region, region, budget)
-                return _placed(region, budget)
+                return self._kept(start, region, budget)
             if status.code is Code.UNSCHEDULABLE:
                 status = replace(status, searched=plan.searched())
             return status
@@ -125,7 +159,7 @@ class Allocator:
                 new_gang=not plan.gang.running,
                 trace=trace,
                 scope="gang",
-                view=self.view,
+                cycle=self.cycle,
             )
         failure = ""
         for _, cands in search.tiers() if search is not None else iter(tiers):
@@ -137,9 +171,12 @@ class Allocator:
                 else:
                     status = self._core(plan, h, trace)
                 if status.ok:
-                    self._attempt(trace, "gang", h, "chosen")
                     self._extras(plan, h, region, budget)
-                    return _placed(h, budget)
+                    refused = self._reserve(mark)
+                    if refused is None:
+                        self._attempt(trace, "gang", h, "chosen")
+                        return _placed(h, budget)
+                    status = attempt_failed(refused.words(cache, h))
                 self.txn.rollback(mark)
                 failure = failure or f"in {domain_name(cache, h)}: {status.reason}"
                 self._attempt(trace, "gang", h, status.reason)
@@ -150,6 +187,14 @@ class Allocator:
         misses = search.misses if search is not None else []
         reason = no_fit_reason(cache, plan.demand, limit, misses, region=region, sticky=sticky)
         return unschedulable(reason, plan.searched())
+
+    def _kept(self, start: Mark, domain: int, budget: Budget | None) -> Status:
+        """Success once every reserving constraint agrees; else rolled back, and why."""
+        refused = self._reserve(start)
+        if refused is None:
+            return _placed(domain, budget)
+        self.txn.rollback(start)
+        return attempt_failed(refused.words(self.cache, domain))
 
     def _core(self, plan: GangPlan, h: int, trace: Trace | None) -> Status:
         """Place the core units inside ``h``; the gang ready there, or why not."""
@@ -249,7 +294,7 @@ class Allocator:
                 if self.nodes.pack_flat(shape, shape.pods, region, partial=False) < len(shape.pods):
                     self.txn.rollback(mark)
                     probe = Search(
-                        cache, self.config, demand, root_only(limit), region, view=self.view
+                        cache, self.config, demand, root_only(limit), region, cycle=self.cycle
                     )
                     list(probe.tiers())
                     reason = no_fit_reason(cache, demand, limit, probe.misses, region=region)
@@ -267,7 +312,7 @@ class Allocator:
             trace=trace,
             scope=scope,
             slices=slices,
-            view=self.view,
+            cycle=self.cycle,
         )
         tried = False
         for _, cands in search.tiers():
@@ -385,7 +430,7 @@ class Allocator:
             frame.region,
             sticky=frame.sticky,
             new_gang=False,
-            view=self.view,
+            cycle=self.cycle,
         )
         list(probe.tiers())
         reason = no_fit_reason(

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tierra.api.pod import Pod
-from tierra.scheduler.constraints.eligibility import Eligibility, constraint_key
+from tierra.scheduler.constraints.protocol import Constraint, NodeMask
+from tierra.scheduler.constraints.registry import DEFAULT, hooks
 from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.status import Status, unresolvable
 from tierra.topology.index import IntArray
@@ -27,7 +28,7 @@ class Shape:
     """Pods sharing one request and one set of node constraints."""
 
     vec: IntArray
-    eligibility: Eligibility
+    eligibility: NodeMask  # every node-mask constraint's, and-ed
     pods: tuple[Pod, ...]
 
 
@@ -47,8 +48,9 @@ class Demand:
 class Demands:
     """Request vectors and demands over one cache's ledger axis, for one session."""
 
-    def __init__(self, cache: ClusterStore) -> None:
+    def __init__(self, cache: ClusterStore, constraints: tuple[Constraint, ...] = DEFAULT) -> None:
         self.cache = cache
+        self.masks = hooks(constraints).node_mask
         self._vecs: dict[tuple[tuple[str, int], ...], IntArray | Status] = {}
 
     def vector(self, pod: Pod) -> IntArray | Status:
@@ -67,23 +69,37 @@ class Demands:
 
     def of(self, pods: Sequence[Pod], floor: IntArray | None = None) -> Demand | Status:
         """The demand of ``pods`` (with ``floor`` as its minResources)."""
-        groups: dict[tuple[bytes, Hashable], list[Pod]] = {}
-        vecs: dict[tuple[bytes, Hashable], IntArray] = {}
+        groups: dict[tuple[Hashable, ...], list[Pod]] = {}
+        vecs: dict[tuple[Hashable, ...], IntArray] = {}
         for pod in pods:
             vec = self.vector(pod)
             if isinstance(vec, Status):
                 return unresolvable(f"pod {pod.key} {vec.reason}")
-            k = (vec.tobytes(), constraint_key(pod))
+            k = (vec.tobytes(), *(c.mask_key(pod) for c in self.masks))
             groups.setdefault(k, []).append(pod)
             vecs[k] = vec
         axis = self.cache.capacity.axis
         total = np.zeros(len(axis), dtype=np.int64)
         shapes = []
-        node_filter = self.cache.filter
         for k, members in groups.items():
             vec = vecs[k]
             total += vec * len(members)
-            shapes.append(Shape(vec, node_filter.for_pod(members[0]), tuple(members)))
+            shapes.append(Shape(vec, self.node_mask(members[0]), tuple(members)))
         gpu = axis.index.get(GPU, 0)
         shapes.sort(key=lambda s: (-int(s.vec[gpu]), -int(s.vec[0]), -int(s.vec[1])))
         return Demand(tuple(shapes), total, floor)
+
+    def node_mask(self, pod: Pod) -> NodeMask:
+        """The nodes ``pod`` may use: every node-mask constraint's mask, and-ed (the one
+        mask itself when only one constraint has a word, so caches keyed by it hold)."""
+        found: NodeMask | None = None
+        for c in self.masks:
+            m = c.node_mask(self.cache, pod)
+            if m is None:
+                continue
+            found = (
+                m if found is None else NodeMask(found.mask & m.mask, found.excluded + m.excluded)
+            )
+        if found is None:
+            found = NodeMask(np.ones(len(self.cache.index.node_names), dtype=bool))
+        return found

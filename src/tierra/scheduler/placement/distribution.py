@@ -19,8 +19,11 @@ import numpy as np
 
 from tierra.api.pod import Pod
 from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.constraints.protocol import Cycle
+from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.placement.demand import Demand, Shape
-from tierra.scheduler.placement.flat_state import FlatStates
+from tierra.scheduler.placement.flat_state import FlatState, FlatStates
+from tierra.scheduler.placement.search import capped
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.state.transaction import Transaction
@@ -58,16 +61,34 @@ class NodeChoice:
         self.cache = cache
         self.config = config
         self.txn = txn
-        self.view = view or cache.view  # the session's (link rates, shape mix)
+        # the gang's attempt (the allocator starts one per gang); scores read its view
+        self.cycle = Cycle(cache, config, txn, view or cache.view)
+        self.caps = hooks(config.constraints).node_caps
         self.flat = FlatStates(cache, txn, self.node_scores)
 
+    @property
+    def view(self) -> View:
+        """The session's scoring view (link rates, shape mix)."""
+        return self.cycle.view
+
+    @view.setter
+    def view(self, view: View) -> None:
+        self.cycle.view = view
+
     def counts_in(self, h: int, shape: Shape) -> IntArray:
+        """Pods of ``shape`` each node of ``h`` may take now (room, then node caps)."""
         ix = self.cache.index
         full = np.zeros(len(ix.node_names), dtype=np.int64)
         if h == ix.root:
-            return self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask)
+            full = self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask)
+            if self.caps:
+                capped(self.cycle, shape, np.arange(len(full), dtype=np.int64), full)
+            return full
         nodes = ix.real_nodes[h]
-        full[nodes] = self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask, nodes)
+        counts = self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask, nodes)
+        if self.caps:
+            capped(self.cycle, shape, nodes, counts)
+        full[nodes] = counts
         return full
 
     def distribute(self, h: int, need: int, per_node: IntArray) -> list[tuple[int, int]]:
@@ -160,13 +181,22 @@ class NodeChoice:
     # -- the flat path ----------------------------------------------------------------
 
     def node_scores(self, vec: IntArray, nodes: IntArray, region: int) -> FloatArray:
-        total = np.zeros(len(nodes), dtype=np.float64)
-        for wp in self.config.policies:
-            if wp.weight:
-                total += (
-                    wp.weight * 100.0 * wp.policy.node_scores(self.view, vec, nodes, region, None)
-                )
-        return np.round(total, 6)
+        """Every scoring constraint's share of each node's score, summed."""
+        total: FloatArray | None = None
+        for c in hooks(self.config.constraints).node_scores:
+            part = c.node_scores(self.cycle, vec, nodes, region)
+            if part is not None:
+                total = part if total is None else total + part
+        return total if total is not None else np.zeros(len(nodes), dtype=np.float64)
+
+    def _limits(self, state: FlatState, shape: Shape) -> tuple[IntArray, FloatArray]:
+        """The flat state's counts and scores under the node caps (the state's own arrays
+        when no constraint caps nodes: the state is kept between gangs, caps are not)."""
+        if not self.caps:
+            return state.counts, state.live
+        counts = state.counts.copy()
+        capped(self.cycle, shape, state.nodes, counts)
+        return counts, np.where(counts > 0, state.live, -np.inf)
 
     def pack_flat(self, shape: Shape, pods: Sequence[Pod], region: int, partial: bool) -> int:
         """Choose nodes by policy score (Volcano's flat path), packing into used domains.
@@ -181,7 +211,8 @@ class NodeChoice:
         next gangs (``flat_state.py``), so a lone pod rescores only what changed.
         """
         state = self.flat.get(shape, region, self.view)
-        nodes, group, counts, live = state.nodes, state.group, state.counts, state.live
+        nodes, group = state.nodes, state.group
+        counts, live = self._limits(state, shape)
         avail = int(counts.sum())
         need = len(pods)
         if avail < need and not partial:
@@ -207,4 +238,5 @@ class NodeChoice:
                 self.txn.place(list(pods[placed : placed + k]), int(nodes[j]), shape.vec)
                 placed += k
             self.flat.refresh(state, shape, region)
+            counts, live = self._limits(state, shape)
         return placed

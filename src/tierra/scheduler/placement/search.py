@@ -46,7 +46,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tierra.scheduler.config import DegradedMode, SchedulerConfig
+from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.constraints.protocol import Ask, Candidacy, Constraint, Cycle, Refusal
+from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.constraints.tier_limit import TierLimit
 from tierra.scheduler.explain.reasons import (
     Miss,
@@ -56,25 +58,39 @@ from tierra.scheduler.explain.reasons import (
     describe_shortfall,
     short_of,
 )
-from tierra.scheduler.placement.demand import Demand
-from tierra.scheduler.scoring.base import View
+from tierra.scheduler.placement.demand import Demand, Shape
 from tierra.scheduler.state.store import ClusterStore
 from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
 
 
 def combined_domain_scores(
-    view: View,
-    config: SchedulerConfig,
-    request: IntArray,
-    domains: IntArray,
-    allocated: int | None,
+    cycle: Cycle, request: IntArray, domains: IntArray, sticky: int | None
 ) -> FloatArray:
-    total = np.zeros(len(domains), dtype=np.float64)
-    for wp in config.policies:
-        if wp.weight:
-            total += wp.weight * 100.0 * wp.policy.domain_scores(view, request, domains, allocated)
-    return np.round(total, 6)
+    """Every scoring constraint's share of each domain's score, summed."""
+    total: FloatArray | None = None
+    for c in hooks(cycle.config.constraints).domain_scores:
+        part = c.domain_scores(cycle, request, domains, sticky)
+        if part is not None:
+            total = part if total is None else total + part
+    return total if total is not None else np.zeros(len(domains), dtype=np.float64)
+
+
+def capped(cycle: Cycle, shape: Shape, nodes: IntArray, counts: IntArray) -> list[Refusal]:
+    """Lower ``counts`` (pods of ``shape`` per node of ``nodes``) to every constraint's
+    per-node cap, in place; the refusals of those that lowered any."""
+    out: list[Refusal] = []
+    for c in hooks(cycle.config.constraints).node_caps:
+        caps = c.node_caps(cycle, shape, nodes)
+        if caps is None:
+            continue
+        over = counts > caps
+        if over.any():
+            np.minimum(counts, np.maximum(caps, 0), out=counts)
+            refusal = c.cap_refusal(cycle, int(over.sum()))
+            if refusal is not None:
+                out.append(refusal)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,25 +146,33 @@ class Search:
     demand: Demand
     limit: TierLimit
     region: int
+    cycle: Cycle  # the gang's attempt: store, overlay, constraints' scratch data
     sticky: int | None = None
     new_gang: bool = True
     trace: Trace | None = None
     scope: str = "gang"
     slices: Slices | None = None
-    view: View | None = None  # the session's (link rates, shape mix); else the cache's
     misses: list[Miss] = field(default_factory=list)
     per_node: list[IntArray] = field(default_factory=list)
+    capped: list[Refusal] = field(default_factory=list)  # node caps that lowered counts
+    ask: Ask = field(init=False)
+    candidacy: tuple[Constraint, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         cap, ix = self.cache.capacity, self.cache.index
+        self.ask = Ask(self.demand, self.limit, self.region, self.sticky, self.new_gang, self.scope)
+        self.candidacy = hooks(self.config.constraints).candidates
         nodes = None if self.region == ix.root else ix.real_nodes[self.region]
         for shape in self.demand.shapes:
             if nodes is None:
-                self.per_node.append(cap.fit_counts(shape.vec, shape.eligibility.mask))
+                full = cap.fit_counts(shape.vec, shape.eligibility.mask)
+                self.capped += capped(self.cycle, shape, np.arange(len(full)), full)
             else:
                 full = np.zeros(len(ix.node_names), dtype=np.int64)
-                full[nodes] = cap.fit_counts(shape.vec, shape.eligibility.mask, nodes)
-                self.per_node.append(full)
+                counts = cap.fit_counts(shape.vec, shape.eligibility.mask, nodes)
+                self.capped += capped(self.cycle, shape, nodes, counts)
+                full[nodes] = counts
+            self.per_node.append(full)
 
     # -- the walk ---------------------------------------------------------------------
 
@@ -212,14 +236,15 @@ class Search:
         scores_out: dict[int, float] | None = None,
         reach_out: dict[int, float] | None = None,
     ) -> list[int]:
-        cache, lim, d = self.cache, self.limit, self.demand
-        ix, lay = cache.index, cache.layouts
+        cache, d = self.cache, self.demand
+        lay = cache.layouts
         tl = lay.by_tier[t]
         lo, hi = lay.slice(t, self.region)
         doms = tl.domains[lo:hi]
         if len(doms) == 0:
             return []
-        allowed = lim.allowed(ix, doms)
+        said = self._candidacy(t, doms)
+        allowed, excluded, later = _combine(said, len(doms))
         free = cache.capacity.dom_alloc[doms] - cache.capacity.dom_used[doms]
         roll: BoolArray = np.asarray((free >= d.total).all(axis=1), dtype=bool)
         if d.floor is not None:
@@ -231,20 +256,13 @@ class Search:
         for c, need in zip(counts, needs, strict=True):
             fits &= c >= need
             holds += np.minimum(c, need)
-        degraded = cache.health.degraded_domains(doms)
-        if t == lay.root_tier:
-            degraded[:] = False
-        mode = self.config.degraded if self.new_gang else DegradedMode.IGNORE
-        ok = allowed & roll & fits
-        if mode is DegradedMode.EXCLUDE:
-            ok &= ~degraded
-        self._record_miss(t, doms, allowed, holds, ok)
+        ok = allowed & roll & fits & excluded
+        self._record_miss(t=t, doms=doms, allowed=allowed, holds=holds, ok=ok, said=said)
         idx = np.flatnonzero(ok)
         cand = doms[idx]
-        view = self.view or cache.view
-        scores = combined_domain_scores(view, self.config, d.total, cand, self.sticky)
+        scores = combined_domain_scores(self.cycle, d.total, cand, self.sticky)
         pref = self._preferred_counts(cand, t)
-        avoid = degraded[idx] if mode is DegradedMode.AVOID else np.zeros(len(idx), bool)
+        avoid = later[idx]
         reach, cost = self._reach_and_cost(t, lo + idx, cand)
         held, spread = self._slice_keys(cand, counts[0][idx] if counts else None)
         order = np.lexsort((cand, -scores, cost, spread, held, pref, -reach, avoid))
@@ -257,12 +275,10 @@ class Search:
             self._trace(
                 t=t,
                 doms=doms,
-                allowed=allowed,
+                said=said,
                 roll=roll,
                 fits=fits,
-                degraded=degraded,
                 holds=holds,
-                mode=mode,
                 cand=cand,
                 scores=scores,
                 pref=pref,
@@ -270,6 +286,15 @@ class Search:
                 cost=cost,
             )
         return ranked
+
+    def _candidacy(self, t: int, doms: IntArray) -> list[Candidacy]:
+        """What every candidacy constraint says of tier ``t``'s domains (those that speak)."""
+        out = []
+        for c in self.candidacy:
+            said = c.candidates(self.cycle, self.ask, t, doms)
+            if said is not None:
+                out.append(said)
+        return out
 
     def _reach_and_cost(
         self, t: int, pos: IntArray, cand: IntArray
@@ -355,8 +380,18 @@ class Search:
     # -- reasons ----------------------------------------------------------------------
 
     def _record_miss(
-        self, t: int, doms: IntArray, allowed: BoolArray, holds: IntArray, ok: BoolArray
+        self,
+        *,
+        t: int,
+        doms: IntArray,
+        allowed: BoolArray,
+        holds: IntArray,
+        ok: BoolArray,
+        said: list[Candidacy],
     ) -> None:
+        refusals = tuple(
+            s.refusal for s in said if s.refusal is not None and s.refusal.count
+        ) + tuple(self.capped)
         cand = np.flatnonzero(allowed)
         if len(cand) == 0:
             self.misses.append(
@@ -368,6 +403,7 @@ class Search:
                     short=(),
                     candidates=0,
                     fits=0,
+                    refusals=refusals,
                 )
             )
             return
@@ -394,6 +430,7 @@ class Search:
                 short=short,
                 candidates=len(cand),
                 fits=int(np.count_nonzero(ok)),
+                refusals=refusals,
             )
         )
 
@@ -414,12 +451,10 @@ class Search:
         *,
         t: int,
         doms: IntArray,
-        allowed: BoolArray,
+        said: list[Candidacy],
         roll: BoolArray,
         fits: BoolArray,
-        degraded: BoolArray,
         holds: IntArray,
-        mode: DegradedMode,
         cand: IntArray,
         scores: FloatArray,
         pref: IntArray,
@@ -438,25 +473,47 @@ class Search:
         verdicts: list[Verdict] = []
         for i, h in enumerate(doms.tolist()):
             name = ix.names[h]
-            if not allowed[i]:
-                verdicts.append(
-                    Verdict(name, t, "rejected", f"tier {t} not allowed ({self.limit.text})")
-                )
-                continue
-            if mode is DegradedMode.EXCLUDE and degraded[i]:
-                verdicts.append(
-                    Verdict(name, t, "rejected", f"degraded: {cache.health.describe(h)}")
-                )
+            why = _ruled_out(said, i)
+            if why is not None:
+                verdicts.append(Verdict(name, t, "rejected", why.words(cache, h)))
                 continue
             if not roll[i] or not fits[i]:
                 detail = describe_shortfall(cache, self.demand, h, int(holds[i]))
                 verdicts.append(Verdict(name, t, "rejected", detail))
                 continue
-            extra = []
-            if degraded[i] and mode is DegradedMode.AVOID:
-                extra.append(f"degraded ({cache.health.describe(h)}), tried after healthy ones")
+            extra = [
+                s.refusal.words(cache, h)
+                for s in said
+                if s.later is not None and s.later[i] and s.refusal is not None
+            ]
             if self.limit.preferred is not None and pref_of[h] > 1:
                 extra.append(f"needs {pref_of[h]} preferred-tier domains")
             extra.append(links_of[h])
             verdicts.append(Verdict(name, t, "fits", "; ".join(extra), score_of.get(h)))
         self.trace.add(TierTrace(tier=t, scope=self.scope, verdicts=verdicts))
+
+
+def _combine(said: list[Candidacy], n: int) -> tuple[BoolArray, BoolArray, BoolArray]:
+    """Every candidacy and-ed: allowed, not excluded, and (or-ed) to be tried later."""
+    allowed = np.ones(n, dtype=bool)
+    excluded = np.ones(n, dtype=bool)
+    later = np.zeros(n, dtype=bool)
+    for s in said:
+        if s.allowed is not None:
+            allowed &= s.allowed
+        if s.excluded is not None:
+            excluded &= s.excluded
+        if s.later is not None:
+            later |= s.later
+    return allowed, excluded, later
+
+
+def _ruled_out(said: list[Candidacy], i: int) -> Refusal | None:
+    """The first refusal ruling domain ``i`` out: not allowed first, then excluded."""
+    for s in said:
+        if s.allowed is not None and not s.allowed[i] and s.refusal is not None:
+            return s.refusal
+    for s in said:
+        if s.excluded is not None and not s.excluded[i] and s.refusal is not None:
+            return s.refusal
+    return None

@@ -5,11 +5,15 @@ changes the live ledger at once, so later counts see it, and is logged. If the w
 gang does not fit, ``rollback`` walks the log backwards and the ledger is exactly as it
 was; ``mark``/``rollback(mark)`` nest for trying one domain, or one sub-group, at a
 time. Nothing outside the transaction writes to the ledger during a session.
+
+A constraint that reserves something at placement (devices, volumes: the protocol's
+``reserve``) registers its undo with ``on_undo``: it joins the same log, so a rollback
+(or the end of a trial, which replays committed logs backwards) undoes it in order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,10 +30,13 @@ class Mark:
     evicted: int
 
 
+Change = tuple[IntArray, IntArray] | Callable[[], None]  # (nodes, rows added) or an undo
+
+
 class Transaction:
     def __init__(self, capacity: Capacity) -> None:
         self.capacity = capacity
-        self.changes: list[tuple[IntArray, IntArray]] = []  # (nodes, rows added to used)
+        self.changes: list[Change] = []  # (nodes, rows added to used), or a reservation's undo
         self.assigned: list[tuple[Pod, int, IntArray]] = []  # (pod, node, request)
         self.evicted: list[tuple[str, int, IntArray]] = []  # (pod key, node, request)
         # every node array the ledger changed on, undos included, for as long as the
@@ -81,14 +88,21 @@ class Transaction:
         self.changes.append((nodes, rows))
         self.evicted.append((key, node, vec))
 
+    def on_undo(self, undo: Callable[[], None]) -> None:
+        """Call ``undo`` when this point of the log is rolled back (never once kept)."""
+        self.changes.append(undo)
+
     def mark(self) -> Mark:
         return Mark(len(self.changes), len(self.assigned), len(self.evicted))
 
     def rollback(self, to: Mark | None = None) -> None:
         mark = to or Mark(0, 0, 0)
         while len(self.changes) > mark.changes:
-            nodes, rows = self.changes.pop()
-            self._apply(nodes, -rows)
+            change = self.changes.pop()
+            if callable(change):
+                change()
+            else:
+                self._apply(change[0], -change[1])
         del self.assigned[mark.assigned :]
         del self.evicted[mark.evicted :]
 
