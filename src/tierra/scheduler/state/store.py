@@ -135,6 +135,10 @@ class ClusterStore:
         self._stale = False  # topology changed inside a batch: rebuild when it ends
         self._staged: dict[str, Node] | None = None  # the nodes from then on, until it does
         self._nodes: list[Node] = []
+        # what constraints keep beside the objects (a device ledger, volume bindings),
+        # by constraint name: fed by their adapters, read by their hooks, changed during a
+        # session only through a reservation whose undo is on the transaction's log
+        self.extensions: dict[str, object] = {}
         self._build({n.name: _with_pods(n) for n in nodes})
 
     @classmethod
