@@ -18,7 +18,7 @@ from tests.run_cli import run as tierra
 
 from tierra.api.pod import decode_pod
 from tierra.errors import Problem
-from tierra.scheduler import Cache, SchedulerConfig, run_session
+from tierra.scheduler import ClusterStore, SchedulerConfig, run_session
 from tierra.scheduler.testing import gang, node, pod
 
 CONFIG = SchedulerConfig()
@@ -73,7 +73,7 @@ def test_decoding_keeps_every_gate_and_names_a_nameless_one() -> None:
 
 def test_removing_the_last_gate_makes_the_pod_schedulable_in_the_next_session() -> None:
     """TestSchedulingGates (integration): gates removed one by one; bound after the last."""
-    cache = Cache()
+    cache = ClusterStore()
     with cache.batch():
         cache.upsert_node(node("n1"))
         cache.upsert_pod(replace(pod("p"), scheduling_gates=("a", "b")))
@@ -87,7 +87,7 @@ def test_removing_the_last_gate_makes_the_pod_schedulable_in_the_next_session() 
 def test_a_gated_member_counts_as_not_yet_created_for_its_gang() -> None:
     pg, pods = gang("job", 3)
     held = [*pods[:2], replace(pods[2], scheduling_gates=("kueue.x-k8s.io/topology",))]
-    cache = Cache()
+    cache = ClusterStore()
     with cache.batch():
         cache.upsert_node(node("n1"))
         cache.upsert_podgroup(pg)
@@ -104,7 +104,7 @@ def test_a_gated_member_counts_as_not_yet_created_for_its_gang() -> None:
 
 def test_a_gang_beyond_min_member_places_its_ungated_pods_only() -> None:
     pg, pods = gang("job", 3, min_member=2)
-    cache = Cache()
+    cache = ClusterStore()
     with cache.batch():
         cache.upsert_node(node("n1"))
         cache.upsert_podgroup(pg)

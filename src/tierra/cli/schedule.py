@@ -30,7 +30,7 @@ from tierra.cli.common import (
 )
 from tierra.errors import ConfigError, errors_only
 from tierra.scheduler import (
-    Cache,
+    ClusterStore,
     SchedulerConfig,
     SessionResult,
     load_config,
@@ -110,7 +110,7 @@ def note_gated(snapshot: Snapshot, config: SchedulerConfig) -> None:
         )
 
 
-def warn_unusable_trees(cache: Cache) -> None:
+def warn_unusable_trees(cache: ClusterStore) -> None:
     """Trees the scheduler will not use (cycles, second parents, ...), with why, on stderr."""
     for tree in cache.index.trees:
         if not tree.usable:
@@ -185,7 +185,7 @@ def schedule(
     snapshot = checked_snapshot(files)
     note_other_schedulers(snapshot, cfg)
     note_gated(snapshot, cfg)
-    cache = Cache.from_snapshot(snapshot)
+    cache = ClusterStore.from_snapshot(snapshot)
     warn_unusable_trees(cache)
     result = run_session(cache, cfg)
     if output is Output.TEXT:

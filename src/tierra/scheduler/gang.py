@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
-from tierra.scheduler.cache import DEFAULT_QUEUE, Cache, gang_key, solo_queue
-from tierra.scheduler.constraints import from_annotations
-from tierra.scheduler.memory import Memory
+from tierra.scheduler.constraints.tier_limit import from_annotations
 from tierra.scheduler.podrules.contract import anti_affinity_holders, held_off, refusal
 from tierra.scheduler.result import Unschedulable
+from tierra.scheduler.state.memory import Memory
+from tierra.scheduler.state.store import DEFAULT_QUEUE, ClusterStore, gang_key, solo_queue
 from tierra.scheduler.status import unresolvable
 
 TASK_SPEC = "volcano.sh/task-spec"
@@ -157,7 +157,7 @@ def _sub_group_of(pod: Pod, policies: Sequence[SubGroupPolicy]) -> tuple[str, st
 
 
 def _problem(
-    pg: PodGroup, state: Cache, running: Sequence[Pod], pending: Sequence[Pod]
+    pg: PodGroup, state: ClusterStore, running: Sequence[Pod], pending: Sequence[Pod]
 ) -> str | None:
     if pg.queue != DEFAULT_QUEUE and pg.queue not in state.queues:
         known = ", ".join(sorted({DEFAULT_QUEUE, *state.queues}))
@@ -190,7 +190,7 @@ def _problem(
 def _build(
     key: str,
     pg: PodGroup | None,
-    state: Cache,
+    state: ClusterStore,
     pending: list[Pod],
     running: list[Pod],
 ) -> Gang:
@@ -294,7 +294,7 @@ def _build(
     )
 
 
-def _cached(cache: Cache, memory: Memory, key: str, alone: bool) -> Gang | None:
+def _cached(cache: ClusterStore, memory: Memory, key: str, alone: bool) -> Gang | None:
     """The gang built for ``key`` in an earlier session, if nothing it reads changed since
     (its PodGroup and pods: ``gang_changed_at``; queues, nodes: ``freed_at``)."""
     hit = memory.built.get(key)
@@ -307,7 +307,7 @@ def _cached(cache: Cache, memory: Memory, key: str, alone: bool) -> Gang | None:
 
 
 def collect(
-    cache: Cache, scheduler_names: Sequence[str], memory: Memory
+    cache: ClusterStore, scheduler_names: Sequence[str], memory: Memory
 ) -> tuple[list[Gang], list[Unschedulable]]:
     """Every gang with pending pods of ours, and reasons for pods naming no PodGroup.
 
@@ -364,7 +364,7 @@ def collect(
     return gangs, orphans
 
 
-def rebuild(state: Cache, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
+def rebuild(state: ClusterStore, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
     """``gang`` as the state holds it now (after evictions earlier in the session)."""
     if gang.podgroup is None:
         return gang
