@@ -36,7 +36,7 @@ def allowed_nodes(
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[list[str], Verdict | None]:
     table = NodeTable(nodes)
-    index = PodIndex.of(placed, table, namespaces or {})
+    index = PodIndex.of(placed, namespaces or {})
     v = evaluate(pod, table, index)
     names = [n.name for n in nodes]
     if v is None:

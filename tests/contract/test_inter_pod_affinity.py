@@ -207,11 +207,11 @@ def test_placing_and_removing_a_pod_updates_the_index() -> None:
     from tierra.scheduler.podrules.state import NodeTable, PodIndex
 
     nodes = NodeTable([make_node("a", {HOST: "a"}), make_node("b", {HOST: "b"})])
-    index = PodIndex.of([], nodes, {})
+    index = PodIndex.of([], {})
     anti = affinity("podAntiAffinity", term(HOST, {"app": "x"}))
     first = make_pod("first", labels={"app": "x"}, affinity=anti)
     second = make_pod("second", labels={"app": "x"}, affinity=anti)
-    index.add(first, 0)
+    index.add(first, "a")
     v = ipa.evaluate(second, nodes, index)
     assert v is not None and v.mask.tolist() == [False, True]
     index.remove(first.key)

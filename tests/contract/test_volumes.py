@@ -30,7 +30,7 @@ def check(
     pod: Pod, nodes: Sequence[Node], storage: Storage, placed: Sequence[Pod] = ()
 ) -> tuple[list[str], str]:
     table = NodeTable(nodes)
-    index = PodIndex.of(placed, table, {})
+    index = PodIndex.of(placed, {})
     verdicts = volumes.evaluate(pod, table, index, storage)
     assert verdicts is not None
     mask = allowed(verdicts, len(nodes))

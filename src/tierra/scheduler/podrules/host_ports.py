@@ -23,10 +23,11 @@ def evaluate(pod: Pod, nodes: NodeTable, placed: PodIndex) -> Verdict | None:
     if not wanted:
         return None
     mark = Marker(NAME, len(nodes))
+    at = nodes.position
     busy = [
-        node
+        at[node]
         for node, used in placed.ports.items()
-        if any(k != pod.key and w.conflicts(p) for k, p in used for w in wanted)
+        if node in at and any(k != pod.key and w.conflicts(p) for k, p in used for w in wanted)
     ]
     if busy:
         mark.refuse(np.array(busy, dtype=np.int64), REASON)

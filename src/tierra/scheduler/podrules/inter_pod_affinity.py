@@ -54,11 +54,14 @@ def _affinity(
     found = False
     for entry in placed.matching(first.selector, spaces[0]):
         other = entry.pod
-        if other.key == pod.key or not all(_term_matches(t, other, s) for t, s in rest):
+        at = nodes.position.get(entry.node)
+        if at is None or other.key == pod.key:
+            continue
+        if not all(_term_matches(t, other, s) for t, s in rest):
             continue
         found = True
         for i, t in enumerate(terms):
-            code = nodes.values(t.topology_key)[0][entry.node]
+            code = nodes.values(t.topology_key)[0][at]
             if code != MISSING:
                 domains[i].add(int(code))
     has_keys = np.ones(len(nodes), dtype=bool)
@@ -81,11 +84,13 @@ def _anti_affinity(
     refused = np.zeros(len(nodes), dtype=bool)
     for t in terms:
         codes, _ = nodes.values(t.topology_key)
-        hit = {
-            int(codes[e.node])
-            for e in placed.matching(t.selector, placed.namespaces_of(t, pod.namespace))
-            if e.pod.key != pod.key and codes[e.node] != MISSING
-        }
+        spaces = placed.namespaces_of(t, pod.namespace)
+        at = [
+            nodes.position.get(e.node)
+            for e in placed.matching(t.selector, spaces)
+            if e.pod.key != pod.key
+        ]
+        hit = {int(codes[i]) for i in at if i is not None and codes[i] != MISSING}
         if hit:
             refused |= _in_domains(nodes, t.topology_key, hit)
     return refused
@@ -100,7 +105,8 @@ def _existing_anti_affinity(pod: Pod, nodes: NodeTable, placed: PodIndex) -> Boo
         if not _term_matches(t, pod, held.spaces):
             continue
         codes, _ = nodes.values(t.topology_key)
-        hit = {int(codes[n]) for n in held.nodes if codes[n] != MISSING}
+        at = [nodes.position.get(n) for n in held.nodes]
+        hit = {int(codes[i]) for i in at if i is not None and codes[i] != MISSING}
         if hit:
             refused |= _in_domains(nodes, t.topology_key, hit)
     return refused

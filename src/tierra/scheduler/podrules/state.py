@@ -41,7 +41,7 @@ class HeldTerm:
 
     term: PodAffinityTerm
     spaces: frozenset[str] | None  # the namespaces it reads (None: all)
-    nodes: dict[int, int]  # node position -> pods there holding it
+    nodes: dict[str, int]  # node name -> pods there holding it
 
 
 class NodeTable:
@@ -121,7 +121,7 @@ def _tolerates(pod: Pod, node: Node) -> bool:
 @dataclass(slots=True)
 class Placed:
     pod: Pod
-    node: int  # position in the NodeTable
+    node: str  # the node's name (positions change when the index is rebuilt)
 
 
 @dataclass(slots=True)
@@ -135,10 +135,10 @@ class PodIndex:
     # required anti-affinity terms of placed pods, by term and the namespaces it reads:
     # per node, how many placed pods hold it (few distinct terms however many replicas)
     anti_terms: dict[Hashable, HeldTerm] = field(default_factory=dict)
-    ports: dict[int, list[tuple[str, HostPort]]] = field(default_factory=dict)
+    ports: dict[str, list[tuple[str, HostPort]]] = field(default_factory=dict)
     claim_users: dict[str, set[str]] = field(default_factory=dict)  # "ns/claim" -> pods
 
-    def add(self, pod: Pod, node: int) -> None:
+    def add(self, pod: Pod, node: str) -> None:
         key = pod.key
         if key in self.entries:
             self.remove(key)
@@ -185,14 +185,11 @@ class PodIndex:
                 self.claim_users.get(f"{pod.namespace}/{claim}", set()).discard(key)
 
     @classmethod
-    def of(
-        cls, pods: Iterable[Pod], nodes: NodeTable, namespaces: Mapping[str, Mapping[str, str]]
-    ) -> PodIndex:
+    def of(cls, pods: Iterable[Pod], namespaces: Mapping[str, Mapping[str, str]]) -> PodIndex:
         index = cls(namespaces=namespaces)
         for p in pods:
-            at = nodes.position.get(p.node_name) if p.holds_resources else None
-            if at is not None:
-                index.add(p, at)
+            if p.holds_resources:
+                index.add(p, p.node_name)
         return index
 
     # -- selection ---------------------------------------------------------------------

@@ -39,16 +39,23 @@ def _eligible(pod: Pod, c: SpreadConstraint, has_keys: BoolArray, nodes: NodeTab
 
 
 def _counts(
-    pod: Pod, c: SpreadConstraint, codes: IntArray, eligible: BoolArray, placed: PodIndex
+    pod: Pod,
+    c: SpreadConstraint,
+    nodes: NodeTable,
+    eligible: BoolArray,
+    placed: PodIndex,
 ) -> IntArray:
     """Matching pods per domain code, on eligible nodes only."""
+    codes, _ = nodes.values(c.topology_key)
     width = int(codes.max()) + 1 if len(codes) else 0
     counts = np.zeros(width + 1, dtype=np.int64)  # the last slot: nodes without the key
     if c.selector is None or c.selector.empty:
         return counts  # countPodsMatchSelector counts nothing for an empty selector
+    at = nodes.position
     for entry in placed.matching(c.selector, frozenset((pod.namespace,))):
-        if entry.pod.key != pod.key and eligible[entry.node]:
-            counts[codes[entry.node]] += 1
+        i = at.get(entry.node)
+        if i is not None and entry.pod.key != pod.key and eligible[i]:
+            counts[codes[i]] += 1
     return counts
 
 
@@ -67,7 +74,7 @@ def evaluate(pod: Pod, nodes: NodeTable, placed: PodIndex) -> Verdict | None:
         codes, _ = nodes.values(c.topology_key)
         mark.refuse(codes == MISSING, MISSING_LABEL)
         eligible = _eligible(pod, c, has_keys, nodes)
-        counts = _counts(pod, c, codes, eligible, placed)
+        counts = _counts(pod, c, nodes, eligible, placed)
         domains = np.unique(codes[eligible])
         low = int(counts[domains].min()) if len(domains) >= max(1, c.min_domains) else 0
         own = 1 if c.selector is not None and c.selector.matches(labels) else 0

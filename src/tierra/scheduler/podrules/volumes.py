@@ -237,7 +237,9 @@ def _limits(pod: Pod, nodes: NodeTable, placed: PodIndex, storage: Storage, mark
         driver, volume = _driver(claim, storage)
         if driver in wanted:
             for user in users:
-                attached.setdefault((placed.entries[user].node, driver), set()).add(volume)
+                at = nodes.position.get(placed.entries[user].node)
+                if at is not None:
+                    attached.setdefault((at, driver), set()).add(volume)
     over = np.zeros(len(nodes), dtype=bool)
     for i, limits in limited:
         for driver, volumes in wanted.items():
