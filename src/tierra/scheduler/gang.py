@@ -29,7 +29,7 @@ from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
 from tierra.scheduler.constraints.tier_limit import from_annotations
-from tierra.scheduler.podrules.contract import anti_affinity_holders, held_off, refusal
+from tierra.scheduler.podrules.contract import refusal
 from tierra.scheduler.result import Unschedulable
 from tierra.scheduler.state.memory import Memory
 from tierra.scheduler.state.store import DEFAULT_QUEUE, ClusterStore, gang_key, solo_queue
@@ -352,11 +352,6 @@ def collect(
             gang = _build(pod.key, None, cache, [pod], [])
             built[pod.key] = (cache.clock, gang)
         gangs.append(gang)
-    holders = anti_affinity_holders(pods.values())  # placed pods' anti-affinity (contract)
-    if holders:
-        held = [(g, held_off(g.pending, holders)) for g in gangs]
-        gangs = [g for g, why in held if why is None]
-        orphans.extend(Unschedulable(g.key, unresolvable(why)) for g, why in held if why)
     if len(built) > len(gangs):
         keep = {g.key for g in gangs}
         for key in [k for k in built if k not in keep]:

@@ -18,10 +18,12 @@ from tierra.scheduler.constraints.protocol import Constraint
 from tierra.scheduler.constraints.queue_capability import QueueCapability
 from tierra.scheduler.constraints.scores import PolicyScores
 from tierra.scheduler.constraints.tier_limit import TierLimits
+from tierra.scheduler.podrules.constraints import CONSTRAINTS as POD_RULES
 
 DEFAULT: tuple[Constraint, ...] = (
     QueueCapability(),
     NodeEligibility(),
+    *POD_RULES,  # kube-scheduler's pod filters: ports, inter-pod affinity, spread, volumes
     TierLimits(),
     DegradedDomains(),
     PolicyScores(),

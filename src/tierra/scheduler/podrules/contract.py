@@ -21,8 +21,9 @@ POD_ANTI_AFFINITY = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnor
 SPREAD = "spec.topologySpreadConstraints (whenUnsatisfiable: DoNotSchedule)"
 CLAIMS = "spec.volumes[].persistentVolumeClaim / ephemeral"
 
-# The rule kinds a session evaluates today (see docs/scheduling-contract.md).
-HONOURED: frozenset[str] = frozenset()
+# The rule kinds a session evaluates (``podrules/constraints.py``; the list of fields
+# tierra reads and refuses is docs/scheduling-contract.md).
+HONOURED: frozenset[str] = frozenset({HOST_PORTS, POD_AFFINITY, POD_ANTI_AFFINITY, SPREAD, CLAIMS})
 
 
 def refused_fields(rules: PlacementRules, honoured: frozenset[str] = HONOURED) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -75,6 +76,11 @@ class NodeTable:
             found = self._keys[key] = (codes, names)
         return found
 
+    def per_node(self, key: str) -> bool:
+        """Whether ``key`` names each node alone (every node has it, no two share it)."""
+        codes, names = self.values(key)
+        return bool((codes != MISSING).all()) and len(names) == len(codes)
+
     def node_affinity(self, pod: Pod) -> BoolArray:
         """Nodes matching the pod's nodeSelector and required node affinity (memoized
         per distinct pair in the session)."""
@@ -116,6 +122,16 @@ def _tolerates(pod: Pod, node: Node) -> bool:
         for t in node.taints
         if t.effect in _FILTERING
     )
+
+
+def _drop(table: dict[Any, set[str]], at: Any, key: str) -> None:
+    """Take ``key`` out of ``table[at]``, and the entry with its last key (so an index
+    that gained and lost pods, as in a trial, is as it was)."""
+    found = table.get(at)
+    if found is not None:
+        found.discard(key)
+        if not found:
+            del table[at]
 
 
 @dataclass(slots=True)
@@ -167,8 +183,8 @@ class PodIndex:
             return
         pod = entry.pod
         for pair in pod.meta.labels.items():
-            self.by_label[pair].discard(key)
-        self.by_namespace[pod.namespace].discard(key)
+            _drop(self.by_label, pair, key)
+        _drop(self.by_namespace, pod.namespace, key)
         if pod.rules is not None:
             for t in pod.rules.anti_affinity:
                 k = term_key(t, self.namespaces_of(t, pod.namespace))
@@ -181,8 +197,10 @@ class PodIndex:
             used = self.ports.get(entry.node)
             if used:
                 used[:] = [(k, p) for k, p in used if k != key]
+                if not used:
+                    del self.ports[entry.node]
             for claim in pod.rules.claims:
-                self.claim_users.get(f"{pod.namespace}/{claim}", set()).discard(key)
+                _drop(self.claim_users, f"{pod.namespace}/{claim}", key)
 
     @classmethod
     def of(cls, pods: Iterable[Pod], namespaces: Mapping[str, Mapping[str, str]]) -> PodIndex:

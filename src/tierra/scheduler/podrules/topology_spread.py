@@ -59,24 +59,36 @@ def _counts(
     return counts
 
 
+def _state(
+    pod: Pod, c: SpreadConstraint, has_keys: BoolArray, nodes: NodeTable, placed: PodIndex
+) -> tuple[IntArray, IntArray, int]:
+    """Per node its domain code, per domain the matching pods, and the global minimum."""
+    codes, _ = nodes.values(c.topology_key)
+    eligible = _eligible(pod, c, has_keys, nodes)
+    counts = _counts(pod, c, nodes, eligible, placed)
+    domains = np.unique(codes[eligible])
+    low = int(counts[domains].min()) if len(domains) >= max(1, c.min_domains) else 0
+    return codes, counts, low
+
+
+def _has_keys(hard: tuple[SpreadConstraint, ...], nodes: NodeTable) -> BoolArray:
+    has_keys = np.ones(len(nodes), dtype=bool)
+    for c in hard:
+        has_keys &= nodes.values(c.topology_key)[0] != MISSING
+    return has_keys
+
+
 def evaluate(pod: Pod, nodes: NodeTable, placed: PodIndex) -> Verdict | None:
     """None when the pod has no DoNotSchedule constraint (Skip)."""
     hard = pod.rules.hard_spread if pod.rules is not None else ()
     if not hard:
         return None
-    count = len(nodes)
-    mark = Marker(NAME, count)
-    has_keys = np.ones(count, dtype=bool)
-    for c in hard:
-        has_keys &= nodes.values(c.topology_key)[0] != MISSING
+    mark = Marker(NAME, len(nodes))
+    has_keys = _has_keys(hard, nodes)
     labels = pod.meta.labels
     for c in hard:
-        codes, _ = nodes.values(c.topology_key)
+        codes, counts, low = _state(pod, c, has_keys, nodes, placed)
         mark.refuse(codes == MISSING, MISSING_LABEL)
-        eligible = _eligible(pod, c, has_keys, nodes)
-        counts = _counts(pod, c, nodes, eligible, placed)
-        domains = np.unique(codes[eligible])
-        low = int(counts[domains].min()) if len(domains) >= max(1, c.min_domains) else 0
         own = 1 if c.selector is not None and c.selector.matches(labels) else 0
         skew = counts[codes] + own - low  # codes of -1 read the last slot (refused above)
         mark.refuse(skew > c.max_skew, NOT_MATCH)

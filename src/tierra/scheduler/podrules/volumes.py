@@ -106,6 +106,10 @@ class Storage:
             self._reach[pv.name] = found
         return found
 
+    def invalidate(self) -> None:
+        """Nodes or PVs changed: node affinities are computed again."""
+        self._reach.clear()
+
     def reserve(self, pv: str, claim: str) -> None:
         self.reserved[pv] = claim
 

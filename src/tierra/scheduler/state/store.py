@@ -47,6 +47,8 @@ from tierra.api.snapshot import Snapshot
 from tierra.bulk import building
 from tierra.errors import Problem
 from tierra.scheduler.constraints.eligibility import NodeFilter
+from tierra.scheduler.podrules.book import NAME as RULES_BOOK
+from tierra.scheduler.podrules.book import RulesBook, StorageObject, book_of
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.scoring.links import LinkCosts, LinkTable
 from tierra.scheduler.scoring.mix import top_shapes
@@ -138,7 +140,9 @@ class ClusterStore:
         # what constraints keep beside the objects (a device ledger, volume bindings),
         # by constraint name: fed by their adapters, read by their hooks, changed during a
         # session only through a reservation whose undo is on the transaction's log
-        self.extensions: dict[str, object] = {}
+        self.extensions: dict[str, object] = {
+            RULES_BOOK: RulesBook()
+        }  # asleep until a pod has rules
         self._build({n.name: _with_pods(n) for n in nodes})
 
     @classmethod
@@ -156,6 +160,17 @@ class ClusterStore:
             for pg in snapshot.podgroups:
                 cache.upsert_podgroup(pg)
             cache._add_pods(snapshot.pods)
+            storage: tuple[StorageObject, ...] = (
+                *snapshot.claims,
+                *snapshot.volumes,
+                *snapshot.storage_classes,
+                *snapshot.csinodes,
+                *snapshot.namespaces,
+            )
+            if storage:  # what the pod rules read beside the pods (``podrules/book.py``)
+                book = book_of(cache)
+                for obj in storage:
+                    book.upsert(obj)
         return cache
 
     # -- the index and the ledgers over it --------------------------------------------
@@ -355,11 +370,20 @@ class ClusterStore:
         if not pod.bound and not pod.terminated:
             self.pending[key] = None
         self._hold(key, pod)
+        self._pods_changed((key,))
 
     def remove_pod(self, key: str) -> None:
         """A pod completed or was deleted: its resources are free again."""
         self.assumed.discard(key)
         self._forget(key, release=True)
+        self._pods_changed((key,))
+
+    def _pods_changed(self, keys: Iterable[str]) -> None:
+        """Tell the extensions that follow pods (``pods_changed``) which pods changed."""
+        for ext in self.extensions.values():
+            follow = getattr(ext, "pods_changed", None)
+            if follow is not None:
+                follow(self, keys)
 
     def _forget(self, key: str, *, release: bool) -> None:
         """Drop a pod and its bookkeeping; ``release`` also frees its place in the ledger
@@ -396,6 +420,7 @@ class ClusterStore:
         vec = self.request_vector(pod)
         self.capacity.place(n, vec)
         self._assumed([(pod, n, vec)])
+        self._pods_changed((pod_key,))
 
     def forget(self, pod_key: str) -> None:
         """The binding of an assumed pod failed: it is pending again, its room released."""
@@ -414,7 +439,11 @@ class ClusterStore:
             self.assumed.discard(key)
             self._forget(key, release=False)
         self._assumed(txn.assigned)
+        keys = [p.key for p, _, _ in txn.assigned] + [k for k, _, _ in txn.evicted]
+        if self._journal is not None:
+            self._journal.pods.update(keys)
         txn.commit()
+        self._pods_changed(keys)
 
     @contextmanager
     def trial(self) -> Iterator[ClusterStore]:
@@ -439,6 +468,7 @@ class ClusterStore:
                 self._touched(g)
             for n in sorted(journal.placed_on):
                 self._freed_on(n)
+            self._pods_changed(sorted(journal.pods))
 
     def _remember(self, journal: Journal, txn: Transaction) -> None:
         """Hand ``journal`` what committing ``txn`` is about to change (see ``commit``,
@@ -528,6 +558,7 @@ class ClusterStore:
             if not pod.bound and not pod.terminated:
                 pending[key] = None
         self._hold_all(zip(keys, pods, strict=True))
+        self._pods_changed(keys)
 
     def _hold_all(self, pods: Iterable[tuple[str, Pod]]) -> None:
         """``_hold`` for many pods: one request vector per distinct request (pods of a

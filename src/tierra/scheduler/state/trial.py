@@ -38,6 +38,7 @@ class Journal:
         self.whole: dict[str, Any] = {}  # table -> its contents before it first lost one
         self.placed_on: set[int] = set()  # nodes that took pods (undoing frees their room)
         self.gangs: set[str] = set()  # gangs (or lone pods) that gained or lost pods
+        self.pods: set[str] = set()  # pods placed or evicted (extensions re-read them)
 
     def wrote(self, txn: Transaction) -> None:
         """The ledger rows ``txn`` wrote (it is about to be committed)."""
