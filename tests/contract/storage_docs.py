@@ -42,9 +42,11 @@ def pvc_doc(
         spec["storageClassName"] = sc
     if volume:
         spec["volumeName"] = volume
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "annotations": {}}
     if selected:
-        meta["annotations"] = {"volume.kubernetes.io/selected-node": selected}
+        meta["annotations"]["volume.kubernetes.io/selected-node"] = selected
+    if volume:  # bound, as the PV controller leaves it
+        meta["annotations"]["pv.kubernetes.io/bind-completed"] = "yes"
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",

@@ -24,6 +24,7 @@ WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", READ_WRITE_ONCE_POD)
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"  # the PV controller's: binding done
 # Zone and region labels VolumeZone compares between a PV and a node (GA and beta names).
 ZONE_LABELS = (
     "topology.kubernetes.io/zone",
@@ -53,7 +54,9 @@ class PersistentVolumeClaim:
 
     @property
     def bound(self) -> bool:
-        return bool(self.volume_name) and self.phase == "Bound"
+        """Bound as kube-scheduler reads it (``isPVCFullyBound``): a volume named and the
+        PV controller's bind-completed annotation; a volume named alone is pre-bound."""
+        return bool(self.volume_name) and BIND_COMPLETED in self.meta.annotations
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -88,6 +88,9 @@ def _time(text: object) -> float:
         return 0.0
 
 
+decoded = _decoded  # for the other kinds' feeds (``storage_feed.py``)
+
+
 def node(raw: dict[str, Any]) -> Node:
     return _decoded(decode_node, raw)[0]
 

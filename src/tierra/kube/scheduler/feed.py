@@ -39,6 +39,7 @@ from tierra.kube.informer import Event, EventType, Informer
 from tierra.kube.scheduler import decode
 from tierra.kube.scheduler.decode import LivePod
 from tierra.kube.scheduler.metrics import Metrics
+from tierra.kube.scheduler.storage_feed import handlers as storage_handlers
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,7 @@ class Feed:
             (r.VOLCANO_PODGROUPS, decode.volcano_podgroup, self._podgroup(r.VOLCANO_PODGROUPS)),
             (r.VOLCANO_QUEUES, decode.queue, self._queue),
             (r.WORKLOAD_PODGROUPS, decode.workload_podgroup, self._podgroup(r.WORKLOAD_PODGROUPS)),
+            *storage_handlers(self),  # PVCs, PVs, StorageClasses, CSINodes, Namespaces
         ]
         for resource, decoder, handler in handlers:
             if served is None or resource in served or resource in r.BUILT_IN:

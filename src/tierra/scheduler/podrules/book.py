@@ -15,7 +15,7 @@ to them counts as room freed everywhere, so waiting gangs are tried again.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tierra.api.pod import Pod
 from tierra.api.storage import (
@@ -101,6 +101,23 @@ class RulesBook:
         if table.pop(key, None) is None:
             return False
         if isinstance(obj, Namespace):
+            self.namespaces.pop(key, None)
+        self.storage.invalidate()
+        return True
+
+    def forget(self, kind: str, key: str) -> bool:
+        """A deleted object of ``kind`` (its class name) whose last state was not kept."""
+        s = self.storage
+        tables: dict[str, dict[str, Any]] = {
+            "PersistentVolumeClaim": s.claims,  # type: ignore[dict-item]
+            "PersistentVolume": s.volumes,  # type: ignore[dict-item]
+            "StorageClass": s.classes,  # type: ignore[dict-item]
+            "CSINode": s.csinodes,  # type: ignore[dict-item]
+            "Namespace": self._namespace_objects,
+        }
+        if tables[kind].pop(key, None) is None:
+            return False
+        if kind == "Namespace":
             self.namespaces.pop(key, None)
         self.storage.invalidate()
         return True

@@ -196,7 +196,7 @@ def _binding(pod: Pod, nodes: NodeTable, storage: Storage, mark: Marker, zone: M
                 else f'persistentvolumeclaim "{name}" not found'
             )
             continue
-        if claim.volume_name:
+        if claim.bound:
             pv = storage.volumes.get(claim.volume_name)
             if pv is None:
                 mark.refuse_all(PV_NOT_EXIST)
@@ -213,7 +213,7 @@ def _binding(pod: Pod, nodes: NodeTable, storage: Storage, mark: Marker, zone: M
 
 def _driver(claim: PersistentVolumeClaim, storage: Storage) -> tuple[str, str]:
     """(CSI driver, volume identity) of a claim; ("", "") when none is known."""
-    if claim.volume_name:
+    if claim.bound:
         pv = storage.volumes.get(claim.volume_name)
         return (pv.csi_driver, pv.name) if pv is not None and pv.csi_driver else ("", "")
     sc = storage.class_of(claim)
@@ -295,7 +295,7 @@ def decide(pod: Pod, node: int, nodes: NodeTable, storage: Storage) -> tuple[Cla
     name = nodes.names[node]
     for key in _claim_keys(pod):
         claim = storage.claims.get(key)
-        if claim is None or claim.volume_name or claim.selected_node:
+        if claim is None or claim.bound or claim.selected_node:
             continue
         sc = storage.class_of(claim)
         if sc is None or sc.binding_mode != WAIT_FOR_FIRST_CONSUMER:

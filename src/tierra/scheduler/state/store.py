@@ -378,6 +378,11 @@ class ClusterStore:
         self._forget(key, release=True)
         self._pods_changed((key,))
 
+    def extension_changed(self) -> None:
+        """What an extension reads beside the objects changed (a StorageClass, a PVC):
+        waiting gangs may fit now, as when room is freed."""
+        self._freed()
+
     def _pods_changed(self, keys: Iterable[str]) -> None:
         """Tell the extensions that follow pods (``pods_changed``) which pods changed."""
         for ext in self.extensions.values():
