@@ -80,9 +80,11 @@ def _mask(store: ClusterStore, pod: Pod, verdicts: Sequence[Verdict]) -> NodeMas
     return NodeMask(allowed(verdicts, count), tuple((r.reason, r.nodes) for r in refused))
 
 
-def _overlay(cycle: Cycle, book: RulesBook) -> list[tuple[Pod, int]]:
-    """This attempt's pods placed so far (positions in the store's index)."""
-    return [(p, n) for p, n, _ in cycle.overlay.assigned]
+def _overlay(cycle: Cycle, book: RulesBook, shape: Shape | None = None) -> list[tuple[Pod, int]]:
+    """This attempt's pods placed so far (positions in the store's index), but the
+    shape's own (a pod is not its own neighbour)."""
+    own = {p.key for p in shape.pods} if shape is not None else set()
+    return [(p, n) for p, n, _ in cycle.overlay.assigned if p.key not in own]
 
 
 @contextmanager
@@ -198,7 +200,7 @@ class InterPodAffinity(_Rule):
     def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
         """This attempt's pods against the shape (both ways), and placed pods' terms
         against a shape of pods without rules (their masks did not look)."""
-        mine = _overlay(cycle, book)
+        mine = _overlay(cycle, book, shape)
         if not mine and (shape.pods[0].rules is not None or not book.placed.anti_terms):
             return None  # the mask said it all: no attempt pods, no symmetric terms
         table = book.nodes(cycle.store)
@@ -237,8 +239,8 @@ class PodTopologySpread(_Rule):
     def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
         pod = shape.pods[0]
         hard = pod.rules.hard_spread if pod.rules is not None else ()
-        if not hard:
-            return None
+        if not hard or not _overlay(cycle, book, shape):
+            return None  # no pods of the attempt yet: the shape's mask said it all
         table = book.nodes(cycle.store)
         with _with_overlay(book, cycle, table.names) as placed:
             v = topology_spread.evaluate(pod, table, placed)

@@ -100,7 +100,7 @@ def _existing_anti_affinity(pod: Pod, nodes: NodeTable, placed: PodIndex) -> Boo
     """Nodes in a domain of a placed pod whose anti-affinity term P matches (one look per
     distinct term, however many pods hold it)."""
     refused = np.zeros(len(nodes), dtype=bool)
-    for held in placed.anti_terms.values():
+    for held in placed.anti_terms_for(pod.meta.labels):
         t = held.term
         if not _term_matches(t, pod, held.spaces):
             continue

@@ -124,7 +124,15 @@ def _tolerates(pod: Pod, node: Node) -> bool:
     )
 
 
-def _drop(table: dict[Any, set[str]], at: Any, key: str) -> None:
+def _required_pair(term: PodAffinityTerm) -> tuple[str, str] | None:
+    """One label pair a pod must carry to match ``term`` (its first matchLabels)."""
+    sel = term.selector
+    if sel is None or not sel.match_labels:
+        return None
+    return min(sel.match_labels.items())
+
+
+def _drop(table: dict[Any, set[Any]], at: Any, key: Any) -> None:
     """Take ``key`` out of ``table[at]``, and the entry with its last key (so an index
     that gained and lost pods, as in a trial, is as it was)."""
     found = table.get(at)
@@ -151,6 +159,8 @@ class PodIndex:
     # required anti-affinity terms of placed pods, by term and the namespaces it reads:
     # per node, how many placed pods hold it (few distinct terms however many replicas)
     anti_terms: dict[Hashable, HeldTerm] = field(default_factory=dict)
+    # the same terms by one label pair their selector requires (None: requires none)
+    anti_by_label: dict[tuple[str, str] | None, set[Hashable]] = field(default_factory=dict)
     ports: dict[str, list[tuple[str, HostPort]]] = field(default_factory=dict)
     claim_users: dict[str, set[str]] = field(default_factory=dict)  # "ns/claim" -> pods
 
@@ -171,6 +181,7 @@ class PodIndex:
             held = self.anti_terms.get(k)
             if held is None:
                 held = self.anti_terms[k] = HeldTerm(t, spaces, {})
+                self.anti_by_label.setdefault(_required_pair(t), set()).add(k)
             held.nodes[node] = held.nodes.get(node, 0) + 1
         if rules.host_ports:
             self.ports.setdefault(node, []).extend((key, p) for p in rules.host_ports)
@@ -194,6 +205,7 @@ class PodIndex:
                     del at[entry.node]
                 if not at:
                     del self.anti_terms[k]
+                    _drop(self.anti_by_label, _required_pair(t), k)
             used = self.ports.get(entry.node)
             if used:
                 used[:] = [(k, p) for k, p in used if k != key]
@@ -211,6 +223,16 @@ class PodIndex:
         return index
 
     # -- selection ---------------------------------------------------------------------
+
+    def anti_terms_for(self, labels: Mapping[str, str]) -> list[HeldTerm]:
+        """The held anti-affinity terms a pod with ``labels`` could match: those whose
+        required label pair it carries, and those requiring none (checked in full by
+        the caller); not every term of every placed pod."""
+        by = self.anti_by_label
+        keys = set(by.get(None, ()))
+        for pair in labels.items():
+            keys |= by.get(pair, set())
+        return [self.anti_terms[k] for k in keys]  # order-free: the caller ORs masks
 
     def namespaces_of(self, term: PodAffinityTerm, owner_namespace: str) -> frozenset[str] | None:
         """The namespaces ``term`` (of a pod in ``owner_namespace``) looks in; None: all."""

@@ -106,6 +106,20 @@ class Storage:
             self._reach[pv.name] = found
         return found
 
+    def provisionable(self, sc: StorageClass, nodes: NodeTable) -> BoolArray:
+        """Nodes a class's ``allowedTopologies`` admit (all without any), memoized."""
+        key = f"class:{sc.name}"
+        found = self._reach.get(key)
+        if found is None:
+            terms = sc.allowed_topologies
+            found = np.fromiter(
+                (not terms or any(t.matches(n.name, n.labels) for t in terms) for n in nodes.nodes),
+                dtype=bool,
+                count=len(nodes),
+            )
+            self._reach[key] = found
+        return found
+
     def invalidate(self) -> None:
         """Nodes or PVs changed: node affinities are computed again."""
         self._reach.clear()
@@ -174,12 +188,7 @@ def _delayed(
     for pv in _candidates(claim, sc.name, storage):
         ok |= storage.reach(pv, nodes)
     if sc.provisioner and sc.provisioner != NO_PROVISIONER:
-        terms = sc.allowed_topologies
-        ok |= np.fromiter(
-            (not terms or any(t.matches(n.name, n.labels) for t in terms) for n in nodes.nodes),
-            dtype=bool,
-            count=len(nodes),
-        )
+        ok |= storage.provisionable(sc, nodes)
     return ok
 
 
