@@ -35,6 +35,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "controlplane" / "run-ku
 TIERRA = "tierra-contract"
 KUBE = "default-scheduler"
 SCHEDULERS = (TIERRA, KUBE)
+ZONE = "topology.kubernetes.io/zone"
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +88,17 @@ class Case:
         self.namespace = self.name
         self.label = {"tierra.dev/contract": self.name}
 
-    async def create(self, kube: Kube, nodes: int) -> None:
+    async def create(self, kube: Kube, nodes: int, zones: int = 0) -> None:
+        """``nodes`` nodes; with ``zones``, node i in zone ``z<i % zones>``."""
         await kube.request(
             "POST", "/api/v1/namespaces", body={"metadata": {"name": self.namespace}}
         )
         for i in range(nodes):
+            labels = dict(self.label)
+            if zones:
+                labels[ZONE] = f"{self.name}-z{i % zones}"
             body = node_manifest(
-                f"{self.name}-n{i}", shape=NodeShape(cpu="8", memory="32Gi"), labels=self.label
+                f"{self.name}-n{i}", shape=NodeShape(cpu="8", memory="32Gi"), labels=labels
             )
             await kube.request("POST", "/api/v1/nodes", body=body)
 
@@ -385,5 +390,98 @@ def test_wait_for_first_consumer_sets_the_selected_node(
         for c in cases:
             await eventually(lambda c=c: selected(c), 15, f"{c.scheduler} selects the node")
         await eventually(lambda: _has(cases[0], kube, "a"), 10, "tierra binds after pre-bind")
+
+    run(control_plane, body)
+
+
+def test_topology_spread_goes_to_the_emptier_zone(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """podtopologyspread ``TestSingleConstraint`` "pods spread across zones as 3/3, all
+    nodes fit" turned 1/0: the new pod must go to the empty zone."""
+    cases = both(control_plane, "spread")
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "s"}},
+        }
+    ]
+
+    async def body(kube: Kube) -> None:
+        for c in cases:
+            await c.create(kube, 2, zones=2)
+            old = c.pod("old", labels={"app": "s"})
+            old["spec"]["nodeName"] = f"{c.name}-n0"
+            await c.post(kube, old)
+            await c.post(kube, c.pod("new", labels={"app": "s"}, topologySpreadConstraints=spread))
+        for c in cases:
+            await eventually(lambda c=c: _has(c, kube, "new"), 15, f"{c.scheduler} binds")
+            assert (await c.bound(kube))["new"] == f"{c.name}-n1", c.scheduler
+
+    run(control_plane, body)
+
+
+def test_read_write_once_pod_claim_in_use_waits(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """volumerestrictions ``TestAccessModeConflicts`` "failed with ReadWriteOncePod
+    conflict": a second pod of a ReadWriteOncePod claim in use is not bound."""
+    cases = both(control_plane, "rwop")
+
+    async def body(kube: Kube) -> None:
+        for c in cases:
+            await c.create(kube, 2)
+            pv = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": f"{c.name}-pv"},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOncePod"],
+                    "storageClassName": "",
+                    "hostPath": {"path": "/tmp/y"},
+                    "claimRef": {"namespace": c.namespace, "name": "solo"},
+                },
+            }
+            await kube.request("POST", r.PVS.path(), body=pv)
+            pvc = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {
+                    "name": "solo",
+                    "namespace": c.namespace,
+                    "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+                },
+                "spec": {
+                    "accessModes": ["ReadWriteOncePod"],
+                    "storageClassName": "",
+                    "volumeName": f"{c.name}-pv",
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+            await kube.request("POST", r.PVCS.path(c.namespace), body=pvc)
+            await _status(kube, r.PVS, None, f"{c.name}-pv", "Bound")
+            await _status(kube, r.PVCS, c.namespace, "solo", "Bound")
+            vol = [{"name": "d", "persistentVolumeClaim": {"claimName": "solo"}}]
+            await c.post(kube, c.pod("first", volumes=vol))
+        for c in cases:
+            await eventually(lambda c=c: _has(c, kube, "first"), 15, f"{c.scheduler} binds")
+            await c.post(
+                kube,
+                c.pod(
+                    "second",
+                    volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "solo"}}],
+                ),
+            )
+        await _settle()
+        for c in cases:
+            assert "second" not in await c.bound(kube), c.scheduler
+            await eventually(
+                lambda c=c: _mentions(kube, c, "second", "ReadWriteOncePod"),
+                10,
+                f"{c.scheduler}'s reason",
+            )
 
     run(control_plane, body)

@@ -563,7 +563,6 @@ class ClusterStore:
             if not pod.bound and not pod.terminated:
                 pending[key] = None
         self._hold_all(zip(keys, pods, strict=True))
-        self._pods_changed(keys)
 
     def _hold_all(self, pods: Iterable[tuple[str, Pod]]) -> None:
         """``_hold`` for many pods: one request vector per distinct request (pods of a
@@ -575,7 +574,9 @@ class ClusterStore:
         vectors: dict[tuple[tuple[str, int], ...], IntArray] = {}
         nodes: list[int] = []
         rows: list[IntArray] = []
+        held: list[str] = []  # for the extensions that follow pods
         for key, pod in pods:
+            held.append(key)
             if not pod.holds_resources:
                 continue
             n = node_ix.get(pod.node_name)
@@ -592,6 +593,7 @@ class ClusterStore:
             self._usage(pod, vec, +1)
         if rows:
             self.capacity.place_all(np.asarray(nodes, dtype=np.int64), np.stack(rows))
+        self._pods_changed(held)
 
     def _hold(self, key: str, pod: Pod) -> None:
         if not pod.holds_resources:
