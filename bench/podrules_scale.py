@@ -113,6 +113,7 @@ def session(
         "seconds": round(seconds, 3),
         "cpu_seconds": round(cpu, 3),
         "pods_per_s": round(len(result.bindings) / seconds, 1),
+        "pods_per_cpu_s": round(len(result.bindings) / max(cpu, 1e-9), 1),
         "waiting": len(result.unschedulable),
     }
 

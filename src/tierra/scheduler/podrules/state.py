@@ -273,11 +273,11 @@ class PodIndex:
                 for v in r.values:
                     union |= self.by_label.get((r.key, v), set())
                 options.append(union)
+        if options:
+            return min(options, key=len)  # the namespaces are checked per pod after
         if namespaces is not None:
             union = set()
             for ns in namespaces:
                 union |= self.by_namespace.get(ns, set())
-            options.append(union)
-        if not options:
-            return set(self.entries)
-        return min(options, key=len)
+            return union
+        return set(self.entries)
