@@ -178,12 +178,13 @@ def main() -> None:
     lines = [
         f"# pod rules at {args.nodes} nodes ({report['when']})",
         "",
-        "| run | pods | bound | s | pods/s |",
-        "|---|---|---|---|---|",
+        "| run | pods | bound | s | pods/s | CPU s | pods/CPU s |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, r in runs.items():
         lines.append(
-            f"| {name} | {r['pods']} | {r['pods_bound']} | {r['seconds']} | {r['pods_per_s']} |"
+            f"| {name} | {r['pods']} | {r['pods_bound']} | {r['seconds']} | {r['pods_per_s']} "
+            f"| {r['cpu_seconds']} | {r['pods_per_cpu_s']} |"
         )
     (RESULTS / "podrules_scale.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -23,7 +23,7 @@ from tierra.scheduler.constraints.protocol import Cycle
 from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.placement.demand import Demand, Shape
 from tierra.scheduler.placement.flat_state import FlatState, FlatStates
-from tierra.scheduler.placement.search import capped
+from tierra.scheduler.placement.search import apply_caps, capped, caps_for
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.state.transaction import Transaction
@@ -192,10 +192,11 @@ class NodeChoice:
     def _limits(self, state: FlatState, shape: Shape) -> tuple[IntArray, FloatArray]:
         """The flat state's counts and scores under the node caps (the state's own arrays
         when no constraint caps nodes: the state is kept between gangs, caps are not)."""
-        if not self.caps:
+        given = caps_for(self.cycle, shape, state.nodes) if self.caps else []
+        if not given:  # no constraint caps this shape: the kept arrays as they are
             return state.counts, state.live
         counts = state.counts.copy()
-        capped(self.cycle, shape, state.nodes, counts)
+        apply_caps(self.cycle, given, counts)
         return counts, np.where(counts > 0, state.live, -np.inf)
 
     def pack_flat(self, shape: Shape, pods: Sequence[Pod], region: int, partial: bool) -> int:

@@ -79,11 +79,25 @@ def combined_domain_scores(
 def capped(cycle: Cycle, shape: Shape, nodes: IntArray, counts: IntArray) -> list[Refusal]:
     """Lower ``counts`` (pods of ``shape`` per node of ``nodes``) to every constraint's
     per-node cap, in place; the refusals of those that lowered any."""
-    out: list[Refusal] = []
+    return apply_caps(cycle, caps_for(cycle, shape, nodes), counts)
+
+
+def caps_for(cycle: Cycle, shape: Shape, nodes: IntArray) -> list[tuple[Constraint, IntArray]]:
+    """The caps the constraints give ``shape`` on ``nodes`` (those that give one)."""
+    out = []
     for c in hooks(cycle.config.constraints).node_caps:
         caps = c.node_caps(cycle, shape, nodes)
-        if caps is None:
-            continue
+        if caps is not None:
+            out.append((c, caps))
+    return out
+
+
+def apply_caps(
+    cycle: Cycle, given: list[tuple[Constraint, IntArray]], counts: IntArray
+) -> list[Refusal]:
+    """``capped`` with the caps asked already (``caps_for``)."""
+    out: list[Refusal] = []
+    for c, caps in given:
         over = counts > caps
         if over.any():
             np.minimum(counts, np.maximum(caps, 0), out=counts)
