@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-cli bench-web screenshots clean bench-controller
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-podrules bench-cli bench-web screenshots clean bench-controller
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,9 @@ bench-discovery: $(STAMP)
 
 bench-scheduler: $(STAMP)
 	$(BIN)/python bench/scheduler_scale.py
+
+bench-podrules: $(STAMP)
+	$(BIN)/python bench/podrules_scale.py
 
 bench-cli: $(STAMP)
 	$(BIN)/python bench/cli_startup.py
