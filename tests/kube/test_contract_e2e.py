@@ -24,7 +24,7 @@ from kube_helpers import eventually, kube_for
 
 from tierra.kube import resources as r
 from tierra.kube.client import MERGE_PATCH, Kube
-from tierra.kube.resources import EVENTS, PODS
+from tierra.kube.resources import EVENTS, PODS, VOLCANO_PODGROUPS
 from tierra.kube.testing import KUBE_SCHEDULER, ControlPlane, ManagedProcess, find_binary
 from tierra.kube.testing.controlplane import ControlPlaneUnavailable
 from tierra.kube.testing.fake import NodeShape, node_manifest, pod_manifest
@@ -485,3 +485,56 @@ def test_read_write_once_pod_claim_in_use_waits(
             )
 
     run(control_plane, body)
+
+
+def test_a_gang_whose_members_keep_apart_is_placed_whole_or_not_at_all(
+    control_plane: ControlPlane, crds: ControlPlane, schedulers: None
+) -> None:
+    """The gang side: three replicas with anti-affinity by hostname in a Volcano PodGroup
+    of minMember 3. On two nodes tierra binds none (all or nothing; kube-scheduler, which
+    sees no gang here, binds two); on three, one each. Both never put two on one node."""
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": "kubernetes.io/hostname",
+                    "labelSelector": {"matchLabels": {"app": "g"}},
+                }
+            ]
+        }
+    }
+
+    async def gang(kube: Kube, c: Case, name: str) -> None:
+        group = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": c.namespace},
+            "spec": {"minMember": 3},
+        }
+        await kube.request("POST", VOLCANO_PODGROUPS.path(c.namespace), body=group)
+        for i in range(3):
+            p = c.pod(f"{name}-{i}", labels={"app": "g"}, affinity=anti)
+            p["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": name}
+            await c.post(kube, p)
+
+    small, big = both(control_plane, "gang2"), both(control_plane, "gang3")
+
+    async def body(kube: Kube) -> None:
+        for c in small:
+            await c.create(kube, 2)
+            await gang(kube, c, "job")
+        for c in big:
+            await c.create(kube, 3)
+            await gang(kube, c, "job")
+        await _settle()
+        for c in (*small, *big):
+            placed = await c.bound(kube)
+            assert len(set(placed.values())) == len(placed), (c.scheduler, placed)
+        assert await small[0].bound(kube) == {}  # tierra: the gang does not fit whole
+        await eventually(lambda: _count(big[0], kube, 3), 15, "tierra places the gang")
+
+    run(control_plane, body)
+
+
+async def _count(case: Case, kube: Kube, n: int) -> bool:
+    return len(await case.bound(kube)) == n
