@@ -39,10 +39,10 @@ ZONE = "topology.kubernetes.io/zone"
 
 
 @pytest.fixture(scope="module")
-def schedulers(
-    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[None]:
-    """kube-scheduler and ``tierra scheduler`` (period 60 s: only events start sessions)."""
+def schedulers(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """kube-scheduler and ``tierra scheduler`` (period 60 s: only events start sessions),
+    started once the CRDs are in (tierra watches only the kinds served when it starts)."""
+    control_plane = crds
     try:
         find_binary("kube-scheduler")
     except ControlPlaneUnavailable as exc:
@@ -488,7 +488,7 @@ def test_read_write_once_pod_claim_in_use_waits(
 
 
 def test_a_gang_whose_members_keep_apart_is_placed_whole_or_not_at_all(
-    control_plane: ControlPlane, crds: ControlPlane, schedulers: None
+    control_plane: ControlPlane, schedulers: None
 ) -> None:
     """The gang side: three replicas with anti-affinity by hostname in a Volcano PodGroup
     of minMember 3. On two nodes tierra binds none (all or nothing; kube-scheduler, which
