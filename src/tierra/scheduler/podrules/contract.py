@@ -9,11 +9,10 @@ nominated node change no pod's feasibility and are not refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 from tierra.api.pod import Pod
-from tierra.api.pod_rules import PlacementRules, PodAffinityTerm
+from tierra.api.pod_rules import PlacementRules
 
 HOST_PORTS = "spec.containers[].ports[].hostPort"
 POD_AFFINITY = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -54,50 +53,4 @@ def refusal(pods: Iterable[Pod], honoured: frozenset[str] = HONOURED) -> str | N
                 "it stays pending rather than be bound where kube-scheduler would refuse it "
                 "(schedule it with kube-scheduler, or remove the field)"
             )
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class Holder:
-    """A running pod's required anti-affinity term, with the namespaces it reads (None:
-    every namespace; a namespaceSelector is read as every namespace, which refuses more,
-    never less)."""
-
-    pod: str
-    term: PodAffinityTerm
-    namespaces: frozenset[str] | None
-
-
-def anti_affinity_holders(pods: Iterable[Pod]) -> list[Holder]:
-    """Every required anti-affinity term of pods holding a node (one pass over the pods)."""
-    out: list[Holder] = []
-    for p in pods:
-        rules = p.rules
-        if rules is None or not rules.anti_affinity or not p.holds_resources:
-            continue
-        for t in rules.anti_affinity:
-            if t.namespace_selector is not None:
-                spaces = None
-            else:
-                spaces = frozenset(t.namespaces or (p.namespace,))
-            out.append(Holder(p.key, t, spaces))
-    return out
-
-
-def held_off(pods: Iterable[Pod], holders: Sequence[Holder]) -> str | None:
-    """Why these pods must wait for placed pods' anti-affinity, which the session does
-    not yet apply to other pods (kube-scheduler does, symmetrically), or None."""
-    for pod in pods:
-        for h in holders:
-            if h.pod == pod.key:
-                continue
-            if (h.namespaces is None or pod.namespace in h.namespaces) and h.term.matches_pod(
-                pod.meta.labels
-            ):
-                return (
-                    f"pod {pod.key} matches the required podAntiAffinity (topologyKey "
-                    f"{h.term.topology_key}) of placed pod {h.pod}, which tierra does not "
-                    "apply to other pods yet; it stays pending rather than be bound where "
-                    "kube-scheduler would refuse it"
-                )
     return None
