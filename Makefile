@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-cli bench-web screenshots clean bench-controller bench-million
+.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-podrules bench-cli bench-web screenshots clean bench-controller bench-million
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,9 @@ bench-scheduler: $(STAMP)
 
 bench-million: $(STAMP)
 	$(BIN)/python bench/million_pods.py
+
+bench-podrules: $(STAMP)
+	$(BIN)/python bench/podrules_scale.py
 
 bench-cli: $(STAMP)
 	$(BIN)/python bench/cli_startup.py

@@ -67,6 +67,9 @@ class LabelSelector:
     match_labels: Mapping[str, str] = field(default_factory=dict)
     match_expressions: tuple[Requirement, ...] = ()
 
+    def __hash__(self) -> int:  # match_labels is a dict: hash its items (pod rules key on it)
+        return hash((tuple(sorted(self.match_labels.items())), self.match_expressions))
+
     @property
     def empty(self) -> bool:
         return not self.match_labels and not self.match_expressions

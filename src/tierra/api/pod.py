@@ -11,6 +11,7 @@ from tierra.api.fields import Fields, Report
 from tierra.api.labels import NODE_SELECTOR_OPERATORS, Requirement, decode_requirement
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Taint, TaintEffect
+from tierra.api.pod_rules import PlacementRules, decode_rules
 from tierra.api.quantity import milli_to_quantity
 from tierra.errors import Origin, Problem
 
@@ -82,6 +83,8 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     phase: Phase = Phase.PENDING
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (the Workload API)
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name: not to be bound yet
+    rules: PlacementRules | None = None  # ports, pod (anti-)affinity, spread, volumes
     origin: Origin | None = field(default=None, compare=False)
 
     @property
@@ -104,6 +107,11 @@ class Pod:
     @property
     def bound(self) -> bool:
         return bool(self.node_name)
+
+    @property
+    def gated(self) -> bool:
+        """Held by ``schedulingGates``: never bound, and not yet created for its gang."""
+        return bool(self.scheduling_gates)
 
     @property
     def terminated(self) -> bool:
@@ -186,6 +194,12 @@ def _decode_terms(spec: Fields) -> tuple[NodeSelectorTerm, ...]:
     return tuple(terms)
 
 
+def _decode_gates(spec: Fields) -> tuple[str, ...]:
+    if spec.raw("schedulingGates") is None:
+        return ()
+    return tuple(g.string("name", required=True) for g in spec.objects("schedulingGates"))
+
+
 def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
     spec = f.obj("spec", required=True)
     status = f.obj("status")
@@ -207,6 +221,8 @@ def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
         tolerations=tuple(_decode_toleration(t) for t in spec.objects("tolerations")),
         phase=phase,
         scheduling_group=spec.obj("schedulingGroup").string("podGroupName"),
+        scheduling_gates=_decode_gates(spec),
+        rules=decode_rules(spec, status, meta.name, meta.labels),
         origin=origin,
     )
 
@@ -231,6 +247,8 @@ def encode_pod(pod: Pod) -> dict[str, Any]:
         spec["priorityClassName"] = pod.priority_class_name
     if pod.node_selector:
         spec["nodeSelector"] = dict(pod.node_selector)
+    if pod.scheduling_gates:
+        spec["schedulingGates"] = [{"name": g} for g in pod.scheduling_gates]
     if pod.scheduling_group:
         spec["schedulingGroup"] = {"podGroupName": pod.scheduling_group}
     if pod.tolerations:

@@ -27,6 +27,19 @@ from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.priority import GROUP as PRIORITY_GROUP
 from tierra.api.priority import PriorityClass, decode_priority_class
 from tierra.api.queue import Queue, decode_queue
+from tierra.api.storage import (
+    STORAGE_GROUP,
+    CSINode,
+    Namespace,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    decode_csinode,
+    decode_namespace,
+    decode_pv,
+    decode_pvc,
+    decode_storage_class,
+)
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.bulk import building
@@ -44,6 +57,11 @@ class Snapshot:
     queues: tuple[Queue, ...] = ()
     jobs: tuple[VolcanoJob, ...] = ()
     priority_classes: tuple[PriorityClass, ...] = ()
+    claims: tuple[PersistentVolumeClaim, ...] = ()
+    volumes: tuple[PersistentVolume, ...] = ()
+    storage_classes: tuple[StorageClass, ...] = ()
+    csinodes: tuple[CSINode, ...] = ()
+    namespaces: tuple[Namespace, ...] = ()
     problems: tuple[Problem, ...] = field(default=(), compare=False)
 
     @property
@@ -140,7 +158,20 @@ def _decoder_for(api_version: str, kind: str) -> tuple[str, Decoder] | None:
         return "jobs", decode_job
     if kind == "PriorityClass" and group == PRIORITY_GROUP:
         return "priority_classes", decode_priority_class
-    return None
+    return _storage_decoder(group, kind)
+
+
+_STORAGE: dict[tuple[str, str], tuple[str, Decoder]] = {
+    ("", "PersistentVolumeClaim"): ("claims", decode_pvc),
+    ("", "PersistentVolume"): ("volumes", decode_pv),
+    ("", "Namespace"): ("namespaces", decode_namespace),
+    (STORAGE_GROUP, "StorageClass"): ("storage_classes", decode_storage_class),
+    (STORAGE_GROUP, "CSINode"): ("csinodes", decode_csinode),
+}
+
+
+def _storage_decoder(group: str, kind: str) -> tuple[str, Decoder] | None:
+    return _STORAGE.get((group, kind))
 
 
 def _identity(kind: str, obj: Any) -> str:
@@ -181,6 +212,7 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
         k: []
         for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs", "priority_classes")
     }
+    buckets.update({k: [] for k, _ in _STORAGE.values()})
     seen: dict[str, Origin] = {}
     empty: list[Path] = []
     files = snapshot_files(paths)
@@ -231,6 +263,7 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
         queues=tuple(buckets["queues"]),
         jobs=tuple(buckets["jobs"]),
         priority_classes=tuple(buckets["priority_classes"]),
+        **{k: tuple(buckets[k]) for k, _ in _STORAGE.values()},
         problems=tuple(problems),
     )
 

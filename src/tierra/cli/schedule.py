@@ -30,7 +30,7 @@ from tierra.cli.common import (
 )
 from tierra.errors import ConfigError, errors_only
 from tierra.scheduler import (
-    Cache,
+    ClusterStore,
     SchedulerConfig,
     SessionResult,
     load_config,
@@ -94,7 +94,23 @@ def note_other_schedulers(snapshot: Snapshot, config: SchedulerConfig) -> None:
         )
 
 
-def warn_unusable_trees(cache: Cache) -> None:
+def note_gated(snapshot: Snapshot, config: SchedulerConfig) -> None:
+    """Say (on stderr) which pending pods of ours wait for their ``spec.schedulingGates``."""
+    gated = [
+        p
+        for p in snapshot.pods
+        if p.gated and not p.bound and p.scheduler_name in config.scheduler_names
+    ]
+    if gated:
+        shown = ", ".join(f"{p.key} ({', '.join(p.scheduling_gates)})" for p in gated[:5])
+        more = f" and {len(gated) - 5} more" if len(gated) > 5 else ""
+        err_console.print(
+            f"[yellow]note:[/yellow] pods held by spec.schedulingGates are not scheduled "
+            f"until their gates are removed: {escape(shown)}{more}"
+        )
+
+
+def warn_unusable_trees(cache: ClusterStore) -> None:
     """Trees the scheduler will not use (cycles, second parents, ...), with why, on stderr."""
     for tree in cache.index.trees:
         if not tree.usable:
@@ -168,7 +184,8 @@ def schedule(
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
     note_other_schedulers(snapshot, cfg)
-    cache = Cache.from_snapshot(snapshot)
+    note_gated(snapshot, cfg)
+    cache = ClusterStore.from_snapshot(snapshot)
     warn_unusable_trees(cache)
     result = run_session(cache, cfg)
     if output is Output.TEXT:

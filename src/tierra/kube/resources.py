@@ -63,6 +63,11 @@ NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 EVENTS = Resource("", "v1", "events", "Event", True)
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+# What the pod rules read about volumes (issue 24).
+PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
+PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", False)
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+CSINODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
 EVICTION_VERSION = "policy/v1"
 
 TIERRA_HYPERNODES = Resource("topology.tierra.dev", "v1alpha1", "hypernodes", "HyperNode", False)
@@ -102,7 +107,20 @@ PROVISIONING_REQUESTS = Resource(
 
 # Always served by a Kubernetes API server; the others may be missing (CRDs not
 # installed, an alpha API switched off).
-BUILT_IN = frozenset({NODES, PODS, NAMESPACES, EVENTS, PRIORITY_CLASSES, LEASES})
+BUILT_IN = frozenset(
+    {
+        NODES,
+        PODS,
+        NAMESPACES,
+        EVENTS,
+        PRIORITY_CLASSES,
+        LEASES,
+        PVCS,
+        PVS,
+        STORAGE_CLASSES,
+        CSINODES,
+    }
+)
 
 
 async def served(kube: Kube, resources: Iterable[Resource]) -> set[Resource]:

@@ -32,6 +32,9 @@ FILES: dict[str, tuple[r.Resource, ...]] = {
     "podgroups.json": (r.VOLCANO_PODGROUPS, r.WORKLOAD_PODGROUPS),
     "queues.json": (r.VOLCANO_QUEUES,),
     "priorityclasses.json": (r.PRIORITY_CLASSES,),
+    # what the pod rules read (volumes, namespace selectors): the same verdicts offline
+    "storage.json": (r.PVCS, r.PVS, r.STORAGE_CLASSES, r.CSINODES),
+    "namespaces.json": (r.NAMESPACES,),
 }
 
 

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
-from tierra.scheduler.cache import DEFAULT_QUEUE, Cache, gang_key, solo_queue
-from tierra.scheduler.constraints import from_annotations
-from tierra.scheduler.memory import Memory
+from tierra.scheduler.constraints.tier_limit import from_annotations
+from tierra.scheduler.podrules.contract import refusal
 from tierra.scheduler.result import Unschedulable
+from tierra.scheduler.state.memory import Memory
+from tierra.scheduler.state.store import DEFAULT_QUEUE, ClusterStore, gang_key, solo_queue
 from tierra.scheduler.status import unresolvable
 
 TASK_SPEC = "volcano.sh/task-spec"
@@ -156,7 +157,7 @@ def _sub_group_of(pod: Pod, policies: Sequence[SubGroupPolicy]) -> tuple[str, st
 
 
 def _problem(
-    pg: PodGroup, state: Cache, running: Sequence[Pod], pending: Sequence[Pod]
+    pg: PodGroup, state: ClusterStore, running: Sequence[Pod], pending: Sequence[Pod]
 ) -> str | None:
     if pg.queue != DEFAULT_QUEUE and pg.queue not in state.queues:
         known = ", ".join(sorted({DEFAULT_QUEUE, *state.queues}))
@@ -173,9 +174,11 @@ def _problem(
             )
     total = len(running) + len(pending)
     if pg.min_member > total:
+        gated = sum(1 for p in state.gang_pods(pg.key) if p.gated and not p.bound)
+        held = f", {gated} more held by schedulingGates" if gated else ""
         return (
             f"minMember is {pg.min_member} but the gang has only {total} "
-            f"pod{'s' if total != 1 else ''} ({len(pending)} pending, {len(running)} running)"
+            f"pod{'s' if total != 1 else ''} ({len(pending)} pending, {len(running)} running{held})"
         )
     tasks = Counter(task_of(p) for p in (*running, *pending))
     for task, m in sorted(pg.min_task_member.items()):
@@ -187,7 +190,7 @@ def _problem(
 def _build(
     key: str,
     pg: PodGroup | None,
-    state: Cache,
+    state: ClusterStore,
     pending: list[Pod],
     running: list[Pod],
 ) -> Gang:
@@ -210,8 +213,9 @@ def _build(
             sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, from_annotations(pod)),),
             running=(),
             pending=tuple(pending),
+            problem=refusal(pending),
         )
-    problem = _problem(pg, state, running, pending)
+    problem = _problem(pg, state, running, pending) or refusal(pending)
     policies = pg.sub_group_policies
     by_id: dict[str, tuple[str, int, list[Pod], list[Pod]]] = {}
     default_pending: list[Pod] = []
@@ -290,7 +294,7 @@ def _build(
     )
 
 
-def _cached(cache: Cache, memory: Memory, key: str, alone: bool) -> Gang | None:
+def _cached(cache: ClusterStore, memory: Memory, key: str, alone: bool) -> Gang | None:
     """The gang built for ``key`` in an earlier session, if nothing it reads changed since
     (its PodGroup and pods: ``gang_changed_at``; queues, nodes: ``freed_at``)."""
     hit = memory.built.get(key)
@@ -303,7 +307,7 @@ def _cached(cache: Cache, memory: Memory, key: str, alone: bool) -> Gang | None:
 
 
 def collect(
-    cache: Cache, scheduler_names: Sequence[str], memory: Memory
+    cache: ClusterStore, scheduler_names: Sequence[str], memory: Memory
 ) -> tuple[list[Gang], list[Unschedulable]]:
     """Every gang with pending pods of ours, and reasons for pods naming no PodGroup.
 
@@ -314,7 +318,7 @@ def collect(
     pods, gang_of = cache.pods, cache.gang_of
     for key in cache.pending:
         pod = pods[key]
-        if pod.scheduler_name not in names:
+        if pod.scheduler_name not in names or pod.gated:  # gated: not yet created, for now
             continue
         g = gang_of[key] if key in gang_of else gang_key(pod)
         if g is None:
@@ -355,13 +359,15 @@ def collect(
     return gangs, orphans
 
 
-def rebuild(state: Cache, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
+def rebuild(state: ClusterStore, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
     """``gang`` as the state holds it now (after evictions earlier in the session)."""
     if gang.podgroup is None:
         return gang
     names = set(scheduler_names)
     pending = [
-        p for p in state.gang_pods(gang.key) if p.key in state.pending and p.scheduler_name in names
+        p
+        for p in state.gang_pods(gang.key)
+        if p.key in state.pending and p.scheduler_name in names and not p.gated
     ]
     if not pending:
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tierra.scheduler.queue_status import QueueStatus
+from tierra.scheduler.queueing.queue_status import QueueStatus
 from tierra.scheduler.status import Code, Status
 
 

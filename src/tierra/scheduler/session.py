@@ -21,7 +21,7 @@ The recipe, per session (``run_session``):
    ``QueueStatus``.
 
 A gang that failed in an earlier session is skipped, with its earlier status, while
-nothing it depends on has changed (``Cache.unchanged_since``; the failures are kept in
+nothing it depends on has changed (``ClusterStore.unchanged_since``; the failures are kept in
 the ``Memory`` beside the cache): no node, HyperNode or queue changed, nothing of its
 own changed, and no room was freed where it could help. Only failures that must repeat
 are remembered (``Status.must_repeat``): input that cannot be honoured, and placement
@@ -51,23 +51,24 @@ import numpy as np
 
 from tierra.api.natural import natural_key
 from tierra.api.snapshot import Snapshot
-from tierra.scheduler.allocate import Allocator
-from tierra.scheduler.cache import Cache, gang_key
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.constraints import resolve
-from tierra.scheduler.demand import Demands
-from tierra.scheduler.explain import Explanation, Trace, domain_name
+from tierra.scheduler.constraints.registry import hooks
+from tierra.scheduler.constraints.tier_limit import resolve
+from tierra.scheduler.eviction.preemption import Preemptor, queue_of
+from tierra.scheduler.eviction.reclaim import Reclaimer
+from tierra.scheduler.explain.reasons import Explanation, Trace, domain_name
 from tierra.scheduler.gang import Gang, collect, rebuild
-from tierra.scheduler.memory import Failure, Memory
-from tierra.scheduler.node_choice import lowest_common
-from tierra.scheduler.plan import GangPlan, make_plan
-from tierra.scheduler.preemption import Preemptor, queue_of
-from tierra.scheduler.queues import QueueBook, gang_order
-from tierra.scheduler.quota import Budget
-from tierra.scheduler.reclaim import Reclaimer
+from tierra.scheduler.placement.allocate import Allocator
+from tierra.scheduler.placement.demand import Demands
+from tierra.scheduler.placement.distribution import lowest_common
+from tierra.scheduler.placement.plan import GangPlan, make_plan
+from tierra.scheduler.queueing.queues import QueueBook, gang_order
+from tierra.scheduler.queueing.quota import Budget
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult, Unschedulable
+from tierra.scheduler.state.memory import Failure, Memory
+from tierra.scheduler.state.store import ClusterStore, gang_key
+from tierra.scheduler.state.transaction import Transaction
 from tierra.scheduler.status import Status, queue_limited
-from tierra.scheduler.transaction import Transaction
 from tierra.topology.index import IntArray
 
 NOTHING_TO_EVICT = {
@@ -82,7 +83,7 @@ class _Session:
 
     def __init__(
         self,
-        cache: Cache,
+        cache: ClusterStore,
         config: SchedulerConfig,
         memory: Memory,
         now: float | None = None,
@@ -101,7 +102,8 @@ class _Session:
         self.bound_now: set[str] = set()
         self.preempted: set[str] = set()  # gangs that lost pods in this session
         self.txn = Transaction(cache.capacity)
-        self.demands = Demands(cache)
+        self.demands = Demands(cache, config.constraints)
+        self.admitters = hooks(config.constraints).admit
         self.allocator = Allocator(cache, config, self.txn, self.demands)
         self.preemptor = Preemptor(cache, config, self.allocator, self.bound_now)
         self.reclaimer = Reclaimer(cache, config, self.allocator, self.bound_now)
@@ -293,9 +295,11 @@ class _Session:
         plan = make_plan(self.cache, gang, self.demands)
         if isinstance(plan, Status):
             return plan
-        admitted = book.admit(gang.queue, plan.demand.total)
-        if not admitted.ok:
-            return admitted
+        cycle = self.allocator.begin(gang, book)
+        for c in self.admitters:
+            refused = c.admit(cycle, plan.demand)
+            if refused is not None:
+                return refused
         budget = book.budget(gang.queue, plan.demand.total)
         status = self.allocator.allocate(plan, trace, budget)
         if status.ok:
@@ -437,7 +441,7 @@ class _Session:
 
 
 def run_session(
-    cache: Cache,
+    cache: ClusterStore,
     config: SchedulerConfig | None = None,
     *,
     memory: Memory | None = None,
@@ -460,11 +464,11 @@ def run_session(
 
 def schedule(snapshot: Snapshot, config: SchedulerConfig | None = None) -> SessionResult:
     """Convenience: build a cache from ``snapshot`` and run one session."""
-    return run_session(Cache.from_snapshot(snapshot), config)
+    return run_session(ClusterStore.from_snapshot(snapshot), config)
 
 
 def explain_gang(
-    cache: Cache,
+    cache: ClusterStore,
     key: str,
     config: SchedulerConfig | None = None,
     *,

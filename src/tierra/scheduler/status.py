@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from tierra.scheduler.constraints import TierLimit
+    from tierra.scheduler.constraints.tier_limit import TierLimit
     from tierra.topology.index import IntArray
 
 

@@ -37,6 +37,7 @@ from tierra.kube.informer import Backoff
 from tierra.kube.scheduler import decode
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
+from tierra.kube.scheduler.storage_feed import pre_bind
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult
 
 log = logging.getLogger(__name__)
@@ -213,6 +214,12 @@ class Binder:
 
     async def _bind(self, b: Binding) -> bool:
         namespace, name = _split(b.pod)
+        try:  # VolumeBinding's pre-bind: claimRef or selected-node first (storage_feed.py)
+            await pre_bind(self.kube, self.feed.cache, b.pod)
+        except ApiError as exc:
+            log.warning("pre-bind of Pod/%s: %s", b.pod, exc)
+            self._forget(b.pod)
+            return False
         body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Binding",

@@ -76,6 +76,9 @@ def _time(text: object) -> float:
         return 0.0
 
 
+decoded = _decoded  # for the other kinds' feeds (``storage_feed.py``)
+
+
 def node(raw: dict[str, Any]) -> Node:
     return _decoded(decode_node, raw)[0]
 
@@ -103,7 +106,7 @@ def _pod_scheduled_false(raw: Mapping[str, Any]) -> tuple[str, str, str] | None:
 
 
 def hypernode(raw: dict[str, Any]) -> tuple[HyperNode, tuple[Problem, ...]]:
-    """The HyperNode and what is wrong with it (``Cache.upsert_hypernode`` takes both)."""
+    """The HyperNode and what is wrong with it (``ClusterStore.upsert_hypernode`` takes both)."""
     return _decoded(decode_hypernode, raw)
 
 

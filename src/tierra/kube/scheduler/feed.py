@@ -39,12 +39,13 @@ from tierra.kube.informer import Event, EventType, Informer
 from tierra.kube.scheduler import decode
 from tierra.kube.scheduler.decode import LivePod
 from tierra.kube.scheduler.metrics import Metrics
+from tierra.kube.scheduler.storage_feed import handlers as storage_handlers
 
 log = logging.getLogger(__name__)
 
 
 class CacheApi(Protocol):
-    """The part of ``tierra.scheduler.cache.Cache`` the Kubernetes layer uses."""
+    """The part of ``tierra.scheduler.state.store.ClusterStore`` the Kubernetes layer uses."""
 
     pods: dict[str, Pod]
     podgroups: dict[str, PodGroup]
@@ -119,6 +120,7 @@ class Feed:
             (r.VOLCANO_PODGROUPS, decode.volcano_podgroup, self._podgroup(r.VOLCANO_PODGROUPS)),
             (r.VOLCANO_QUEUES, decode.queue, self._queue),
             (r.WORKLOAD_PODGROUPS, decode.workload_podgroup, self._podgroup(r.WORKLOAD_PODGROUPS)),
+            *storage_handlers(self),  # PVCs, PVs, StorageClasses, CSINodes, Namespaces
         ]
         for resource, decoder, handler in handlers:
             if served is None or resource in served or resource in r.BUILT_IN:
@@ -230,9 +232,11 @@ class Feed:
             self.created.setdefault(key, live.created)
         old = self.cache.pods.get(key)
         self.cache.upsert_pod(pod)
-        if (pending and mine and old is None) or (
-            old is not None and old.holds_resources and not pod.holds_resources
-        ):
+        if (
+            (pending and mine and old is None)
+            or (old is not None and old.holds_resources and not pod.holds_resources)
+            or (pending and mine and old is not None and old.gated and not pod.gated)
+        ):  # new work, freed room, or the last scheduling gate lifted: a session now
             self.on_change()
 
     def _hypernode(self, event: Event[tuple[HyperNode, tuple[Problem, ...]]]) -> None:

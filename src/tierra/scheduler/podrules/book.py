@@ -1,0 +1,156 @@
+"""What the pod rules keep beside the store: placed pods by label, storage, namespaces.
+
+One ``RulesBook`` per store, in ``store.extensions["podrules"]``. The store tells it
+which pods changed (``pods_changed``: fed pods, removed ones, a session's kept
+placements and evictions, a trial's undo), and the book re-reads those pods from the
+store, so it always matches ``store.pods``/``store.node_of`` -- including the gangs the
+running session has kept already.
+
+It stays asleep until the first pod with placement rules arrives (``wake``): a cluster
+whose pods use none of them pays one attribute test per pod change, nothing more.
+Storage objects and Namespaces are fed by the adapter (``upsert``/``remove``); a change
+to them counts as room freed everywhere, so waiting gangs are tried again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from tierra.api.pod import Pod
+from tierra.api.storage import (
+    CSINode,
+    Namespace,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+from tierra.scheduler.podrules.state import NodeTable, PodIndex
+from tierra.scheduler.podrules.volumes import ClaimAction, Storage
+
+if TYPE_CHECKING:
+    from tierra.scheduler.state.store import ClusterStore
+
+NAME = "podrules"
+StorageObject = PersistentVolumeClaim | PersistentVolume | StorageClass | CSINode | Namespace
+
+
+class RulesBook:
+    """The pod rules' indexes over one store (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.awake = False
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.placed = PodIndex(namespaces=self.namespaces)
+        self.storage = Storage({}, {}, {}, {})
+        self._namespace_objects: dict[str, object] = {}
+        # what the adapter must do before binding a pod (VolumeBinding's pre-bind)
+        self.actions: dict[str, tuple[ClaimAction, ...]] = {}
+        self._table: tuple[object, NodeTable] | None = None
+
+    # -- pods (the store calls these) ---------------------------------------------
+
+    def pods_changed(self, store: ClusterStore, keys: Iterable[str]) -> None:
+        if not self.awake:
+            pods = store.pods
+            if not any((p := pods.get(k)) is not None and p.rules is not None for k in keys):
+                return
+            self.wake(store)
+            return
+        for key in keys:
+            self._sync(store, key)
+
+    def wake(self, store: ClusterStore) -> None:
+        """Index every pod holding a node (once, when the first pod with rules comes)."""
+        self.awake = True
+        for key in store.node_of:
+            self._sync(store, key)
+
+    def _sync(self, store: ClusterStore, key: str) -> None:
+        pod = store.pods.get(key)
+        if pod is None or key not in store.node_of:
+            self.placed.remove(key)
+            return
+        node = store.index.node_names[store.node_of[key]]
+        entry = self.placed.entries.get(key)
+        if entry is None or entry.pod != pod or entry.node != node:
+            self.placed.add(pod, node)
+
+    def place(self, pod: Pod, node: str) -> None:
+        """A pod of the gang being placed, tentatively (``reserve``; undone with it)."""
+        self.placed.add(pod, node)
+
+    def unplace(self, key: str, store: ClusterStore) -> None:
+        self._sync(store, key)
+
+    # -- storage and namespaces (the adapter feeds these) --------------------------
+
+    def upsert(self, obj: StorageObject) -> bool:
+        """Keep ``obj``; True when it changed anything."""
+        table, key = self._table_of(obj)
+        if table.get(key) == obj:
+            return False
+        if isinstance(obj, Namespace):
+            self.namespaces[key] = dict(obj.meta.labels)
+        table[key] = obj
+        self.storage.invalidate()
+        return True
+
+    def remove(self, obj: StorageObject) -> bool:
+        table, key = self._table_of(obj)
+        if table.pop(key, None) is None:
+            return False
+        if isinstance(obj, Namespace):
+            self.namespaces.pop(key, None)
+        self.storage.invalidate()
+        return True
+
+    def forget(self, kind: str, key: str) -> bool:
+        """A deleted object of ``kind`` (its class name) whose last state was not kept."""
+        s = self.storage
+        tables: dict[str, dict[str, Any]] = {
+            "PersistentVolumeClaim": s.claims,  # type: ignore[dict-item]
+            "PersistentVolume": s.volumes,  # type: ignore[dict-item]
+            "StorageClass": s.classes,  # type: ignore[dict-item]
+            "CSINode": s.csinodes,  # type: ignore[dict-item]
+            "Namespace": self._namespace_objects,
+        }
+        if tables[kind].pop(key, None) is None:
+            return False
+        if kind == "Namespace":
+            self.namespaces.pop(key, None)
+        self.storage.invalidate()
+        return True
+
+    def _table_of(self, obj: StorageObject) -> tuple[dict[str, object], str]:
+        s = self.storage
+        if isinstance(obj, PersistentVolumeClaim):
+            return s.claims, obj.key  # type: ignore[return-value]
+        if isinstance(obj, PersistentVolume):
+            return s.volumes, obj.name  # type: ignore[return-value]
+        if isinstance(obj, StorageClass):
+            return s.classes, obj.name  # type: ignore[return-value]
+        if isinstance(obj, CSINode):
+            return s.csinodes, obj.name  # type: ignore[return-value]
+        return self._namespace_objects, obj.name
+
+    # -- reading ---------------------------------------------------------------------
+
+    def nodes(self, store: ClusterStore) -> NodeTable:
+        """The store's nodes in index order (rebuilt when the index is)."""
+        if self._table is None or self._table[0] is not store.index:
+            self._table = (store.index, NodeTable(store.nodes))
+            self.storage.invalidate()
+        return self._table[1]
+
+
+def book_of(store: ClusterStore) -> RulesBook:
+    """The store's book, made (and woken if any pod has rules) on first use."""
+    found = store.extensions.get(NAME)
+    if isinstance(found, RulesBook):
+        return found
+    book = RulesBook()
+    store.extensions[NAME] = book
+    if any(p.rules is not None for p in store.pods.values()):
+        book.wake(store)
+    return book

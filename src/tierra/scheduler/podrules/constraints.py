@@ -1,0 +1,294 @@
+"""The pod rules as constraints of the session's protocol, one per kube-scheduler filter.
+
+Each brings its evaluator (``host_ports``, ``inter_pod_affinity``, ``topology_spread``,
+``volumes``) into a session at three points:
+
+* ``node_mask``, once per pod shape when the gang's plan is made: the evaluator against
+  every placed pod, the gangs this session kept included (the store holds them, and
+  the ``RulesBook`` follows the store). Its refusals are counted only over the nodes
+  the built-in node filter allowed, each node by its first refusing filter, so the
+  reason reads as kube-scheduler's does ("2 node(s) didn't match pod anti-affinity
+  rules").
+* ``node_caps``, whenever counts are taken: what the gang's own pods placed in this
+  attempt (``cycle.overlay.assigned``) change -- their ports, their anti-affinity
+  both ways, their spread counts -- and, for a shape whose pods conflict with each
+  other on one node (one host port, anti-affinity by a per-node key), one per node.
+  Placed pods' anti-affinity against pods *without* rules (the symmetric direction) is
+  applied here too, for every pod of the shape.
+* ``mask_key``: a pod whose rules select itself (replicas kept apart, together or
+  spread) is a shape of its own, so a gang's such pods are placed one after another,
+  each against the ones before it in the overlay -- kube-scheduler's pod-by-pod
+  decision, at any topology key, all or nothing for the gang.
+
+``VolumeBinding`` also ``reserve``s: the PVs it picks for unbound WaitForFirstConsumer
+claims, undone with the attempt; the actions (bind a PV, or provision by the
+selected-node annotation) wait in the book for the adapter (``RulesBook.actions``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tierra.api.pod import Pod
+from tierra.scheduler.constraints.protocol import Constraint, Cycle, NodeMask, Refusal
+from tierra.scheduler.podrules import host_ports, inter_pod_affinity, topology_spread, volumes
+from tierra.scheduler.podrules.book import RulesBook, book_of
+from tierra.scheduler.podrules.state import NodeTable, PodIndex
+from tierra.scheduler.podrules.verdict import Verdict, allowed, first_refusals
+from tierra.topology.arrays import BoolArray
+from tierra.topology.index import IntArray
+
+if TYPE_CHECKING:
+    from tierra.scheduler.placement.demand import Shape
+    from tierra.scheduler.state.store import ClusterStore
+
+UNCAPPED = 1 << 30
+ONE_EACH = "node(s) already holding a pod of the gang that its rules keep apart"
+
+
+def rules_key(pod: Pod) -> Hashable:
+    """What a rule's mask reads of a pod: its rules, namespace and labels (None: none).
+
+    A pod whose own rules select itself (replicas kept apart, together or spread) is
+    a shape alone: shapes are placed one after another, each seeing the ones before in
+    the attempt's overlay, so such pods are decided one by one, as kube-scheduler does."""
+    if pod.rules is None:
+        return None
+    key = (pod.rules, pod.namespace, tuple(sorted(pod.meta.labels.items())))
+    return (*key, pod.key) if _selects_itself(pod) else key
+
+
+def _selects_itself(pod: Pod) -> bool:
+    rules = pod.rules
+    if rules is None:
+        return False
+    labels = pod.meta.labels
+    return any(t.matches_pod(labels) for t in (*rules.affinity, *rules.anti_affinity)) or any(
+        c.counts(labels) for c in rules.hard_spread
+    )
+
+
+def _mask(store: ClusterStore, pod: Pod, verdicts: Sequence[Verdict]) -> NodeMask:
+    count = len(store.index.node_names)
+    within = store.filter.for_pod(pod).mask
+    refused = first_refusals(verdicts, within)
+    return NodeMask(allowed(verdicts, count), tuple((r.reason, r.nodes) for r in refused))
+
+
+def _overlay(cycle: Cycle, book: RulesBook, shape: Shape | None = None) -> list[tuple[Pod, int]]:
+    """This attempt's pods placed so far (positions in the store's index), but the
+    shape's own (a pod is not its own neighbour)."""
+    own = {p.key for p in shape.pods} if shape is not None else set()
+    return [(p, n) for p, n, _ in cycle.overlay.assigned if p.key not in own]
+
+
+@contextmanager
+def _with_overlay(book: RulesBook, cycle: Cycle, names: Sequence[str]) -> Iterator[PodIndex]:
+    """The placed pods with this attempt's added for the duration of one evaluation
+    (they are pending in the store, so the book holds none of them otherwise)."""
+    placed = book.placed
+    mine = [(p, n) for p, n in _overlay(cycle, book) if p.key not in placed.entries]
+    for pod, n in mine:
+        placed.add(pod, names[n])
+    try:
+        yield placed
+    finally:
+        for pod, _ in mine:
+            placed.remove(pod.key)
+
+
+class _Rule(Constraint):
+    """What the four filters share: the mask per shape and the caps per attempt."""
+
+    __slots__ = ()
+    filter_name = ""
+
+    def mask_key(self, pod: Pod) -> Hashable:
+        return rules_key(pod)
+
+    def verdicts(
+        self, pod: Pod, table: NodeTable, placed: PodIndex, book: RulesBook
+    ) -> Sequence[Verdict]:
+        raise NotImplementedError
+
+    def node_mask(self, store: ClusterStore, pod: Pod) -> NodeMask | None:
+        if pod.rules is None:
+            return None
+        book = book_of(store)
+        found = self.verdicts(pod, book.nodes(store), book.placed, book)
+        return _mask(store, pod, found) if found else None
+
+    def cap_refusal(self, cycle: Cycle, capped: int) -> Refusal | None:
+        why = cycle.data.get(f"{self.name}:why", ONE_EACH)
+        return Refusal(self, "per-node cap", capped, (("reason", why),))
+
+    def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
+        return f"{refusal.count} {refusal.value('reason')} ({self.filter_name})"
+
+    def note(self, cycle: Cycle, refused: BoolArray, reason: str) -> None:
+        """Remember why this attempt's caps refused nodes, for ``cap_refusal``."""
+        cycle.data[f"{self.name}:why"] = reason if refused.any() else ONE_EACH
+
+    def _caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
+        """Caps for ``shape`` over every node, memoized per attempt state."""
+        book = book_of(cycle.store)
+        if not book.awake:
+            return None
+        memo: dict[tuple[int, int], IntArray | None] = cycle.data.setdefault(self.name, {})
+        key = (id(shape), len(cycle.overlay.assigned))
+        if key not in memo:
+            memo[key] = self.full_caps(cycle, shape, book)
+        full = memo[key]
+        return None if full is None else full[nodes]
+
+    def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
+        return None
+
+
+def _caps_from(refused: BoolArray, one_each: bool) -> IntArray:
+    caps = np.where(refused, 0, 1 if one_each else UNCAPPED).astype(np.int64)
+    return caps
+
+
+@dataclass(frozen=True, slots=True)
+class NodePorts(_Rule):
+    name = "node-ports"
+    filter_name = host_ports.NAME
+
+    def verdicts(
+        self, pod: Pod, table: NodeTable, placed: PodIndex, book: RulesBook
+    ) -> Sequence[Verdict]:
+        v = host_ports.evaluate(pod, table, placed)
+        return () if v is None else (v,)
+
+    def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
+        return self._caps(cycle, shape, nodes)
+
+    def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
+        pod = shape.pods[0]
+        wanted = pod.rules.host_ports if pod.rules is not None else ()
+        if not wanted:
+            return None
+        refused = np.zeros(len(cycle.store.index.node_names), dtype=bool)
+        for other, n in _overlay(cycle, book):
+            theirs = other.rules.host_ports if other.rules is not None else ()
+            if any(w.conflicts(p) for w in wanted for p in theirs):
+                refused[n] = True
+        self.note(cycle, refused, host_ports.REASON)
+        return _caps_from(refused, one_each=True)  # a shape's pods share their ports
+
+
+@dataclass(frozen=True, slots=True)
+class InterPodAffinity(_Rule):
+    name = "inter-pod-affinity"
+    filter_name = inter_pod_affinity.NAME
+
+    def verdicts(
+        self, pod: Pod, table: NodeTable, placed: PodIndex, book: RulesBook
+    ) -> Sequence[Verdict]:
+        v = inter_pod_affinity.evaluate(pod, table, placed)
+        return () if v is None else (v,)
+
+    def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
+        return self._caps(cycle, shape, nodes)
+
+    def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
+        """This attempt's pods against the shape (both ways), and placed pods' terms
+        against a shape of pods without rules (their masks did not look)."""
+        mine = _overlay(cycle, book, shape)
+        if not mine and (shape.pods[0].rules is not None or not book.placed.anti_terms):
+            return None  # the mask said it all: no attempt pods, no symmetric terms
+        table = book.nodes(cycle.store)
+        refused = np.zeros(len(table), dtype=bool)
+        seen: set[Hashable] = set()
+        reasons: list[Verdict] = []
+        with _with_overlay(book, cycle, table.names) as placed:
+            for pod in shape.pods:
+                key = (pod.namespace, tuple(sorted(pod.meta.labels.items())))
+                if key in seen:
+                    continue
+                seen.add(key)
+                v = inter_pod_affinity.evaluate(pod, table, placed)
+                if v is not None:
+                    refused |= ~v.mask
+                    reasons.append(v)
+        top = first_refusals(reasons, shape.eligibility.mask)
+        self.note(cycle, refused, max(top, key=lambda r: r.nodes).reason if top else ONE_EACH)
+        return _caps_from(refused, one_each=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PodTopologySpread(_Rule):
+    name = "pod-topology-spread"
+    filter_name = topology_spread.NAME
+
+    def verdicts(
+        self, pod: Pod, table: NodeTable, placed: PodIndex, book: RulesBook
+    ) -> Sequence[Verdict]:
+        v = topology_spread.evaluate(pod, table, placed)
+        return () if v is None else (v,)
+
+    def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
+        return self._caps(cycle, shape, nodes)
+
+    def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
+        pod = shape.pods[0]
+        hard = pod.rules.hard_spread if pod.rules is not None else ()
+        if not hard or not _overlay(cycle, book, shape):
+            return None  # no pods of the attempt yet: the shape's mask said it all
+        table = book.nodes(cycle.store)
+        with _with_overlay(book, cycle, table.names) as placed:
+            v = topology_spread.evaluate(pod, table, placed)
+            caps = np.where(v.mask if v is not None else True, UNCAPPED, 0).astype(np.int64)
+            self.note(cycle, caps == 0, topology_spread.NOT_MATCH)
+        return caps
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeBinding(_Rule):
+    """VolumeBinding with VolumeZone, NodeVolumeLimits and VolumeRestrictions."""
+
+    name = "volume-binding"
+    filter_name = volumes.BINDING
+
+    def verdicts(
+        self, pod: Pod, table: NodeTable, placed: PodIndex, book: RulesBook
+    ) -> Sequence[Verdict]:
+        return volumes.evaluate(pod, table, placed, book.storage) or ()
+
+    def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:
+        book = book_of(cycle.store)
+        if not book.awake:
+            return None
+        table = book.nodes(cycle.store)
+        for pod, n in placed:
+            if pod.rules is None or not pod.rules.claims:
+                continue
+            actions = volumes.decide(pod, n, table, book.storage)
+            if actions:
+                book.actions[pod.key] = actions
+                cycle.overlay.on_undo(_undo(book, pod.key, [a.volume for a in actions]))
+        return None
+
+
+def _undo(book: RulesBook, key: str, pvs: list[str]) -> Callable[[], None]:
+    def undo() -> None:
+        book.actions.pop(key, None)
+        for pv in pvs:
+            if pv:
+                book.storage.release(pv)
+
+    return undo
+
+
+CONSTRAINTS: tuple[Constraint, ...] = (
+    NodePorts(),
+    InterPodAffinity(),
+    PodTopologySpread(),
+    VolumeBinding(),
+)

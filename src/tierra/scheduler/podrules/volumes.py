@@ -1,0 +1,319 @@
+"""The volume filters: VolumeBinding, VolumeZone, NodeVolumeLimits (CSI) and
+VolumeRestrictions (ReadWriteOncePod), over a pod's PersistentVolumeClaims.
+
+As kube-scheduler decides them:
+
+* a claim that does not exist refuses every node (an ephemeral volume's claim may not be
+  made yet: the reason says so); an unbound claim whose class binds ``Immediate`` (or
+  that names no class the cluster has) waits for the PV controller;
+* a bound claim's PV must exist; its node affinity restricts the nodes, and its zone and
+  region labels (``a__b`` for several) must hold the node's, on nodes that carry any;
+* an unbound ``WaitForFirstConsumer`` claim needs, on the node, an Available PV of its
+  class, big enough, with its access modes, reserved for no other claim, whose node
+  affinity the node meets -- else a provisioner (not ``kubernetes.io/no-provisioner``)
+  whose ``allowedTopologies`` the node meets; a claim already given a selected node
+  is being provisioned there and allows only it;
+* per CSI driver, the node's attached volumes plus the new ones stay within its CSINode
+  ``allocatable.count``;
+* a ReadWriteOncePod claim another placed pod uses refuses every node.
+
+``decide`` says what the chosen node needs done before binding (VolumeBinding's reserve
+and pre-bind): a PV to bind each unbound claim to, or "" to provision it by the
+selected-node annotation. ``Storage.reserve`` keeps a PV from being chosen twice in one
+session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tierra.api.pod import Pod
+from tierra.api.storage import (
+    READ_WRITE_ONCE_POD,
+    WAIT_FOR_FIRST_CONSUMER,
+    ZONE_LABELS,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+from tierra.scheduler.podrules.state import NodeTable, PodIndex
+from tierra.scheduler.podrules.verdict import Marker, Verdict
+from tierra.topology.arrays import BoolArray
+
+BINDING = "VolumeBinding"
+ZONE = "VolumeZone"
+LIMITS = "NodeVolumeLimits"
+RESTRICTIONS = "VolumeRestrictions"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
+PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+ZONE_CONFLICT = "node(s) had no available volume zone"
+MAX_VOLUMES = "node(s) exceed max volume count"
+RWOP_CONFLICT = (
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+    "already in-use by another pod"
+)
+
+
+@dataclass(slots=True)
+class Storage:
+    """The session's storage objects, and the PVs it has reserved so far."""
+
+    claims: Mapping[str, PersistentVolumeClaim] = field(default_factory=dict)  # "ns/name"
+    volumes: Mapping[str, PersistentVolume] = field(default_factory=dict)
+    classes: Mapping[str, StorageClass] = field(default_factory=dict)
+    csinodes: Mapping[str, CSINode] = field(default_factory=dict)
+    reserved: dict[str, str] = field(default_factory=dict)  # PV -> claim, this session
+    _reach: dict[str, BoolArray] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        claims: Iterable[PersistentVolumeClaim] = (),
+        volumes: Iterable[PersistentVolume] = (),
+        classes: Iterable[StorageClass] = (),
+        csinodes: Iterable[CSINode] = (),
+    ) -> Storage:
+        return cls(
+            {c.key: c for c in claims},
+            {v.name: v for v in volumes},
+            {s.name: s for s in classes},
+            {n.name: n for n in csinodes},
+        )
+
+    def class_of(self, claim: PersistentVolumeClaim) -> StorageClass | None:
+        name = claim.storage_class
+        if name is None:  # the default class, as the admission plugin would have set
+            defaults = sorted(s.name for s in self.classes.values() if s.default)
+            name = defaults[0] if defaults else ""
+        return self.classes.get(name)
+
+    def reach(self, pv: PersistentVolume, nodes: NodeTable) -> BoolArray:
+        """Nodes meeting ``pv``'s node affinity (memoized per PV in the session)."""
+        found = self._reach.get(pv.name)
+        if found is None:
+            found = np.fromiter(
+                (pv.reachable_from(n.name, n.labels) for n in nodes.nodes),
+                dtype=bool,
+                count=len(nodes),
+            )
+            self._reach[pv.name] = found
+        return found
+
+    def provisionable(self, sc: StorageClass, nodes: NodeTable) -> BoolArray:
+        """Nodes a class's ``allowedTopologies`` admit (all without any), memoized."""
+        key = f"class:{sc.name}"
+        found = self._reach.get(key)
+        if found is None:
+            terms = sc.allowed_topologies
+            found = np.fromiter(
+                (not terms or any(t.matches(n.name, n.labels) for t in terms) for n in nodes.nodes),
+                dtype=bool,
+                count=len(nodes),
+            )
+            self._reach[key] = found
+        return found
+
+    def invalidate(self) -> None:
+        """Nodes or PVs changed: node affinities are computed again."""
+        self._reach.clear()
+
+    def reserve(self, pv: str, claim: str) -> None:
+        self.reserved[pv] = claim
+
+    def release(self, pv: str) -> None:
+        self.reserved.pop(pv, None)
+
+
+def _claim_keys(pod: Pod) -> list[str]:
+    return [f"{pod.namespace}/{c}" for c in (pod.rules.claims if pod.rules else ())]
+
+
+def _zone_refused(pv: PersistentVolume, nodes: NodeTable) -> BoolArray:
+    refused = np.zeros(len(nodes), dtype=bool)
+    constrained = np.zeros(len(nodes), dtype=bool)
+    for key in ZONE_LABELS:
+        constrained |= nodes.values(key)[0] >= 0
+    for key in ZONE_LABELS:
+        value = pv.meta.labels.get(key)
+        if value is None:
+            continue
+        allowed = set(value.split("__"))
+        ga = key.replace("failure-domain.beta.kubernetes.io", "topology.kubernetes.io")
+        have = np.array(
+            [n.labels.get(key, n.labels.get(ga)) in allowed for n in nodes.nodes], dtype=bool
+        )
+        refused |= constrained & ~have
+    return refused
+
+
+def _candidates(
+    claim: PersistentVolumeClaim, class_name: str, storage: Storage
+) -> list[PersistentVolume]:
+    """PVs that could take ``claim`` on some node (everything but node affinity checked)."""
+    out = []
+    for pv in storage.volumes.values():
+        bound_here = pv.claim_ref == claim.key
+        if pv.claim_ref and not bound_here:
+            continue
+        if storage.reserved.get(pv.name, claim.key) != claim.key:
+            continue
+        if pv.capacity < claim.request or pv.storage_class != class_name:
+            continue
+        if not bound_here and pv.phase != "Available":
+            continue
+        if not set(claim.access_modes) <= set(pv.access_modes):
+            continue
+        out.append(pv)
+    return sorted(out, key=lambda v: (v.claim_ref != claim.key, v.capacity, v.name))
+
+
+def _delayed(
+    claim: PersistentVolumeClaim, sc: StorageClass, nodes: NodeTable, storage: Storage
+) -> BoolArray:
+    """Nodes where a WaitForFirstConsumer claim can get a volume."""
+    if claim.selected_node:
+        at = nodes.position.get(claim.selected_node)
+        ok = np.zeros(len(nodes), dtype=bool)
+        if at is not None:
+            ok[at] = True
+        return ok
+    ok = np.zeros(len(nodes), dtype=bool)
+    for pv in _candidates(claim, sc.name, storage):
+        ok |= storage.reach(pv, nodes)
+    if sc.provisioner and sc.provisioner != NO_PROVISIONER:
+        ok |= storage.provisionable(sc, nodes)
+    return ok
+
+
+def _binding(pod: Pod, nodes: NodeTable, storage: Storage, mark: Marker, zone: Marker) -> None:
+    for key in _claim_keys(pod):
+        claim = storage.claims.get(key)
+        if claim is None:
+            name = key.split("/", 1)[1]
+            ephemeral = name.startswith(f"{pod.name}-")
+            mark.refuse_all(
+                f"waiting for ephemeral volume controller to create the persistentvolumeclaim "
+                f'"{name}"'
+                if ephemeral
+                else f'persistentvolumeclaim "{name}" not found'
+            )
+            continue
+        if claim.bound:
+            pv = storage.volumes.get(claim.volume_name)
+            if pv is None:
+                mark.refuse_all(PV_NOT_EXIST)
+                continue
+            mark.refuse(~storage.reach(pv, nodes), NODE_CONFLICT)
+            zone.refuse(_zone_refused(pv, nodes), ZONE_CONFLICT)
+            continue
+        sc = storage.class_of(claim)
+        if sc is None or sc.binding_mode != WAIT_FOR_FIRST_CONSUMER:
+            mark.refuse_all(UNBOUND_IMMEDIATE)
+            continue
+        mark.refuse(~_delayed(claim, sc, nodes, storage), BIND_CONFLICT)
+
+
+def _driver(claim: PersistentVolumeClaim, storage: Storage) -> tuple[str, str]:
+    """(CSI driver, volume identity) of a claim; ("", "") when none is known."""
+    if claim.bound:
+        pv = storage.volumes.get(claim.volume_name)
+        return (pv.csi_driver, pv.name) if pv is not None and pv.csi_driver else ("", "")
+    sc = storage.class_of(claim)
+    return (sc.provisioner, f"claim:{claim.key}") if sc is not None else ("", "")
+
+
+def _limits(pod: Pod, nodes: NodeTable, placed: PodIndex, storage: Storage, mark: Marker) -> None:
+    wanted: dict[str, set[str]] = {}
+    for key in _claim_keys(pod):
+        claim = storage.claims.get(key)
+        if claim is not None:
+            driver, volume = _driver(claim, storage)
+            if driver:
+                wanted.setdefault(driver, set()).add(volume)
+    limited = [
+        (i, n.limits) for i, name in enumerate(nodes.names) if (n := storage.csinodes.get(name))
+    ]
+    if not wanted or not limited:
+        return
+    attached: dict[tuple[int, str], set[str]] = {}
+    for key, users in placed.claim_users.items():
+        claim = storage.claims.get(key)
+        if claim is None:
+            continue
+        driver, volume = _driver(claim, storage)
+        if driver in wanted:
+            for user in users:
+                at = nodes.position.get(placed.entries[user].node)
+                if at is not None:
+                    attached.setdefault((at, driver), set()).add(volume)
+    over = np.zeros(len(nodes), dtype=bool)
+    for i, limits in limited:
+        for driver, volumes in wanted.items():
+            limit = limits.get(driver)
+            have = attached.get((i, driver), set())
+            if limit is not None and len(have | volumes) > limit:
+                over[i] = True
+    mark.refuse(over, MAX_VOLUMES)
+
+
+def evaluate(
+    pod: Pod, nodes: NodeTable, placed: PodIndex, storage: Storage
+) -> tuple[Verdict, ...] | None:
+    """One verdict per volume filter that looked (in kube-scheduler's order); None when
+    the pod has no claim."""
+    if pod.rules is None or not pod.rules.claims:
+        return None
+    count = len(nodes)
+    restrictions, binding, zone, limits = (
+        Marker(RESTRICTIONS, count),
+        Marker(BINDING, count),
+        Marker(ZONE, count),
+        Marker(LIMITS, count),
+    )
+    for key in _claim_keys(pod):
+        claim = storage.claims.get(key)
+        rwop = claim is not None and READ_WRITE_ONCE_POD in claim.access_modes
+        if rwop and placed.claim_users.get(key, set()) - {pod.key}:
+            restrictions.refuse_all(RWOP_CONFLICT)
+    _binding(pod, nodes, storage, binding, zone)
+    _limits(pod, nodes, placed, storage, limits)
+    return tuple(m.done() for m in (restrictions, binding, zone, limits))
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimAction:
+    """Before binding the pod: bind ``claim`` to PV ``volume``, or (``volume`` "")
+    provision it by setting the selected-node annotation to ``node``."""
+
+    claim: str
+    volume: str
+    node: str
+
+
+def decide(pod: Pod, node: int, nodes: NodeTable, storage: Storage) -> tuple[ClaimAction, ...]:
+    """What the chosen node needs for the pod's unbound WaitForFirstConsumer claims; the
+    PVs chosen are reserved in ``storage`` (``release`` them if the gang rolls back)."""
+    out = []
+    name = nodes.names[node]
+    for key in _claim_keys(pod):
+        claim = storage.claims.get(key)
+        if claim is None or claim.bound or claim.selected_node:
+            continue
+        sc = storage.class_of(claim)
+        if sc is None or sc.binding_mode != WAIT_FOR_FIRST_CONSUMER:
+            continue
+        pv = next(
+            (v for v in _candidates(claim, sc.name, storage) if storage.reach(v, nodes)[node]),
+            None,
+        )
+        if pv is not None:
+            storage.reserve(pv.name, key)
+        out.append(ClaimAction(key, pv.name if pv is not None else "", name))
+    return tuple(out)

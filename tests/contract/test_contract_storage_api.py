@@ -1,0 +1,127 @@
+"""Storage objects and Namespaces read from a snapshot, and their field-path problems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from tierra.api.snapshot import load_snapshot
+
+DOCS = [
+    {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": "data",
+            "namespace": "ml",
+            "annotations": {"volume.kubernetes.io/selected-node": "n2"},
+        },
+        "spec": {
+            "storageClassName": "local",
+            "accessModes": ["ReadWriteOncePod"],
+            "resources": {"requests": {"storage": "10Gi"}},
+        },
+        "status": {"phase": "Pending"},
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "pv1", "labels": {"topology.kubernetes.io/zone": "z1"}},
+        "spec": {
+            "storageClassName": "local",
+            "accessModes": ["ReadWriteOnce"],
+            "capacity": {"storage": "20Gi"},
+            "claimRef": {"namespace": "ml", "name": "data"},
+            "csi": {"driver": "local.csi.io", "volumeHandle": "h"},
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": "kubernetes.io/hostname",
+                                    "operator": "In",
+                                    "values": ["n1"],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            },
+        },
+        "status": {"phase": "Bound"},
+    },
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "local"},
+        "provisioner": "local.csi.io",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowedTopologies": [
+            {"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone", "values": ["z1"]}]}
+        ],
+    },
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": "n1"},
+        "spec": {
+            "drivers": [{"name": "local.csi.io", "nodeID": "n1", "allocatable": {"count": 2}}]
+        },
+    },
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"team": "a"}}},
+]
+
+
+def test_storage_objects_are_read(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump_all(DOCS))
+    snap = load_snapshot([f])
+    assert not snap.errors
+    (pvc,) = snap.claims
+    assert (pvc.key, pvc.storage_class, pvc.selected_node) == ("ml/data", "local", "n2")
+    assert pvc.access_modes == ("ReadWriteOncePod",) and not pvc.bound
+    (pv,) = snap.volumes
+    assert pv.claim_ref == "ml/data" and pv.csi_driver == "local.csi.io"
+    host = "kubernetes.io/hostname"
+    assert pv.reachable_from("n1", {host: "n1"}) and not pv.reachable_from("n2", {host: "n2"})
+    (sc,) = snap.storage_classes
+    assert sc.binding_mode == "WaitForFirstConsumer"
+    assert sc.allowed_topologies[0].matches("n", {"topology.kubernetes.io/zone": "z1"})
+    (csi,) = snap.csinodes
+    assert csi.limits == {"local.csi.io": 2}
+    (ns,) = snap.namespaces
+    assert ns.meta.labels == {"team": "a"}
+
+
+def test_malformed_storage_objects_name_the_field(tmp_path: Path) -> None:
+    bad = [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "c"},
+            "spec": {"accessModes": ["ReadWriteSometimes"]},
+        },
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "s"},
+            "provisioner": "p",
+            "volumeBindingMode": "Later",
+        },
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": "n"},
+            "spec": {"drivers": [{"name": "d", "allocatable": {"count": -1}}]},
+        },
+    ]
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump_all(bad))
+    found = {(p.obj, p.path) for p in load_snapshot([f]).errors}
+    assert found == {
+        ("PersistentVolumeClaim/default/c", "spec.accessModes[0]"),
+        ("StorageClass/s", "volumeBindingMode"),
+        ("CSINode/n", "spec.drivers[0].allocatable.count"),
+    }
