@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: image image-tools demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-cli bench-web screenshots clean bench-controller
+.PHONY: chart image image-tools demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-cli bench-web screenshots clean bench-controller
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test: check controlplane-build $(CHROMIUM) image-tools
 # python slim base where a registry answers, else on a base made from Debian's packages with
 # mmdebstrap. Both tools are Debian packages, installed when missing. A second build with the
 # same sources is skipped (the image carries their hash).
+# The Helm chart's templates, regenerated from the kustomize manifests in deploy/ (the one
+# source of truth; tests/kube/test_helm.py fails when they are stale).
+chart: $(STAMP) controlplane-build
+	$(BIN)/python hack/helm/generate.py
+
 image: image-tools
 	bash hack/image/build.sh
 

@@ -9,6 +9,7 @@ kube-scheduler is) or the API server refused to let it start.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -44,7 +45,10 @@ def scheduler(  # typer options, keyword-only
             "--leader-elect/--no-leader-elect", help="Only the holder of a Lease schedules."
         ),
     ] = True,
-    lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease.")] = "kube-system",
+    lease_namespace: Annotated[
+        str | None,
+        typer.Option(help="Namespace of the Lease (default: $POD_NAMESPACE, else tierra-system)."),
+    ] = None,
     lease_name: Annotated[str, typer.Option(help="Name of the Lease.")] = "tierra-scheduler",
     metrics_port: Annotated[int, typer.Option(help="Port for /metrics (0: any).")] = 10259,
     health_port: Annotated[int, typer.Option(help="Port for /healthz and /readyz.")] = 10259,
@@ -87,7 +91,7 @@ def scheduler(  # typer options, keyword-only
     options = Options(
         config=cfg,
         leader_elect=leader_elect,
-        lease_namespace=lease_namespace,
+        lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "tierra-system",
         lease_name=lease_name,
         lease_duration=lease_duration,
         renew_deadline=renew_deadline,
