@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-podrules bench-cli bench-web screenshots clean bench-controller bench-million
+.PHONY: chart image image-tools demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-podrules bench-cli bench-web screenshots clean bench-controller bench-million
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,8 +31,26 @@ check: lint typecheck
 
 # The Kubernetes tests run against a real etcd and kube-apiserver built from the Go
 # module proxy (hack/controlplane); the build is skipped when its cache is current.
-test: check controlplane-build $(CHROMIUM)
+test: check controlplane-build $(CHROMIUM) image-tools
 	$(BIN)/python -m pytest -q
+
+# The image from deploy/Dockerfile, built with buildah (hack/image/build.sh): on the official
+# python slim base where a registry answers, else on a base made from Debian's packages with
+# mmdebstrap. Both tools are Debian packages, installed when missing. A second build with the
+# same sources is skipped (the image carries their hash).
+# The Helm chart's templates, regenerated from the kustomize manifests in deploy/ (the one
+# source of truth; tests/kube/test_helm.py fails when they are stale).
+chart: $(STAMP) controlplane-build
+	$(BIN)/python hack/helm/generate.py
+
+image: image-tools
+	bash hack/image/build.sh
+
+image-tools:
+	command -v buildah >/dev/null && command -v mmdebstrap >/dev/null || { \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			buildah mmdebstrap; }
 
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq

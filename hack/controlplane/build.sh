@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Build the test control plane (etcd, kube-apiserver, kube-scheduler, kubectl)
-# from the Go module proxy into a cache folder keyed by the pinned versions,
+# Build the test control plane (etcd, kube-apiserver, kube-scheduler, kubectl,
+# kube-controller-manager) and helm from the Go module proxy into a cache folder keyed by the pinned versions,
 # and print that folder on stdout (the only line written to stdout).
 #
 # Why a build at all: no registry reachable here ships a kube-apiserver, and
 # `go install k8s.io/kubernetes/cmd/...@v1.36.Y` is refused (k/k's go.mod has
-# replace directives). The wrapper modules in kube/ and etcd/ pin everything;
+# replace directives). The wrapper modules in kube/, etcd/ and helm/ pin everything;
 # hack/controlplane/README.md ("Why not go install ...") gives the details.
 #
 # Environment:
@@ -30,10 +30,12 @@ module_version() { # <go.mod> <module path>
 }
 k8s_version="$(module_version "$here/kube/go.mod" k8s.io/kubernetes)"
 etcd_version="$(module_version "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
-[[ -n "$k8s_version" && -n "$etcd_version" ]] || die "cannot read pinned versions from $here/{kube,etcd}/go.mod"
+helm_version="$(module_version "$here/helm/go.mod" helm.sh/helm/v4)"
+[[ -n "$k8s_version" && -n "$etcd_version" && -n "$helm_version" ]] \
+    || die "cannot read pinned versions from $here/{kube,etcd,helm}/go.mod"
 
 required=(etcd kube-apiserver)
-optional=(kube-scheduler kubectl)
+optional=(kube-scheduler kubectl kube-controller-manager helm)
 
 check_folder() { # <dir>: 0 when every required binary is executable there
     local dir="$1" name missing=0
@@ -69,8 +71,9 @@ fi
 # The stamp also covers go.sum and this script, so a changed dependency or
 # changed flags rebuild even when the headline versions stay the same.
 stamp_content() {
-    printf 'k8s=%s etcd=%s\n' "$k8s_version" "$etcd_version"
-    cat "$here/kube/go.mod" "$here/kube/go.sum" "$here/etcd/go.mod" "$here/etcd/go.sum" "$here/build.sh" \
+    printf 'k8s=%s etcd=%s helm=%s\n' "$k8s_version" "$etcd_version" "$helm_version"
+    cat "$here/kube/go.mod" "$here/kube/go.sum" "$here/etcd/go.mod" "$here/etcd/go.sum" \
+        "$here/helm/go.mod" "$here/helm/go.sum" "$here/build.sh" \
         | sha256sum | cut -d' ' -f1
 }
 expected_stamp="$(stamp_content)"
@@ -128,10 +131,17 @@ log "building etcd $etcd_version into $out (go build -p $jobs)"
 (cd "$here/etcd" && go build -p "$jobs" -trimpath -ldflags "-s -w" -o "$staging/etcd" go.etcd.io/etcd/server/v3) \
     || die "etcd build failed (see above); if a module was refused by the proxy, the message names it"
 
-log "building kube-apiserver, kube-scheduler, kubectl $k8s_version (cold: ~5-6 min and ~2 GB RAM on 2 cores; warm: seconds)"
+log "building kube-apiserver, kube-scheduler, kubectl, kube-controller-manager $k8s_version (cold: ~6-7 min and ~2 GB RAM on 2 cores; warm: seconds)"
 (cd "$here/kube" && go build -p "$jobs" -trimpath -ldflags "-s -w$version_flags" -o "$staging/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl) \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kube-controller-manager) \
     || die "Kubernetes build failed (see above)"
+
+log "building helm $helm_version"
+(cd "$here/helm" && go build -p "$jobs" -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$helm_version -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
+    -o "$staging/helm" helm.sh/helm/v4/cmd/helm) \
+    || die "helm build failed (see above)"
 
 mkdir -p "$out"
 for name in "${required[@]}" "${optional[@]}"; do

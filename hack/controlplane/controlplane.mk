@@ -1,7 +1,8 @@
 # Targets for the real Kubernetes control plane (included from the top-level Makefile).
 #
-#   make controlplane-build    build etcd, kube-apiserver, kube-scheduler, kubectl from the Go
-#                              module proxy into the cache folder (skipped when it is current)
+#   make controlplane-build    build etcd, kube-apiserver, kube-scheduler, kubectl,
+#                              kube-controller-manager and helm from the Go module proxy
+#                              into the cache folder (skipped when it is current)
 #   make controlplane-up       run etcd + kube-apiserver in the foreground; prints the
 #                              kubeconfig path; Ctrl-C stops it and removes its folder.
 #                              WORKLOAD_API=1 also serves the upstream Workload API

@@ -103,3 +103,58 @@ def _served(plane: ControlPlane, resource: str) -> None:
     while plane.kubectl("get", resource, check=False).returncode != 0:
         assert time.monotonic() < deadline, f"{resource} not served"
         time.sleep(0.2)
+
+
+def service_account_kubeconfig(
+    plane: ControlPlane, namespace: str, account: str, path: Path
+) -> Path:
+    """A kubeconfig holding a token of the real ServiceAccount ``account``, from the
+    TokenRequest API (``kubectl create token``), as a user running a component out of the
+    cluster would make one."""
+    token = plane.kubectl("-n", namespace, "create", "token", account).stdout.strip()
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "c",
+                "cluster": {"server": plane.url, "certificate-authority": str(plane.ca_file)},
+            }
+        ],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": account}}],
+        "current-context": "c",
+    }
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+def leftovers(plane: ControlPlane, *namespaces: str) -> list[str]:
+    """Every object of tierra's install still there: the cluster-wide kinds labelled
+    ``app.kubernetes.io/part-of=tierra``, tierra's and Volcano's CRDs, and anything at all
+    in ``namespaces`` but the defaults every namespace gets."""
+    left = plane.kubectl(
+        "get",
+        "crd,clusterrole,clusterrolebinding,validatingwebhookconfiguration",
+        "-l",
+        "app.kubernetes.io/part-of=tierra",
+        "-o",
+        "name",
+    ).stdout.split()
+    crds = plane.kubectl("get", "crd", "-o", "name").stdout.split()
+    left += [c for c in crds if c.endswith((".tierra.dev", ".volcano.sh"))]
+    kinds = plane.kubectl(
+        "api-resources", "--namespaced=true", "--verbs=list", "-o", "name"
+    ).stdout.split()
+    for namespace in namespaces:
+        found = plane.kubectl(
+            "-n", namespace, "get", ",".join(kinds), "-o", "name", "--ignore-not-found", check=False
+        ).stdout.split()
+        left += [
+            f"{namespace}/{n}"
+            for n in found
+            if n not in ("configmap/kube-root-ca.crt", "serviceaccount/default")
+            and not n.startswith("event")
+        ]
+    return sorted(set(left))

@@ -15,6 +15,7 @@ import pytest
 
 from tierra.kube.testing import (
     ETCD_VERSION,
+    HELM_VERSION,
     K8S_VERSION,
     KUBE_SCHEDULER,
     Binaries,
@@ -38,6 +39,7 @@ def pinned(go_mod: Path, module: str) -> str:
 def test_python_versions_match_the_go_modules() -> None:
     assert pinned(HACK / "kube" / "go.mod", "k8s.io/kubernetes") == K8S_VERSION
     assert pinned(HACK / "etcd" / "go.mod", "go.etcd.io/etcd/server/v3") == ETCD_VERSION
+    assert pinned(HACK / "helm" / "go.mod", "helm.sh/helm/v4") == HELM_VERSION
 
 
 def test_every_staging_module_is_pinned_to_the_matching_release() -> None:

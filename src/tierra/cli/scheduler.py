@@ -9,6 +9,7 @@ kube-scheduler is) or the API server refused to let it start.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -36,7 +37,10 @@ LeaderElectOpt = Annotated[
     bool,
     typer.Option("--leader-elect/--no-leader-elect", help="Only the holder of a Lease schedules."),
 ]
-LeaseNamespaceOpt = Annotated[str, typer.Option(help="Namespace of the Lease.")]
+LeaseNamespaceOpt = Annotated[
+    str | None,
+    typer.Option(help="Namespace of the Lease (default: $POD_NAMESPACE, else tierra-system)."),
+]
 LeaseNameOpt = Annotated[str, typer.Option(help="Name of the Lease.")]
 MetricsPortOpt = Annotated[int, typer.Option(help="Port for /metrics (0: any).")]
 HealthPortOpt = Annotated[int, typer.Option(help="Port for /healthz and /readyz.")]
@@ -77,7 +81,7 @@ def scheduler(  # typer options, keyword-only
     scheduler_name: SchedulerNameOpt = None,
     config: ConfigOpt = None,
     leader_elect: LeaderElectOpt = True,
-    lease_namespace: LeaseNamespaceOpt = "kube-system",
+    lease_namespace: LeaseNamespaceOpt = None,
     lease_name: LeaseNameOpt = "tierra-scheduler",
     metrics_port: MetricsPortOpt = 8090,
     health_port: HealthPortOpt = 8090,
@@ -109,7 +113,7 @@ def scheduler(  # typer options, keyword-only
     options = Options(
         config=cfg,
         leader_elect=leader_elect,
-        lease_namespace=lease_namespace,
+        lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "tierra-system",
         lease_name=lease_name,
         lease_duration=lease_duration,
         renew_deadline=renew_deadline,

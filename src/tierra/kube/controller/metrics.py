@@ -52,6 +52,13 @@ class Metrics:
             ["group", "what"],
             registry=r,
         )
+        self.admission_refused = Counter(
+            "tierra_controller_admission_refused_total",
+            "HyperNode writes refused by admission, by group and cause (denied by a webhook, "
+            "or webhook-unreachable: a failurePolicy Fail webhook that could not be called).",
+            ["group", "cause"],
+            registry=r,
+        )
         self.last_success = Gauge(
             "tierra_controller_source_last_success_timestamp_seconds",
             "When the source last ran and was reconciled (Unix time).",

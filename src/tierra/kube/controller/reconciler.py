@@ -32,6 +32,8 @@ from tierra.discovery import reconcile
 from tierra.discovery.reconcile import Action, Change
 from tierra.discovery.result import MANAGED_BY, Discovery
 from tierra.kube.client import MERGE_PATCH, ApiError, Kube
+from tierra.kube.controller.admission import HINT as ADMISSION_HINT
+from tierra.kube.controller.admission import admission_refusal
 from tierra.kube.controller.cache import ControllerCache
 from tierra.kube.controller.config import ControllerConfig, SourceConfig
 from tierra.kube.controller.metrics import Metrics
@@ -88,6 +90,7 @@ class Reconciler:
         self.config = config
         self.metrics = metrics
         self.report = report or (lambda name, reason, message: None)
+        self._admission_logged: set[str] = set()
 
     async def reconcile(self, source: SourceConfig, found: Discovery) -> Outcome:
         """Every group at once (they are independent objects)."""
@@ -145,6 +148,7 @@ class Reconciler:
             try:
                 done = await self._write(resource, group, source, change)
             except ApiError as exc:
+                self._note_admission(group, exc)
                 if exc.status == 0 or exc.status >= 500:
                     raise Unavailable(str(exc)) from exc
                 if exc.status == 409:
@@ -162,6 +166,15 @@ class Reconciler:
             self.metrics.objects.labels(source.owner, group, done).inc()
 
         return write
+
+    def _note_admission(self, group: str, exc: ApiError) -> None:
+        cause = admission_refusal(exc)
+        if cause is None:
+            return
+        self.metrics.admission_refused.labels(group, cause).inc()
+        if cause not in self._admission_logged:
+            self._admission_logged.add(cause)
+            log.warning(ADMISSION_HINT.format(cause=cause, message=exc.message))
 
     async def _write(
         self, resource: Resource, group: str, source: SourceConfig, change: Change

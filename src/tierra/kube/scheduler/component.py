@@ -52,7 +52,7 @@ GPU_MARK = "gpu"
 class Options:
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
     leader_elect: bool = True
-    lease_namespace: str = "kube-system"
+    lease_namespace: str = "tierra-system"
     lease_name: str = "tierra-scheduler"
     identity: str = ""
     lease_duration: float = 15.0

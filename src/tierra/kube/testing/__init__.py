@@ -4,10 +4,13 @@ Shipped in the package (not only in ``tests/``) so benchmarks and people compari
 kube-scheduler on their own machine use the same code as the test suite.
 """
 
+from tierra.kube.testing.controllers import ControllerManager
 from tierra.kube.testing.controlplane import (
     ADMIN,
     ETCD_VERSION,
+    HELM_VERSION,
     K8S_VERSION,
+    KUBE_CONTROLLER_MANAGER,
     KUBE_SCHEDULER,
     Binaries,
     ControlPlane,
@@ -22,12 +25,15 @@ from tierra.kube.testing.controlplane import (
 __all__ = [
     "ADMIN",
     "ETCD_VERSION",
+    "HELM_VERSION",
     "K8S_VERSION",
+    "KUBE_CONTROLLER_MANAGER",
     "KUBE_SCHEDULER",
     "Binaries",
     "ControlPlane",
     "ControlPlaneError",
     "ControlPlaneUnavailable",
+    "ControllerManager",
     "Identity",
     "ManagedProcess",
     "cache_folder",

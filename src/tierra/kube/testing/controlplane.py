@@ -42,12 +42,14 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient, Configuration
 
-# Pinned in hack/controlplane/{kube,etcd}/go.mod; a test keeps these in step with them.
+# Pinned in hack/controlplane/{kube,etcd,helm}/go.mod; a test keeps these in step with them.
 K8S_VERSION = "v1.36.3"
 ETCD_VERSION = "v3.6.16"
+HELM_VERSION = "v4.3.2"
 
 ADMIN = "admin"
 KUBE_SCHEDULER = "system:kube-scheduler"
+KUBE_CONTROLLER_MANAGER = "system:kube-controller-manager"
 
 # Flags for load runs only: with priority and fairness on, a burst of thousands of creates
 # from one client is queued and measured as the client's slowness, not the server's.
@@ -92,7 +94,7 @@ def cache_folder() -> Path:
 
 
 def _pinned_version(name: str) -> str:
-    return ETCD_VERSION if name == "etcd" else K8S_VERSION
+    return {"etcd": ETCD_VERSION, "helm": HELM_VERSION}.get(name, K8S_VERSION)
 
 
 def _candidates(name: str) -> list[Path]:
@@ -276,6 +278,12 @@ def _default_identities() -> dict[str, Identity]:
         ADMIN: Identity(ADMIN, ("system:masters",), secrets.token_hex(16)),
         # Bootstrap RBAC already binds the system:kube-scheduler role to this user name.
         KUBE_SCHEDULER: Identity(KUBE_SCHEDULER, (), secrets.token_hex(16)),
+        # Its controllers run under its own credentials (no --use-service-account-credentials:
+        # nothing here mints the per-controller ServiceAccounts' tokens), and the garbage
+        # collector and namespace controller delete any kind, CRDs' included.
+        KUBE_CONTROLLER_MANAGER: Identity(
+            KUBE_CONTROLLER_MANAGER, ("system:masters",), secrets.token_hex(16)
+        ),
     }
 
 
@@ -291,8 +299,8 @@ class ControlPlane:
     """etcd plus kube-apiserver in a temporary folder, removed again by :meth:`stop`.
 
     Use it as a context manager; the folder holds the logs, the tokens, the service-account
-    key and one kubeconfig per identity (``admin``, ``system:kube-scheduler`` and any extra
-    ones given).
+    key and one kubeconfig per identity (``admin``, ``system:kube-scheduler``,
+    ``system:kube-controller-manager`` and any extra ones given).
     """
 
     def __init__(
