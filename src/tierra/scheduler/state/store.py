@@ -485,9 +485,7 @@ class ClusterStore:
             self._forget(key, release=False)
         self._assumed(txn.assigned)
         if self.kept is not None:  # a view: what the store replays if it forked
-            names = self.index.node_names
-            bindings = tuple((p.key, names[n]) for p, n, _ in txn.assigned)
-            self.kept.append(Kept(bindings, tuple(k for k, _, _ in txn.evicted)))
+            self.kept.append(Kept(list(txn.assigned), list(txn.evicted)))
         txn.commit()
 
     @contextmanager

@@ -35,7 +35,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
+    from tierra.api.pod import Pod
     from tierra.scheduler.state.store import ClusterStore
+    from tierra.topology.index import IntArray
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -77,10 +79,11 @@ class Viewing:
 
 @dataclass(frozen=True, slots=True)
 class Kept:
-    """One commit of a view: bindings ``(pod, node name)`` and evicted pods."""
+    """One commit of a view, as its transaction logged it: ``(pod, node, request)`` bound
+    and ``(pod key, node, request)`` evicted, node numbers of the view's index."""
 
-    bindings: tuple[tuple[str, str], ...]
-    evicted: tuple[str, ...]
+    assigned: list[tuple[Pod, int, IntArray]]
+    evicted: list[tuple[str, int, IntArray]]
 
 
 def fed(
@@ -136,11 +139,13 @@ def replay(store: ClusterStore, viewing: Viewing) -> None:
     view = viewing.view
     store.clock = max(store.clock, view.clock)
     assert viewing.forked_at is not None
+    names = view.index.node_names
     for kept in store_commits(view)[viewing.forked_at :]:
-        for key in kept.evicted:
+        for key, _, _ in kept.evicted:
             if key in store.pods:
                 store.remove_pod(key)
-        for key, node in kept.bindings:
+        for pod, n, _ in kept.assigned:
+            key, node = pod.key, names[n]
             if key in store.pending and node in store.index.node_ix:
                 store.assume(key, node)
     store.stamp_again(viewing.gangs, viewing.nodes, freed=viewing.freed)
