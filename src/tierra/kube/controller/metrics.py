@@ -14,14 +14,11 @@ from tierra.kube.metrics import component_registry, leader_gauge
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or component_registry()
-        r = self.registry
-        self.reconcile_seconds = Histogram(
-            "tierra_controller_reconcile_duration_seconds",
-            "One source: discovery, plan and writes.",
-            ["source"],
-            registry=r,
-            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
-        )
+        self._counters(self.registry)
+        self._gauges(self.registry)
+
+    def _counters(self, r: CollectorRegistry) -> None:
+        """What the controller did: objects written, refused, failed, passes made."""
         self.objects = Counter(
             "tierra_controller_objects_total",
             "HyperNodes written, by source, group and action (create, update, delete).",
@@ -59,24 +56,6 @@ class Metrics:
             ["group", "cause"],
             registry=r,
         )
-        self.last_success = Gauge(
-            "tierra_controller_source_last_success_timestamp_seconds",
-            "When the source last ran and was reconciled (Unix time).",
-            ["source"],
-            registry=r,
-        )
-        self.hypernodes = Gauge(
-            "tierra_controller_hypernodes",
-            "HyperNodes by group and tier (all of them, not only tierra's).",
-            ["group", "tier"],
-            registry=r,
-        )
-        self.unhealthy_nodes = Gauge(
-            "tierra_controller_unhealthy_nodes",
-            "Distinct nodes that some HyperNode of the group lists as unhealthy.",
-            ["group"],
-            registry=r,
-        )
         self.status_writes = Counter(
             "tierra_controller_status_writes_total",
             "HyperNode status patches (only when the status changed).",
@@ -93,6 +72,34 @@ class Metrics:
             "tierra_controller_passes_total",
             "Completed runs of each loop (one per source, status, export).",
             ["loop"],
+            registry=r,
+        )
+
+    def _gauges(self, r: CollectorRegistry) -> None:
+        """How things stand: durations, last successes, HyperNodes, unhealthy nodes."""
+        self.reconcile_seconds = Histogram(
+            "tierra_controller_reconcile_duration_seconds",
+            "One source: discovery, plan and writes.",
+            ["source"],
+            registry=r,
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
+        self.last_success = Gauge(
+            "tierra_controller_source_last_success_timestamp_seconds",
+            "When the source last ran and was reconciled (Unix time).",
+            ["source"],
+            registry=r,
+        )
+        self.hypernodes = Gauge(
+            "tierra_controller_hypernodes",
+            "HyperNodes by group and tier (all of them, not only tierra's).",
+            ["group", "tier"],
+            registry=r,
+        )
+        self.unhealthy_nodes = Gauge(
+            "tierra_controller_unhealthy_nodes",
+            "Distinct nodes that some HyperNode of the group lists as unhealthy.",
+            ["group"],
             registry=r,
         )
         self.leader = leader_gauge(r, "controller")

@@ -21,6 +21,7 @@ import numpy as np
 
 from tierra.scheduler.explain.reasons import amount
 from tierra.scheduler.queueing.queue_tree import QueueTree
+from tierra.scheduler.status import Status, queue_limited
 from tierra.topology.capacity import ResourceAxis
 from tierra.topology.index import IntArray
 
@@ -67,14 +68,15 @@ class Quota:
                 return x, int(np.flatnonzero(bad)[0])
         return None
 
-    def refusal(self, q: str, request: IntArray) -> str | None:
-        """Why ``q`` may not take ``request`` (one queue, one resource), or None."""
+    def refusal(self, q: str, request: IntArray) -> Status | None:
+        """Why ``q`` may not take ``request`` (``QUEUE_LIMITED``: one queue, one resource),
+        or None."""
         found = self.over(q, request)
         if found is None:
             return None
         x, i = found
         room = int(self.cap[x][i] - self.used[x][i])
-        return self.describe(q, x, "the gang needs")(i, int(request[i]), room)
+        return queue_limited(self.describe(q, x, "the gang needs")(i, int(request[i]), room))
 
     def describe(self, q: str, x: str, what: str = "a pod needs") -> Describe:
         """How to say that ``x`` (``q`` or an ancestor) has ``room`` left of resource
@@ -105,22 +107,35 @@ class Limit:
     describe: Describe
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetRefusal:
+    """The first limit that kept a pod beyond the minimum out: which resource, what the
+    pod needs and what was left; ``words`` says it (explain only)."""
+
+    describe: Describe
+    resource: int
+    need: int
+    left: int
+
+    def words(self) -> str:
+        return self.describe(self.resource, self.need, self.left)
+
+
 class Budget:
     """What one gang's queue may still take while its members beyond the minimum are
     placed: every limit must hold for every pod. ``allows`` says how many pods of one
-    request fit; the first refusal is kept as the reason the others wait."""
+    request fit, and which limit refused the others."""
 
     def __init__(self, limits: list[Limit]) -> None:
         self.limits = limits
-        self.refused: str | None = None
-        self.left_out = 0
 
     def copy(self) -> Budget:
         return Budget([Limit(lim.room.copy(), lim.describe) for lim in self.limits])
 
-    def allows(self, vec: IntArray, n: int = 1) -> int:
-        """How many of ``n`` pods asking ``vec`` fit every limit (noting why not all)."""
+    def allows(self, vec: IntArray, n: int = 1) -> tuple[int, BudgetRefusal | None]:
+        """How many of ``n`` pods asking ``vec`` fit every limit, and why not all."""
         fit = n
+        refusal: BudgetRefusal | None = None
         asks = vec > 0
         for lim in self.limits:
             if not asks.any():
@@ -129,19 +144,16 @@ class Budget:
             k = int(min(n, per.min()))
             if k < fit:
                 fit = k
-                if self.refused is None:
+                if refusal is None:
                     i = int(np.flatnonzero(asks & (per == per.min()))[0])
                     left = int(lim.room[i] - k * vec[i])  # once the k that fit are in
-                    self.refused = lim.describe(i, int(vec[i]), left)
-        self.left_out += n - fit
-        return fit
+                    refusal = BudgetRefusal(lim.describe, i, int(vec[i]), left)
+        return fit, refusal
 
-    def allows_all(self, total: IntArray, count: int) -> bool:
-        """Whether ``count`` pods asking ``total`` together fit (all of them, or none)."""
-        if self.allows(total) == 1:
-            return True
-        self.left_out += count - 1
-        return False
+    def allows_all(self, total: IntArray) -> BudgetRefusal | None:
+        """Whether pods asking ``total`` together fit (None) or which limit refuses them."""
+        fit, refusal = self.allows(total)
+        return None if fit == 1 else refusal
 
     def take(self, vec: IntArray) -> None:
         for lim in self.limits:
