@@ -494,7 +494,12 @@ def header(doc: dict[str, Any]) -> list[str]:
         f"Commit {doc.get('commit', 'not recorded')}. Machine: {m['cpu']}, {m['cores']}"
         f" cores, Python {m['python']}; load average {m['load_average_at_start']:.2f} at the"
         f" start and {doc['load_average_at_end']:.2f} at the end (the machine is shared). Run"
-        f" {doc['when']} with `{doc['command']}` ({doc['wall_s'] / 60:.0f} min).",
+        f" {doc['when']} with `{doc['command']}` ({doc['wall_s'] / 60:.0f} min)."
+        + (
+            " Cut short: the tables hold the runs it finished."
+            if doc.get("complete") is False
+            else ""
+        ),
         "",
         "Every policy sees the same jobs, node failures and cost model"
         " (`src/tierra/sim/cost-model.yaml`, contention on). Ratios are baseline / tierra of"
@@ -712,6 +717,16 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def save(doc: dict[str, Any], out: Path, t0: float, *, done: bool) -> None:
+    """The JSON so far, after every run: a run cut short keeps what it measured
+    (``"complete": false``; ``--render`` turns it into markdown all the same)."""
+    doc["wall_s"] = time.perf_counter() - t0
+    doc["load_average_at_end"] = os.getloadavg()[0]
+    doc["complete"] = done
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def main() -> None:
     args = parse_args()
     before = json.loads(args.before.read_text()) if args.before else None
@@ -723,6 +738,8 @@ def main() -> None:
         return
     todo = plan(args)
     policies = args.policies.split(",")
+    name = "quality-optimum" if args.optimum_only else "quality"
+    out: Path = args.out or RESULTS / (f"{name}-quick" if args.quick else name)
     doc: dict[str, Any] = {
         "machine": machine(),
         "commit": commit(),
@@ -732,44 +749,29 @@ def main() -> None:
         "runs": [],
         "optimum": [],
     }
-    grid = [(p, x, s) for p in todo.presets for x in todo.loads for s in todo.seeds]
+    grid = [(p, x, s, False) for p in todo.presets for x in todo.loads for s in todo.seeds]
     if args.optimum_only:
         grid = []
-    clock = Clock(len(grid) + len(todo.optimum) * len(todo.optimum_seeds))
+    grid += [(p, 0.75, s, True) for p, _ in todo.optimum for s in todo.optimum_seeds]
+    sizes = dict(PRESETS) | dict(todo.optimum)
+    clock = Clock(len(grid))
     t0 = time.perf_counter()
-    for preset, load, seed in grid:
+    for preset, load, seed, optimum in grid:
         r = run_one(
             preset,
-            PRESETS[preset],
+            sizes[preset] if optimum else PRESETS[preset],
             seed,
             load=load,
-            hours=todo.hours,
+            hours=todo.optimum_hours if optimum else todo.hours,
             policies=policies,
-            optimum=False,
+            optimum=optimum,
             workers=args.workers,
         )
-        doc["runs"].append(r)
-        clock.tick(f"{preset} load {load:g} seed {seed} ({r['jobs']} jobs)", r["wall_s"])
-    for preset, nodes in todo.optimum:
-        for seed in todo.optimum_seeds:
-            r = run_one(
-                preset,
-                nodes,
-                seed,
-                load=0.75,
-                hours=todo.optimum_hours,
-                policies=policies,
-                optimum=True,
-                workers=args.workers,
-            )
-            doc["optimum"].append(r)
-            clock.tick(f"optimum {preset} {nodes} seed {seed}", r["wall_s"])
-    doc["wall_s"] = time.perf_counter() - t0
-    doc["load_average_at_end"] = os.getloadavg()[0]
-    name = "quality-optimum" if args.optimum_only else "quality"
-    out: Path = args.out or RESULTS / (f"{name}-quick" if args.quick else name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
+        doc["optimum" if optimum else "runs"].append(r)
+        save(doc, out, t0, done=False)
+        what = f"optimum {preset} {r['nodes']}" if optimum else f"{preset} load {load:g}"
+        clock.tick(f"{what} seed {seed} ({r['jobs']} jobs)", r["wall_s"])
+    save(doc, out, t0, done=True)
     text = markdown(doc, before)
     out.with_suffix(".md").write_text(text)
     print(text)
