@@ -1,6 +1,7 @@
 """Placement quality: tierra against every baseline on every preset and load, over many
 seeds, with the paired ratio of mean job completion time and its 95% confidence interval;
-and every policy's gap to the exact (ILP) single-gang optimum on small clusters.
+tierra's link ablations beside it; first fit with and without the hard limits; and every
+policy's gap to the per-gang optimum on small clusters.
 
 Why so many runs: one simulated day is one draw. A small change in where one gang goes
 cascades into a different queue, and on the same workload the mean JCT of two nearly
@@ -10,18 +11,29 @@ two runs' mean JCT (same jobs, same node failures), and the table shows the geom
 mean of those ratios with a Student-t interval over seeds (``tierra.sim.stats``). Above
 1: tierra's jobs finish sooner; an interval entirely above 1: with 95% confidence.
 
+Why the ablations: tierra's simulator policy is told the simulator's own link rates, the
+baselines only tiers. ``tierra-misspec`` (rates off by up to ±30%, seeded per link) and
+``tierra-nolinks`` (the tier order only) run on the same seeds, and every baseline is
+set against them too, which bounds how much of the lead comes from knowing the model.
+``firstfit-strict`` keeps the hard limits plain ``firstfit`` breaks.
+
 Scenarios: the five presets (fattree, cloud, nvl72, superpod: 128 nodes; mixed: 128
 nodes; nvl72: 288 trays = 16 racks) at loads 0.6, 0.75 and 0.9, a day of work drawn
 from the Kalos trace statistics, node failures on, sessions every 10 s, the cost model's
 contention on. Optimum gaps: 6 hours of work on a 64-node fat tree and a 72-tray NVL72
-cluster, every gang's placement compared with the least-cost placement HiGHS finds for
-the cluster as it stood (``tierra.sim.optimum``).
+cluster, every gang's slowdown under the simulator's JCT model compared with the least
+it could have had then, and its cost under tierra's own objective compared with the
+least-cost placement HiGHS finds (``tierra.sim.optimum``; circular, kept as a check).
 
-Reproduce: ``make bench-sim`` or ``python bench/quality.py`` (all of it, about an hour on
-one core; ``--workers 2`` runs two policies at once). ``--quick``: fattree at 0.75 on
-three seeds. ``--before FILE`` adds a before/after table against an earlier run of the
-same seeds (``--label before --policies tierra`` writes one); ``--render FILE`` rewrites
-the markdown of an earlier run. Writes bench/results/quality.{json,md} (or ``--out``).
+Reproduce: ``make bench-sim`` or ``python bench/quality.py`` (all of it: 8 policies, about
+an hour and a half on one core; ``--workers 2`` runs two policies at once). ``--quick``
+(about a minute): fattree, superpod and mixed at load 0.9 on seeds 1-2, 6 hours each,
+and the optimum on one 2-hour seed, every policy and table; it writes
+bench/results/quality-quick.{json,md}. ``--before FILE`` adds a before/after table
+against an earlier run of the same seeds (``--label before --policies tierra`` writes
+one); ``--render FILE`` rewrites the markdown of an earlier run. Writes
+bench/results/quality.{json,md} (or ``--out``), with the commit, the machine's load at
+start and end and the command in both.
 """
 
 from __future__ import annotations
@@ -30,9 +42,11 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,13 +54,16 @@ from typing import Any
 import numpy as np
 from _machine import machine
 
-from tierra.sim.clusters import build_cluster
+from tierra.sim.clusters import SimCluster, build_cluster
 from tierra.sim.compare import compare
-from tierra.sim.cost import default_cost_model
+from tierra.sim.cost import BoundCost, default_cost_model
 from tierra.sim.engine import SimOptions
+from tierra.sim.metrics import JobRecord
 from tierra.sim.policies import DEFAULT_POLICIES
+from tierra.sim.policies.base import Gang
 from tierra.sim.stats import Ratio, paired_ratio
-from tierra.sim.workloads import ClusterFacts, WorkloadSpec, generate
+from tierra.sim.workloads import ClusterFacts, Workload, WorkloadSpec, generate
+from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,6 +74,16 @@ SEEDS = tuple(range(1, 11))
 OPTIMUM = (("fattree", 64), ("nvl72", 72))
 OPTIMUM_SEEDS = (1, 2, 3)
 OPTIMUM_HOURS = 6.0
+# tierra told less about its links (tierra.sim.policies.tierra_ablations): not baselines
+VARIANTS = ("tierra-misspec", "tierra-nolinks")
+EXTRA = ("firstfit-strict", *VARIANTS)
+QUICK = {
+    "presets": ("fattree", "superpod", "mixed"),
+    "loads": (0.9,),
+    "seeds": (1, 2),
+    "hours": 6.0,
+}
+QUICK_OPTIMUM = {"clusters": (("fattree", 64),), "seeds": (1,), "hours": 2.0}
 
 # key, label, kind, lower is better
 METRICS = [
@@ -112,15 +139,20 @@ def run_one(
     cluster = build_cluster(preset, nodes)
     facts = ClusterFacts.of(cluster.index, Capacity(cluster.index, cluster.nodes))
     workload = generate(facts, WorkloadSpec(seed=seed, hours=hours, load=load))
+    model = default_cost_model()
     t0 = time.perf_counter()
     comp = compare(
         cluster,
         workload,
-        default_cost_model(),
+        model,
         list(policies),
         SimOptions(seed=seed, oracle=optimum),
         workers=workers,
     )
+    bound = model.bind(cluster.index, cluster.nodes)
+    results = {}
+    for r in comp.results:
+        results[r.policy] = r.summary.to_dict() | model_gap(cluster, workload, bound, r.jobs)
     return {
         "preset": preset,
         "nodes": nodes,
@@ -130,8 +162,47 @@ def run_one(
         "hours": hours,
         "jobs": len(workload.jobs),
         "wall_s": round(time.perf_counter() - t0, 2),
-        "results": {r.policy: r.summary.to_dict() for r in comp.results},
+        "results": results,
         "skipped": dict(comp.skipped),
+    }
+
+
+def model_gap(
+    cluster: SimCluster, workload: Workload, bound: BoundCost, records: Sequence[JobRecord]
+) -> dict[str, float]:
+    """Each gang's slowdown under the simulator's own JCT model against the least any
+    placement of it could have had when it started.
+
+    The model's slowdown, ``(1 - comm) + comm * B_best / B_span``, depends on a placement
+    only through its span bandwidth, so the optimum for one gang is the fastest domain
+    (or node) with room for it then: the engine records that as ``feasible_gbps``, and no
+    ILP is needed. Contention is left out (it depends on the jobs that come later), and
+    like the ILP this is a per-gang optimum against the cluster as it stood, not the best
+    schedule of the whole day.
+    """
+    capacity = Capacity(cluster.index, cluster.nodes)
+    jobs = {j.name: j for j in workload.jobs}
+    best_by_shape: dict[tuple[int, tuple[int, ...]], float] = {}
+    gaps: list[float] = []
+    for rec in records:
+        if rec.pods < 2 or rec.span_gbps is None or rec.feasible_gbps is None:
+            continue
+        job = jobs[rec.name]
+        gang = Gang.of(job, capacity)
+        key = (job.pods, tuple(int(x) for x in gang.widest))
+        if key not in best_by_shape:  # as the engine: the best in the empty cluster
+            fits = fit_counts(capacity.node_alloc, gang.widest)
+            best = float(bound.node_gbps[fits >= job.pods].max(initial=0.0))
+            dom = cluster.index.sum_under(fits) >= job.pods
+            best_by_shape[key] = max(best, float(bound.domain_gbps[dom].max(initial=0.0))) or 1.0
+        best = best_by_shape[key]
+        got = bound.model.slowdown(job.comm_share, best, rec.span_gbps)
+        could = bound.model.slowdown(job.comm_share, best, max(rec.feasible_gbps, rec.span_gbps))
+        gaps.append(got / could - 1.0)
+    return {
+        "model_gangs": len(gaps),
+        "model_gap": float(np.mean(gaps)) if gaps else math.nan,
+        "at_model_optimum": float(np.mean([g <= 1e-9 for g in gaps])) if gaps else math.nan,
     }
 
 
@@ -189,19 +260,86 @@ def ratio_cell(r: Ratio) -> str:
 
 
 def summary_table(
-    scen: dict[tuple[str, float], list[dict[str, Any]]], baselines: list[str]
+    scen: dict[tuple[str, float], list[dict[str, Any]]],
+    baselines: list[str],
+    against: str = "tierra",
 ) -> list[str]:
     lines = [
-        "| scenario | seeds | tierra JCT | " + " | ".join(baselines) + " |",
+        f"| scenario | seeds | {against} JCT | " + " | ".join(baselines) + " |",
         "|---|---:|---:|" + "---:|" * len(baselines),
     ]
     for (preset, load), runs in scen.items():
-        t = series(runs, "tierra", "jct_mean")
+        t = series(runs, against, "jct_mean")
         cells = [ratio_cell(paired_ratio(series(runs, b, "jct_mean"), t)) for b in baselines]
         lines.append(
             f"| {preset} {load:g} | {len(runs)} | {fmt(mean(t), 'sec')} | "
             + " | ".join(cells)
             + " |"
+        )
+    return lines
+
+
+def worst(runs: list[dict[str, Any]], baselines: list[str], against: str) -> tuple[str, Ratio]:
+    """The baseline closest to (or ahead of) ``against``: the lowest ratio."""
+    ratios = [
+        (b, paired_ratio(series(runs, b, "jct_mean"), series(runs, against, "jct_mean")))
+        for b in baselines
+    ]
+    return min(ratios, key=lambda br: br[1].value if br[1].n else math.inf)
+
+
+def lead_kept(full: Ratio, variant: Ratio) -> str:
+    """The share of tierra's lead over a baseline (in log JCT) a variant keeps."""
+    if not full.n or not variant.n or full.value <= 1.0:
+        return "–"
+    return f"{100 * math.log(variant.value) / math.log(full.value):.0f}%"
+
+
+def ablation_table(
+    scen: dict[tuple[str, float], list[dict[str, Any]]], baselines: list[str], variants: list[str]
+) -> list[str]:
+    """Each variant against tierra, and the worst baseline against each of them."""
+    head = ["scenario", "seeds", "worst baseline", "its ratio / tierra"]
+    for v in variants:
+        head += [f"{v} / tierra", f"worst / {v}", "lead kept"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---:|---|" + "---:|" * (len(head) - 3)]
+    for (preset, load), runs in scen.items():
+        name, full = worst(runs, baselines, "tierra")
+        cells = [f"{preset} {load:g}", str(len(runs)), name, ratio_cell(full)]
+        t = series(runs, "tierra", "jct_mean")
+        for v in variants:
+            vs = series(runs, v, "jct_mean")
+            against_v = paired_ratio(series(runs, name, "jct_mean"), vs)
+            cells += [
+                paired_ratio(vs, t).text(2),
+                ratio_cell(against_v),
+                lead_kept(full, against_v),
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def hard_limit_table(scen: dict[tuple[str, float], list[dict[str, Any]]]) -> list[str]:
+    """Plain first fit's hard-limit violations beside first fit that keeps the limits."""
+    lines = [
+        "| scenario | seeds | firstfit violations per run | firstfit JCT | firstfit-strict"
+        " violations | firstfit-strict JCT | tierra JCT | firstfit / tierra"
+        " | firstfit-strict / tierra |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (preset, load), runs in scen.items():
+        t = series(runs, "tierra", "jct_mean")
+        ff, strict = (
+            series(runs, "firstfit", "jct_mean"),
+            series(runs, "firstfit-strict", "jct_mean"),
+        )
+        lines.append(
+            f"| {preset} {load:g} | {len(runs)}"
+            f" | {fmt(mean(series(runs, 'firstfit', 'violations')), 'num0')}"
+            f" | {fmt(mean(ff), 'sec')}"
+            f" | {fmt(mean(series(runs, 'firstfit-strict', 'violations')), 'num0')}"
+            f" | {fmt(mean(strict), 'sec')} | {fmt(mean(t), 'sec')}"
+            f" | {ratio_cell(paired_ratio(ff, t))} | {ratio_cell(paired_ratio(strict, t))} |"
         )
     return lines
 
@@ -292,11 +430,23 @@ def before_after(
     return lines
 
 
+def pooled(rs: list[dict[str, Any]], p: str, key: str, count: str) -> tuple[int, float]:
+    """Gangs counted and ``key`` averaged over them, pooled over seeds (each gang once)."""
+    got = [r["results"][p] for r in rs if p in r["results"]]
+    n = sum(int(x.get(count) or 0) for x in got)
+    total = sum(
+        (x.get(key) or 0.0) * int(x.get(count) or 0)
+        for x in got
+        if not math.isnan(x.get(key) or 0.0)
+    )
+    return n, (total / n if n else math.nan)
+
+
 def gaps(runs: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| cluster | policy | seeds | gangs compared | mean gap to optimum"
-        " | gangs at the optimum |",
-        "|---|---|---:|---:|---:|---:|",
+        "| cluster | policy | seeds | gangs | JCT-model gap | gangs at the JCT-model optimum"
+        " | cost-function gap (ILP) | gangs at the ILP optimum |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in runs:
@@ -304,22 +454,14 @@ def gaps(runs: list[dict[str, Any]]) -> list[str]:
     for (preset, nodes), rs in groups.items():
         policies = list(dict.fromkeys(p for r in rs for p in r["results"]))
         for p in policies:
-            n = sum(int(r["results"][p]["optimum_gangs"]) for r in rs if p in r["results"])
-            # pooled over seeds, each gang counting once
-            gap = sum(
-                (r["results"][p]["optimum_gap"] or 0.0) * r["results"][p]["optimum_gangs"]
-                for r in rs
-                if p in r["results"]
-            )
-            at = sum(
-                (r["results"][p]["at_optimum"] or 0.0) * r["results"][p]["optimum_gangs"]
-                for r in rs
-                if p in r["results"]
-            )
-            gap_text = fmt(gap / n if n else math.nan, "pct")
-            at_text = fmt(at / n if n else math.nan, "pct")
+            n, model = pooled(rs, p, "model_gap", "model_gangs")
+            _, at_model = pooled(rs, p, "at_model_optimum", "model_gangs")
+            n_ilp, ilp = pooled(rs, p, "optimum_gap", "optimum_gangs")
+            n = n or n_ilp  # a run from before the JCT-model gap was recorded
+            _, at_ilp = pooled(rs, p, "at_optimum", "optimum_gangs")
             lines.append(
-                f"| {preset} {nodes} nodes | {p} | {len(rs)} | {n} | {gap_text} | {at_text} |"
+                f"| {preset} {nodes} nodes | {p} | {len(rs)} | {n} | {fmt(model, 'pct')}"
+                f" | {fmt(at_model, 'pct')} | {fmt(ilp, 'pct')} | {fmt(at_ilp, 'pct')} |"
             )
     return lines
 
@@ -344,19 +486,20 @@ def verdicts(
     return out or ["- none: every interval is at or above 1."]
 
 
-def markdown(doc: dict[str, Any], before: dict[str, Any] | None) -> str:
+def header(doc: dict[str, Any]) -> list[str]:
     m = doc["machine"]
-    runs = doc["runs"]
-    scen = by_scenario(runs)
-    policies = list(dict.fromkeys(p for r in runs for p in r["results"]))
-    baselines = [p for p in policies if p != "tierra"]
-    out = [
+    return [
         "# Placement quality: tierra against the baselines",
         "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}; load average"
-        f" {m['load_average_at_start']:.2f} at the start and {doc['load_average_at_end']:.2f}"
-        f" at the end (the machine is shared). Run {doc['when']} with `{doc['command']}`"
-        f" ({doc['wall_s'] / 60:.0f} min).",
+        f"Commit {doc.get('commit', 'not recorded')}. Machine: {m['cpu']}, {m['cores']}"
+        f" cores, Python {m['python']}; load average {m['load_average_at_start']:.2f} at the"
+        f" start and {doc['load_average_at_end']:.2f} at the end (the machine is shared). Run"
+        f" {doc['when']} with `{doc['command']}` ({doc['wall_s'] / 60:.0f} min)."
+        + (
+            " Cut short: the tables hold the runs it finished."
+            if doc.get("complete") is False
+            else ""
+        ),
         "",
         "Every policy sees the same jobs, node failures and cost model"
         " (`src/tierra/sim/cost-model.yaml`, contention on). Ratios are baseline / tierra of"
@@ -365,6 +508,88 @@ def markdown(doc: dict[str, Any], before: dict[str, Any] | None) -> str:
         " (tierra's jobs finish sooner, with confidence); ✗: entirely below 1 (the baseline's"
         " do). Definitions: `src/tierra/sim/metrics.py`.",
         "",
+    ]
+
+
+def ablation_sections(
+    scen: dict[tuple[str, float], list[dict[str, Any]]], baselines: list[str], variants: list[str]
+) -> list[str]:
+    out = [
+        "## How much of the win is the cost model's (ablations)",
+        "",
+        "tierra is handed the simulator's own link rates; the simulator turns the same"
+        " rates into slowdown, and the baselines know tiers only. Two variants bound that"
+        " circular share (`tierra.sim.policies.tierra_ablations`): `tierra-misspec` is told"
+        " every rate off by up to ±30% (uniform, seeded per HyperNode and table key) while"
+        " the simulator judges with the true ones; `tierra-nolinks` is told no rates at all,"
+        " only the tier order. Same seeds and workloads. *variant / tierra* above 1: the"
+        " variant's jobs take longer. *Lead kept*: log(worst / variant) over log(worst /"
+        " tierra), the share of tierra's lead over its closest baseline that survives.",
+        "",
+        *ablation_table(scen, baselines, variants),
+        "",
+    ]
+    for v in variants:
+        out += [f"Every baseline against `{v}`:", "", *summary_table(scen, baselines, v), ""]
+    return out
+
+
+def hard_limit_section(scen: dict[tuple[str, float], list[dict[str, Any]]]) -> list[str]:
+    return [
+        "## First fit and the hard limits",
+        "",
+        "Plain `firstfit` ignores `highestTierAllowed` (half the training gangs carry one)"
+        " and partition limits: it starts gangs a scheduler keeping the limits holds back."
+        " `firstfit-strict` keeps them (the first domain by name at the gang's limit where it"
+        " fits, nodes in name order; partitions each inside a domain at their own limit)."
+        " Violations are gangs started spanning a tier above their hard limit.",
+        "",
+        *hard_limit_table(scen),
+        "",
+    ]
+
+
+def optimum_section(doc: dict[str, Any]) -> list[str]:
+    hours = doc["optimum"][0]["hours"]
+    return [
+        "## Gap to the per-gang optimum",
+        "",
+        f"{hours:g} hours of work, load 0.75, pooled over the seeds; every gang compared with"
+        " the best placement it could have had against the cluster as it stood when it"
+        " started (a per-gang optimum, not the best schedule of the day).",
+        "",
+        "- *JCT-model gap*: the gang's slowdown under the simulator's own model,"
+        " `(1 - comm) + comm * B_best / B_span`, over the least slowdown any placement could"
+        " have given it then (the fastest domain with room: the model depends on nothing"
+        " else), minus 1. Contention is not in it. This is the gap that bears on job"
+        " completion time.",
+        "- *Cost-function gap (ILP)*: the placement's cost against the least-cost placement"
+        " HiGHS finds (`tierra.sim.optimum`), where cost = Σ over every node and HyperNode"
+        " it touches of best bandwidth / that domain's bandwidth. That is tierra's own"
+        " objective (the link weights of its domain search), so tierra's 0% there says its"
+        " search finds its own optimum; it is no evidence about JCT.",
+        "",
+        *gaps(doc["optimum"]),
+        "",
+    ]
+
+
+def markdown(doc: dict[str, Any], before: dict[str, Any] | None) -> str:
+    out = header(doc)
+    if doc["runs"]:
+        out += grid_sections(doc, before)
+    if doc["optimum"]:
+        out += optimum_section(doc)
+    return "\n".join(out)
+
+
+def grid_sections(doc: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
+    runs = doc["runs"]
+    scen = by_scenario(runs)
+    policies = list(dict.fromkeys(p for r in runs for p in r["results"]))
+    variants = [p for p in policies if p in VARIANTS]
+    baselines = [p for p in policies if p != "tierra" and p not in VARIANTS]
+    out = [
         "## Mean JCT ratio, baseline / tierra",
         "",
         *summary_table(scen, baselines),
@@ -374,6 +599,10 @@ def markdown(doc: dict[str, Any], before: dict[str, Any] | None) -> str:
         *verdicts(scen, baselines),
         "",
     ]
+    if variants:
+        out += ablation_sections(scen, baselines, variants)
+    if "firstfit" in policies and "firstfit-strict" in policies:
+        out += hard_limit_section(scen)
     if before is not None:
         out += [
             "## Before and after (tierra, the same seeds and workloads)",
@@ -390,7 +619,8 @@ def markdown(doc: dict[str, Any], before: dict[str, Any] | None) -> str:
         first = rs[0]
         out += [
             f"### {preset} at load {load:g}: {first['nodes']:,} nodes, {first['gpus']:,} GPUs,"
-            f" about {round(mean([float(r['jobs']) for r in rs])):,} jobs a day,"
+            f" about {round(mean([float(r['jobs']) for r in rs])):,} jobs"
+            f" {'a day' if first['hours'] == 24 else 'in {:g} hours'.format(first['hours'])},"
             f" seeds {rs[0]['seed']}-{rs[-1]['seed']} (means over seeds)",
             "",
             *detail_table(rs, policies),
@@ -401,36 +631,104 @@ def markdown(doc: dict[str, Any], before: dict[str, Any] | None) -> str:
             *shape_table(rs, policies),
             "",
         ]
-    if doc["optimum"]:
-        out += [
-            "## Gap to the exact optimum (single-gang ILP, HiGHS)",
-            "",
-            f"{OPTIMUM_HOURS:g} hours of work, load 0.75, pooled over the seeds. Cost of a"
-            " placement = Σ over every node and HyperNode it touches of best bandwidth / that"
-            " domain's bandwidth (tierra.sim.optimum). Gap = (cost − optimum) / optimum, per"
-            " gang, against the cluster as it stood when the gang was placed.",
-            "",
-            *gaps(doc["optimum"]),
-            "",
-        ]
-    return "\n".join(out)
+    return out
 
 
-def main() -> None:
+def commit() -> str:
+    """The commit the run measured, ``+dirty`` when the tree had changes."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+@dataclass(frozen=True)
+class Plan:
+    presets: list[str]
+    loads: list[float]
+    seeds: list[int]
+    hours: float
+    optimum: list[tuple[str, int]]
+    optimum_seeds: list[int]
+    optimum_hours: float
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """What to run: the whole grid, or with ``--quick`` a little of every part of it."""
+    if args.quick:
+        return Plan(
+            presets=list(QUICK["presets"]),
+            loads=list(QUICK["loads"]),
+            seeds=list(QUICK["seeds"]),
+            hours=float(QUICK["hours"]),
+            optimum=[] if args.no_optimum else list(QUICK_OPTIMUM["clusters"]),
+            optimum_seeds=list(QUICK_OPTIMUM["seeds"]),
+            optimum_hours=float(QUICK_OPTIMUM["hours"]),
+        )
+    presets = args.presets.split(",")
+    unknown = [p for p in presets if p not in PRESETS]
+    if unknown:
+        sys.exit(f"unknown preset {unknown[0]!r}; choose from {', '.join(PRESETS)}")
+    return Plan(
+        presets=presets,
+        loads=[float(x) for x in args.loads.split(",")],
+        seeds=seeds_arg(args.seeds),
+        hours=args.hours,
+        optimum=[] if args.no_optimum else list(OPTIMUM),
+        optimum_seeds=list(OPTIMUM_SEEDS),
+        optimum_hours=OPTIMUM_HOURS,
+    )
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="fattree 0.75, seeds 1-3")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fattree, superpod and mixed at load 0.9, seeds 1-2, 6 hours; optimum on one seed"
+        " of 2 hours; every policy and table (writes quality-quick.* unless --out)",
+    )
     parser.add_argument("--presets", default=",".join(PRESETS))
     parser.add_argument("--loads", default=",".join(f"{x:g}" for x in LOADS))
     parser.add_argument("--seeds", default=f"{SEEDS[0]}-{SEEDS[-1]}", help="e.g. 1-10 or 1,4")
     parser.add_argument("--hours", type=float, default=24.0)
-    parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES))
+    parser.add_argument("--policies", default=",".join((*DEFAULT_POLICIES, *EXTRA)))
     parser.add_argument("--no-optimum", action="store_true")
+    parser.add_argument(
+        "--optimum-only", action="store_true", help="only the optimum-gap runs (a few minutes)"
+    )
     parser.add_argument("--workers", type=int, default=1, help="policies run at once")
     parser.add_argument("--label", default="")
     parser.add_argument("--before", type=Path, help="an earlier run's JSON to compare with")
-    parser.add_argument("--out", type=Path, default=RESULTS / "quality")
+    parser.add_argument("--out", type=Path, help="results path without suffix")
     parser.add_argument("--render", type=Path, help="only write the markdown of this JSON")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def save(doc: dict[str, Any], out: Path, t0: float, *, done: bool) -> None:
+    """The JSON so far, after every run: a run cut short keeps what it measured
+    (``"complete": false``; ``--render`` turns it into markdown all the same)."""
+    doc["wall_s"] = time.perf_counter() - t0
+    doc["load_average_at_end"] = os.getloadavg()[0]
+    doc["complete"] = done
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def main() -> None:
+    args = parse_args()
     before = json.loads(args.before.read_text()) if args.before else None
     if args.render:
         doc = json.loads(args.render.read_text())
@@ -438,58 +736,42 @@ def main() -> None:
         args.render.with_suffix(".md").write_text(text)
         print(text)
         return
-    presets = ["fattree"] if args.quick else args.presets.split(",")
-    loads = [0.75] if args.quick else [float(x) for x in args.loads.split(",")]
-    seeds = [1, 2, 3] if args.quick else seeds_arg(args.seeds)
+    todo = plan(args)
     policies = args.policies.split(",")
-    unknown = [p for p in presets if p not in PRESETS]
-    if unknown:
-        sys.exit(f"unknown preset {unknown[0]!r}; choose from {', '.join(PRESETS)}")
+    name = "quality-optimum" if args.optimum_only else "quality"
+    out: Path = args.out or RESULTS / (f"{name}-quick" if args.quick else name)
     doc: dict[str, Any] = {
         "machine": machine(),
+        "commit": commit(),
         "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "command": "python bench/quality.py " + " ".join(sys.argv[1:]),
         "label": args.label,
         "runs": [],
         "optimum": [],
     }
-    optimum = [] if args.no_optimum or args.quick else list(OPTIMUM)
-    clock = Clock(len(presets) * len(loads) * len(seeds) + len(optimum) * len(OPTIMUM_SEEDS))
+    grid = [(p, x, s, False) for p in todo.presets for x in todo.loads for s in todo.seeds]
+    if args.optimum_only:
+        grid = []
+    grid += [(p, 0.75, s, True) for p, _ in todo.optimum for s in todo.optimum_seeds]
+    sizes = dict(PRESETS) | dict(todo.optimum)
+    clock = Clock(len(grid))
     t0 = time.perf_counter()
-    for preset in presets:
-        for load in loads:
-            for seed in seeds:
-                r = run_one(
-                    preset,
-                    PRESETS[preset],
-                    seed,
-                    load=load,
-                    hours=args.hours,
-                    policies=policies,
-                    optimum=False,
-                    workers=args.workers,
-                )
-                doc["runs"].append(r)
-                clock.tick(f"{preset} load {load:g} seed {seed} ({r['jobs']} jobs)", r["wall_s"])
-    for preset, nodes in optimum:
-        for seed in OPTIMUM_SEEDS:
-            r = run_one(
-                preset,
-                nodes,
-                seed,
-                load=0.75,
-                hours=OPTIMUM_HOURS,
-                policies=policies,
-                optimum=True,
-                workers=args.workers,
-            )
-            doc["optimum"].append(r)
-            clock.tick(f"optimum {preset} {nodes} seed {seed}", r["wall_s"])
-    doc["wall_s"] = time.perf_counter() - t0
-    doc["load_average_at_end"] = os.getloadavg()[0]
-    out: Path = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
+    for preset, load, seed, optimum in grid:
+        r = run_one(
+            preset,
+            sizes[preset] if optimum else PRESETS[preset],
+            seed,
+            load=load,
+            hours=todo.optimum_hours if optimum else todo.hours,
+            policies=policies,
+            optimum=optimum,
+            workers=args.workers,
+        )
+        doc["optimum" if optimum else "runs"].append(r)
+        save(doc, out, t0, done=False)
+        what = f"optimum {preset} {r['nodes']}" if optimum else f"{preset} load {load:g}"
+        clock.tick(f"{what} seed {seed} ({r['jobs']} jobs)", r["wall_s"])
+    save(doc, out, t0, done=True)
     text = markdown(doc, before)
     out.with_suffix(".md").write_text(text)
     print(text)

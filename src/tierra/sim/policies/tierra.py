@@ -10,17 +10,18 @@ bindings in that cache; the adapter turns the bindings back into placements
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
+from tierra.api.hypernode import HyperNode
 from tierra.api.meta import ObjectMeta
 from tierra.api.node import Node
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
-from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, run_session
-from tierra.scheduler.scoring.links import LinkRate, link_table
+from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, parse_config, run_session
 from tierra.sim.clusters import SimCluster
 from tierra.sim.clusters._build import GPU
-from tierra.sim.cost import BoundCost
+from tierra.sim.cost import BoundCost, TierCost
 from tierra.sim.policies.base import Placement, QueueShare, SessionOutcome
 from tierra.sim.workloads import NAMESPACE, SimJob, job_podgroup, job_pods
 
@@ -42,23 +43,30 @@ class TierraPolicy:
     def start(self, cluster: SimCluster, *, seed: int, cost: BoundCost) -> None:
         """The scheduler reads the run's cost model as its ``links`` table (unless its
         config brings one): HyperNodes carry ``spec.link`` from it already, this adds the
-        rates inside nodes and across trees, so scheduler and simulator agree."""
+        rates inside nodes and across trees, so scheduler and simulator agree. The
+        ablations (``tierra_ablations``) change what it is told here, and nothing else."""
         config = self._config or SchedulerConfig()
-        if not config.links:
-            table = {
-                key: LinkRate(tc.bandwidth_gbps, tc.oversubscription)
-                for key, tc in cost.model.tiers.items()
-            }
-            self._config = replace(config, links=link_table(table))
+        hypernodes, rates = self.links_told(cluster, cost, seed)
+        self._config = with_links(config, rates) if not config.links and rates else config
         queues = cluster.extra.queues or (Queue(meta=ObjectMeta(name="default")),)
         running = tuple(p for p in cluster.extra.pods if p.holds_resources)
-        snapshot = Snapshot(
-            nodes=cluster.nodes, hypernodes=cluster.hypernodes, pods=running, queues=queues
-        )
+        snapshot = Snapshot(nodes=cluster.nodes, hypernodes=hypernodes, pods=running, queues=queues)
         self.cache = ClusterStore.from_snapshot(snapshot)
         self.memory = Memory()
         self.node_ix = cluster.index.node_ix
-        del seed  # the scheduler is deterministic
+
+    @property
+    def config(self) -> SchedulerConfig | None:
+        """The scheduler's configuration (its ``links`` filled in once ``start`` ran)."""
+        return self._config
+
+    def links_told(
+        self, cluster: SimCluster, cost: BoundCost, seed: int
+    ) -> tuple[tuple[HyperNode, ...], dict[str, TierCost]]:
+        """The HyperNodes (with their ``spec.link``) and link table the scheduler is given:
+        here the simulator's own, unchanged."""
+        del seed  # the scheduler is deterministic; only an ablation draws from the seed
+        return cluster.hypernodes, dict(cost.model.tiers)
 
     def submit(self, job: SimJob) -> None:
         pods = job_pods(job)
@@ -107,3 +115,13 @@ class TierraPolicy:
         for u in result.unschedulable:
             out.notes[u.podgroup.split("/", 1)[-1]] = u.reason
         return out
+
+
+def with_links(config: SchedulerConfig, rates: Mapping[str, TierCost]) -> SchedulerConfig:
+    """``config`` with ``rates`` as its ``links`` table, read through the config's own
+    schema (the cost model's: ``{bandwidthGBps, oversubscription}`` per key)."""
+    entries = {
+        key: {"bandwidthGBps": tc.bandwidth_gbps, "oversubscription": tc.oversubscription}
+        for key, tc in rates.items()
+    }
+    return replace(config, links=parse_config({"links": entries}, "the cost model").links)
