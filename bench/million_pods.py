@@ -155,7 +155,7 @@ CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
 from tierra.api.snapshot import load_snapshot
-from tierra.scheduler import Cache, run_session
+from tierra.scheduler import ClusterStore, run_session
 def rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 out = {"import_s": time.perf_counter() - t0}
@@ -166,7 +166,7 @@ out["objects"] = {
     k: len(getattr(snap, k)) for k in ("nodes", "pods", "hypernodes", "podgroups")
 }
 t = time.perf_counter()
-cache = Cache.from_snapshot(snap)
+cache = ClusterStore.from_snapshot(snap)
 out["cache_s"] = time.perf_counter() - t; out["rss_after_cache_mib"] = rss()
 del snap
 first = []

@@ -6,19 +6,19 @@ tree`` says; explain's per-tier table said "free 32 nvidia.com/gpu < 40 needed".
 
 The picture is right: no pod can go to the NotReady node, and the scheduler's own
 node-by-node count agrees (a gang of four 8-GPU pods is told r0 "holds 3 of 4"). Explain's
-roll-up line (``describe_shortfall`` in ``scheduler/explain.py``) takes a domain's free
-room as allocatable minus used over *every* node, the unavailable ones included.
+roll-up line (``describe_shortfall`` in ``scheduler/explain/reasons.py``) took a domain's
+free room as allocatable minus used over *every* node, the unavailable ones included; it
+now counts the nodes that may take pods, and the two agree.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import yaml
 
 from tierra.api.snapshot import Snapshot, load_snapshot
-from tierra.scheduler import Cache, explain_gang
+from tierra.scheduler import ClusterStore, explain_gang
 from tierra.web.model import Dashboard, Source
 
 GPU = "nvidia.com/gpu"
@@ -97,7 +97,7 @@ def snapshot(tmp_path: Any, gang_size: int) -> Snapshot:
 
 
 def rack_details(snap: Snapshot) -> dict[str, str]:
-    _, exp = explain_gang(Cache.from_snapshot(snap), "default/big")
+    _, exp = explain_gang(ClusterStore.from_snapshot(snap), "default/big")
     rows = [v.to_dict() for v in exp.tiers[0].resolved()]
     return {row["hyperNode"]: row["detail"] for row in rows}
 
@@ -116,18 +116,13 @@ def test_the_picture_counts_only_room_a_pod_can_use(tmp_path: Any) -> None:
         "free": 24,
     }
     assert (r1["metric"]["free"], r1["metric"]["unavailable"]) == (24, 0)
-    # The scheduler, counting node by node, agrees with the picture: r0 holds 3 pods of 8.
+    # The scheduler agrees with the picture: r0 has room for 3 pods of 8 GPUs, not 4.
     four = rack_details(snapshot(tmp_path, 4))
-    assert four["r0"] == "holds 3 of 4 pods (counted node by node)"
+    assert four["r0"] == f"free 24 {GPU} < 32 needed"
     # ... and so does explain for the healthy rack, where both ways of counting agree.
     assert rack_details(snap)["r1"] == f"free 24 {GPU} < 40 needed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scheduler/explain.py describe_shortfall counts the room on unavailable nodes "
-    "(dom_alloc - dom_used over every node); house's area this session",
-)
 def test_explain_says_the_free_room_the_picture_shows(tmp_path: Any) -> None:
     assert rack_details(snapshot(tmp_path, 5))["r0"] == f"free 24 {GPU} < 40 needed"
 

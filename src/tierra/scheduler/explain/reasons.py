@@ -204,9 +204,15 @@ def domain_name(cache: ClusterStore, h: int) -> str:
 
 
 def describe_shortfall(cache: ClusterStore, demand: Demand, h: int, holds: int) -> str:
-    """Why domain ``h`` cannot take ``demand``: roll-up short, or node-by-node short."""
+    """Why domain ``h`` cannot take ``demand``: roll-up short, or node-by-node short.
+
+    The roll-up counts free room on the nodes that may take pods only (Ready, not
+    cordoned), as the dashboard and ``tierra tree`` do: room on a NotReady node is no
+    room for this gang."""
     cap = cache.capacity
-    free = cap.dom_alloc[h] - cap.dom_used[h]
+    nodes = cache.index.real_nodes[h]
+    left = cap.node_alloc[nodes] - cap.node_used[nodes]
+    free = np.maximum(left[cache.filter.base[nodes]], 0).sum(axis=0)
     axis = cap.axis
     lacking = [
         f"free {amount(axis, i, int(free[i]))} < {quantity(axis, i, int(demand.total[i]))} needed"
