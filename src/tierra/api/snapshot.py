@@ -21,6 +21,7 @@ import yaml
 from tierra.api.files import YamlLoader, read_text, yaml_problem
 from tierra.api.hypernode import GROUPS as HYPERNODE_GROUPS
 from tierra.api.hypernode import HyperNode, decode_hypernode
+from tierra.api.kueue import level_keys
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import Pod, decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
@@ -221,7 +222,7 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
     _expand_jobs(buckets, problems)
     # Upstream PodGroups constrained by a node-label key: the key becomes a tier.
     podgroups, label_domains = resolve_topology_keys(
-        buckets["podgroups"], buckets["nodes"], buckets["hypernodes"]
+        buckets["podgroups"], buckets["nodes"], buckets["hypernodes"], level_keys(buckets["pods"])
     )
     return Snapshot(
         nodes=tuple(buckets["nodes"]),
