@@ -63,7 +63,7 @@ class KueueShape:
     parts: tuple[Part, ...]
     loose: tuple[Pod, ...]  # pods under the gang's limit only
     ranks: Mapping[str, tuple[str, int]]  # pod key -> (rank space, rank)
-    inner: Mapping[str, tuple[SliceLayer, ...]]  # part id -> inner layers (tier names)
+    inner: Mapping[str, tuple[SliceLayer, ...]]  # PodSet -> its inner layers (tier names)
 
 
 def podset_of(pod: Pod) -> str:
@@ -246,12 +246,23 @@ def _shape(
         for ps in members:
             ordered, req = ordered_of[ps], reqs.get(ps)
             if req is not None and req.slices:
-                sliced = _slice_parts(ps, ordered, req, tiers, gang_topology is not None)
+                layer = 0
+                one_outer = len(req.slices) > 1 and len(ordered) == req.slices[0].size
+                if one_outer and own is None and len(spaces) == 1:
+                    # one outer slice: it is the gang's domain, the next layer its parts
+                    outer = req.slices[0]
+                    gang_topology = NetworkTopology(
+                        mode=TopologyMode.HARD, highest_tier_name=tiers[outer.level]
+                    )
+                    layer = 1
+                held = gang_topology is not None
+                sliced = _slice_parts(ps, ordered, req, tiers, held, layer=layer)
                 if isinstance(sliced, str):
                     return sliced
                 parts.extend(sliced)
-                layers = tuple(SliceLayer(tiers[s.level], s.size) for s in req.slices[1:])
-                inner.update((part.id, layers) for part in sliced if layers)
+                rest = req.slices[layer + 1 :]
+                if rest:
+                    inner[ps] = tuple(SliceLayer(tiers[s.level], s.size) for s in rest)
             elif req is not None and req.level and shared is None:
                 topo = _topology(req, tiers[req.level])
                 parts.append(Part(f"kueue-{space}", tuple(ordered), len(ordered), topo))
@@ -266,8 +277,10 @@ def _slice_parts(
     req: PodSetTopology,
     tiers: Mapping[str, str],
     gang_holds_level: bool,
+    *,
+    layer: int = 0,
 ) -> list[Part] | str:
-    outer = req.slices[0]
+    outer = req.slices[layer]
     count = len(ordered)
     where = f"PodSet {ps}"
     if outer.size > count:
