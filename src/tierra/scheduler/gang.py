@@ -200,24 +200,7 @@ def _build(
         priority = state.priority_classes[pg.priority_class_name]  # as Volcano's cache
     shape = kueue_shape(state, pg, [*pending, *running])
     if pg is None:
-        pod = pending[0]
-        solo_topology = from_annotations(pod)
-        if isinstance(shape, KueueShape) and shape.topology is not None:
-            solo_topology = shape.topology
-        return Gang(
-            key=key,
-            podgroup=None,
-            queue=solo_queue(pod),
-            priority=priority,
-            min_member=1,
-            min_task_member={},
-            min_sub_groups={},
-            topology=solo_topology,
-            sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, solo_topology),),
-            running=(),
-            pending=tuple(pending),
-            problem=shape if isinstance(shape, str) else None,
-        )
+        return _alone(key, pending, priority, shape)
     problem = _problem(pg, state, running, pending)
     if isinstance(shape, str):
         problem = problem or shape
@@ -232,43 +215,11 @@ def _build(
                 key, pg, pending=pending, running=running, shape=shape, priority=priority
             )
     policies = pg.sub_group_policies
-    by_id: dict[str, tuple[str, int, list[Pod], list[Pod]]] = {}
-    default_pending: list[Pod] = []
-    default_running: list[Pod] = []
-    for pods, is_running in ((pending, False), (running, True)):
-        for pod in pods:
-            found = _sub_group_of(pod, policies) if policies and problem is None else None
-            if found is None:
-                (default_running if is_running else default_pending).append(pod)
-                continue
-            sid, pname, index = found
-            entry = by_id.setdefault(sid, (pname, index, [], []))
-            (entry[3] if is_running else entry[2]).append(pod)
-    sizes = {p.name: p.sub_group_size for p in policies}
-    topo = {p.name: p.network_topology for p in policies}
+    by_id, default_pending, default_running = _by_sub_group(
+        pending, running, policies if problem is None else ()
+    )
     min_groups = {p.name: p.min_sub_groups for p in policies if p.min_sub_groups > 0}
-    groups: list[SubGroup] = []
-    running_whole: Counter[str] = Counter()
-    for pname in (p.name for p in policies):
-        mine = sorted(
-            ((sid, e) for sid, e in by_id.items() if e[0] == pname),
-            key=lambda kv: (kv[1][1], natural_key(kv[0])),
-        )
-        ready = sum(1 for _, e in mine if len(e[3]) >= sizes[pname])
-        wanted = max(0, min_groups.get(pname, 0) - ready)
-        for sid, (_, index, pend, run) in mine:
-            if not pend:
-                if len(run) >= sizes[pname]:
-                    running_whole[pname] += 1
-                continue
-            required = wanted > 0 and len(run) < sizes[pname]
-            if required:
-                wanted -= 1
-            groups.append(
-                SubGroup(
-                    sid, pname, index, tuple(pend), tuple(run), sizes[pname], required, topo[pname]
-                )
-            )
+    groups, running_whole = _policy_groups(policies, by_id, min_groups)
     if problem is None:
         for pname, m in min_groups.items():
             formed = sum(1 for e in by_id.values() if e[0] == pname)
@@ -353,6 +304,85 @@ def _kueue_gang(
         pending=tuple(pending),
         kueue=shape,
     )
+
+
+def _alone(key: str, pending: list[Pod], priority: int, shape: KueueShape | str | None) -> Gang:
+    """A pod without a PodGroup: a gang of one, its topology from Volcano's annotations
+    (or Kueue's level, when it names one)."""
+    pod = pending[0]
+    topology = from_annotations(pod)
+    if isinstance(shape, KueueShape) and shape.topology is not None:
+        topology = shape.topology
+    return Gang(
+        key=key,
+        podgroup=None,
+        queue=solo_queue(pod),
+        priority=priority,
+        min_member=1,
+        min_task_member={},
+        min_sub_groups={},
+        topology=topology,
+        sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, topology),),
+        running=(),
+        pending=tuple(pending),
+        problem=shape if isinstance(shape, str) else None,
+    )
+
+
+_Entry = tuple[str, int, list[Pod], list[Pod]]  # policy, its index, pending, running
+
+
+def _by_sub_group(
+    pending: list[Pod], running: list[Pod], policies: Sequence[SubGroupPolicy]
+) -> tuple[dict[str, _Entry], list[Pod], list[Pod]]:
+    """Pods by sub-group id (no policies: every pod is a default one), and the default
+    sub-group's pending and running pods."""
+    by_id: dict[str, _Entry] = {}
+    default_pending: list[Pod] = []
+    default_running: list[Pod] = []
+    for pods, is_running in ((pending, False), (running, True)):
+        for pod in pods:
+            found = _sub_group_of(pod, policies) if policies else None
+            if found is None:
+                (default_running if is_running else default_pending).append(pod)
+                continue
+            sid, pname, index = found
+            entry = by_id.setdefault(sid, (pname, index, [], []))
+            (entry[3] if is_running else entry[2]).append(pod)
+    return by_id, default_pending, default_running
+
+
+def _policy_groups(
+    policies: Sequence[SubGroupPolicy], by_id: dict[str, _Entry], min_groups: dict[str, int]
+) -> tuple[list[SubGroup], Counter[str]]:
+    """The sub-groups with pending pods, policy by policy (``required`` while the policy is
+    short of ``minSubGroups`` whole ones), and per policy how many are whole by running
+    pods alone."""
+    sizes = {p.name: p.sub_group_size for p in policies}
+    topo = {p.name: p.network_topology for p in policies}
+    groups: list[SubGroup] = []
+    running_whole: Counter[str] = Counter()
+    for pname in (p.name for p in policies):
+        mine = sorted(
+            ((sid, e) for sid, e in by_id.items() if e[0] == pname),
+            key=lambda kv: (kv[1][1], natural_key(kv[0])),
+        )
+        ready = sum(1 for _, e in mine if len(e[3]) >= sizes[pname])
+        wanted = max(0, min_groups.get(pname, 0) - ready)
+        for sid, (_, index, pend, run) in mine:
+            if not pend:
+                if len(run) >= sizes[pname]:
+                    running_whole[pname] += 1
+                continue
+            required = wanted > 0 and len(run) < sizes[pname]
+            if required:
+                wanted -= 1
+            groups.append(
+                SubGroup(
+                    sid, pname, index, tuple(pend), tuple(run), sizes[pname], required, topo[pname]
+                )
+            )
+    return groups, running_whole
 
 
 def _cached(cache: ClusterStore, memory: Memory, key: str, alone: bool) -> Gang | None:

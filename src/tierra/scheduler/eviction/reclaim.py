@@ -61,12 +61,15 @@ class Reclaimer(Preemptor):
         self.dims: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self._victim_queues: dict[str, bool] = {}
 
-    def refusal(self, plan: GangPlan, book: QueueBook) -> str | None:
-        """Why the gang's queue may not reclaim at all, or None."""
+    def refusal(self, plan: GangPlan, book: QueueBook) -> Status | None:
+        """Why the gang's queue may not reclaim at all (``UNSCHEDULABLE``), or None."""
         request = plan.demand.total
         dims = book.contended() & (request > 0)
         if not dims.any():
-            return "nothing it asks for is short: the queues want no more than the cluster has"
+            return Status(
+                Code.UNSCHEDULABLE,
+                "nothing it asks for is short: the queues want no more than the cluster has",
+            )
         return book.holds_share(plan.gang.queue, dims)
 
     def reclaim(self, plan: GangPlan, book: QueueBook, budget: Budget | None = None) -> Status:
@@ -76,7 +79,7 @@ class Reclaimer(Preemptor):
             return Status(Code.UNSCHEDULABLE)
         why = self.refusal(plan, book)
         if why is not None:
-            return Status(Code.UNSCHEDULABLE, why)
+            return why
         self.book, self.queue = book, plan.gang.queue
         self.request = plan.demand.total
         self.dims = book.contended() & (self.request > 0)

@@ -17,7 +17,7 @@ Nodes inside a chosen domain are picked by ``node_choice.NodeChoice``.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tierra.scheduler.config import SchedulerConfig
@@ -25,12 +25,13 @@ from tierra.scheduler.constraints.protocol import Cycle, Refusal
 from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.constraints.tier_limit import TierLimit
 from tierra.scheduler.explain.reasons import Trace, domain_name, no_fit_reason
+from tierra.scheduler.explain.words import kept_out
 from tierra.scheduler.gang import Gang, SubGroup, Tally
 from tierra.scheduler.placement.demand import Demand, Demands
 from tierra.scheduler.placement.distribution import NodeChoice, lowest_common
 from tierra.scheduler.placement.plan import GangPlan, nodes_of
 from tierra.scheduler.placement.search import Search, Slices
-from tierra.scheduler.queueing.quota import Budget
+from tierra.scheduler.queueing.quota import Budget, BudgetRefusal
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.state.transaction import Mark, Transaction
@@ -51,22 +52,19 @@ def root_only(limit: TierLimit) -> TierLimit:
     return replace(limit, tree_max=tuple(-1 for _ in limit.tree_max), root=True)
 
 
-def _left_out(budget: Budget) -> str:
-    n = budget.left_out
-    pods = (
-        "1 pending pod beyond minMember waits"
-        if n == 1
-        else f"{n} pending pods beyond minMember wait"
-    )
-    return f"{pods}: {budget.refused}"
+@dataclass(frozen=True, slots=True)
+class Extras:
+    """What came of a gang's members beyond the minimum: how many were placed, how many
+    its queue's limits kept out, and the first limit that did."""
+
+    placed: int = 0
+    kept_out: int = 0
+    kept_by: BudgetRefusal | None = None
 
 
-def _placed(domain: int, budget: Budget | None) -> Status:
-    """Success; its reason says which members beyond the minimum the queue's limits kept out."""
-    status = success(domain)
-    if budget is not None and budget.refused is not None:
-        status = replace(status, reason=_left_out(budget))
-    return status
+def _placed(domain: int, extras: Extras) -> Status:
+    """Success, with the members beyond the minimum its queue's limits kept out."""
+    return Status(Code.SUCCESS, domain=domain, kept_out=extras.kept_out, kept_by=extras.kept_by)
 
 
 class Allocator:
@@ -131,18 +129,19 @@ class Allocator:
         start = self.txn.mark()
         if not plan.demand.count:  # already ready: only extras
             domain = sticky if sticky is not None else ix.root
-            if self._extras(plan, domain, region, budget) == 0:
-                if budget is not None and budget.refused is not None:
-                    return queue_limited(_left_out(budget))
+            extras = self._extras(plan, domain, region, budget)
+            if extras.placed == 0:
+                if extras.kept_by is not None:
+                    return queue_limited(kept_out(extras.kept_out, extras.kept_by))
                 return self._extras_failure(plan)
-            return self._kept(start, domain, budget)
+            return self._kept(start, domain, extras)
         if limit.flat and plan.single:
             status = self.place_unit(
                 plan.demand, limit, region, sticky=None, new_gang=True, scope="gang", trace=trace
             )
             if status.ok:
-                self._extras(plan, region, region, budget)
-                return self._kept(start, region, budget)
+                extras = self._extras(plan, region, region, budget)
+                return self._kept(start, region, extras)
             if status.code is Code.UNSCHEDULABLE:
                 status = replace(status, searched=plan.searched())
             return status
@@ -171,11 +170,11 @@ class Allocator:
                 else:
                     status = self._core(plan, h, trace)
                 if status.ok:
-                    self._extras(plan, h, region, budget)
+                    extras = self._extras(plan, h, region, budget and budget.copy())
                     refused = self._reserve(mark)
                     if refused is None:
                         self._attempt(trace, "gang", h, "chosen")
-                        return _placed(h, budget)
+                        return _placed(h, extras)
                     status = attempt_failed(refused.words(cache, h))
                 self.txn.rollback(mark)
                 failure = failure or f"in {domain_name(cache, h)}: {status.reason}"
@@ -188,11 +187,11 @@ class Allocator:
         reason = no_fit_reason(cache, plan.demand, limit, misses, region=region, sticky=sticky)
         return unschedulable(reason, plan.searched())
 
-    def _kept(self, start: Mark, domain: int, budget: Budget | None) -> Status:
+    def _kept(self, start: Mark, domain: int, extras: Extras) -> Status:
         """Success once every reserving constraint agrees; else rolled back, and why."""
         refused = self._reserve(start)
         if refused is None:
-            return _placed(domain, budget)
+            return _placed(domain, extras)
         self.txn.rollback(start)
         return attempt_failed(refused.words(self.cache, domain))
 
@@ -340,14 +339,14 @@ class Allocator:
         now = [n for p, n, _ in self.txn.assigned if p.key in ours]
         return nodes_of(self.cache, sg.running) + now
 
-    def _extras(self, plan: GangPlan, domain: int, region: int, budget: Budget | None) -> int:
+    def _extras(self, plan: GangPlan, domain: int, region: int, budget: Budget | None) -> Extras:
         """Members beyond what the gang needs: placed when they fit, near the gang; how many.
 
         A sub-group not whole yet places its first pods together, or none of them; every
         pod of a sub-group stays inside its ``unit_frame``; no pod goes beyond what
         ``budget`` (its queue's limits) allows."""
         if not plan.extras:
-            return 0
+            return Extras()
         cache, ix, lay = self.cache, self.cache.index, self.cache.layouts
         limit = plan.frame.limit
         nodes = [n for _, n, _ in self.txn.assigned] + nodes_of(cache, plan.gang.running)
@@ -357,7 +356,8 @@ class Allocator:
         if not limit.flat:
             top = limit.highest_allowed(ix, near)
             wide = near if top is None else top
-        placed = 0
+        placed = kept = 0
+        kept_by: BudgetRefusal | None = None
         for extra in plan.extras:
             sg = extra.sub_group
             if extra.first is not None:  # not whole yet: its first pods go together
@@ -366,9 +366,10 @@ class Allocator:
                 )
                 if not frame.ok:
                     continue
-                if budget is not None and not budget.allows_all(
-                    extra.first.total, extra.first.count
-                ):
+                refused = budget.allows_all(extra.first.total) if budget is not None else None
+                if refused is not None:
+                    kept += extra.first.count
+                    kept_by = kept_by or refused
                     continue
                 assert frame.domain is not None
                 status = self.place_unit(
@@ -399,7 +400,10 @@ class Allocator:
             for shape in extra.rest.shapes:
                 pods = shape.pods
                 if budget is not None:
-                    pods = pods[: budget.allows(shape.vec, len(pods))]
+                    fit, refused = budget.allows(shape.vec, len(pods))
+                    kept += len(pods) - fit
+                    kept_by = kept_by or refused
+                    pods = pods[:fit]
                 if not pods:
                     continue
                 if extra.limit.flat:
@@ -409,7 +413,7 @@ class Allocator:
                 if budget is not None:
                     budget.take(shape.vec * n)
                 placed += n
-        return placed
+        return Extras(placed, kept, kept_by)
 
     def _extras_failure(self, plan: GangPlan) -> Status:
         """Why none of a ready gang's further pods fit (re-tried every session)."""

@@ -45,7 +45,7 @@ from tierra.scheduler.queueing.queue_tree import QueueTree
 from tierra.scheduler.queueing.quota import UNLIMITED, Budget, Limit, Quota
 from tierra.scheduler.queueing.shares import Limits, deserved_shares
 from tierra.scheduler.state.store import DEFAULT_QUEUE, ClusterStore
-from tierra.scheduler.status import OK, Status, queue_limited, unresolvable
+from tierra.scheduler.status import OK, Status, queue_limited, unresolvable, unschedulable
 from tierra.topology.index import IntArray
 
 FloatArray = npt.NDArray[np.float64]
@@ -315,17 +315,18 @@ class QueueBook:
             return False
         return not ((taken > 0) & (left < self._guarantee(q))).any()
 
-    def holds_share(self, q: str, dims: npt.NDArray[np.bool_]) -> str | None:
-        """Why ``q`` may not take room back (it holds its share already), or None."""
+    def holds_share(self, q: str, dims: npt.NDArray[np.bool_]) -> Status | None:
+        """Why ``q`` may not take room back (``UNSCHEDULABLE``: it holds its share
+        already, or deserves none of it), or None."""
         alloc, deserved = self.allocated[q], self.deserved[q]
         if not (dims & (deserved > 0)).any():
             names = ", ".join(n for n, d in zip(self.names, dims, strict=True) if d)
-            return f"queue {q} deserves none of {names}"
+            return unschedulable(f"queue {q} deserves none of {names}")
         if self.below_share(q, dims):
             return None
         ratio = np.where(dims & (deserved > 0), alloc / np.maximum(deserved, 1e-9), -1.0)
         i = int(np.argmax(ratio))
-        return (
+        return unschedulable(
             f"queue {q} holds its deserved share of {self.names[i]} already (deserved "
             f"{amount(self.axis, i, deserved[i])}, in use {amount(self.axis, i, alloc[i])})"
         )

@@ -105,22 +105,35 @@ class Limit:
     describe: Describe
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetRefusal:
+    """The first limit that kept a pod beyond the minimum out: which resource, what the
+    pod needs and what was left; ``words`` says it (explain only)."""
+
+    describe: Describe
+    resource: int
+    need: int
+    left: int
+
+    def words(self) -> str:
+        return self.describe(self.resource, self.need, self.left)
+
+
 class Budget:
     """What one gang's queue may still take while its members beyond the minimum are
     placed: every limit must hold for every pod. ``allows`` says how many pods of one
-    request fit; the first refusal is kept as the reason the others wait."""
+    request fit, and which limit refused the others."""
 
     def __init__(self, limits: list[Limit]) -> None:
         self.limits = limits
-        self.refused: str | None = None
-        self.left_out = 0
 
     def copy(self) -> Budget:
         return Budget([Limit(lim.room.copy(), lim.describe) for lim in self.limits])
 
-    def allows(self, vec: IntArray, n: int = 1) -> int:
-        """How many of ``n`` pods asking ``vec`` fit every limit (noting why not all)."""
+    def allows(self, vec: IntArray, n: int = 1) -> tuple[int, BudgetRefusal | None]:
+        """How many of ``n`` pods asking ``vec`` fit every limit, and why not all."""
         fit = n
+        refusal: BudgetRefusal | None = None
         asks = vec > 0
         for lim in self.limits:
             if not asks.any():
@@ -129,19 +142,16 @@ class Budget:
             k = int(min(n, per.min()))
             if k < fit:
                 fit = k
-                if self.refused is None:
+                if refusal is None:
                     i = int(np.flatnonzero(asks & (per == per.min()))[0])
                     left = int(lim.room[i] - k * vec[i])  # once the k that fit are in
-                    self.refused = lim.describe(i, int(vec[i]), left)
-        self.left_out += n - fit
-        return fit
+                    refusal = BudgetRefusal(lim.describe, i, int(vec[i]), left)
+        return fit, refusal
 
-    def allows_all(self, total: IntArray, count: int) -> bool:
-        """Whether ``count`` pods asking ``total`` together fit (all of them, or none)."""
-        if self.allows(total) == 1:
-            return True
-        self.left_out += count - 1
-        return False
+    def allows_all(self, total: IntArray) -> BudgetRefusal | None:
+        """Whether pods asking ``total`` together fit (None) or which limit refuses them."""
+        fit, refusal = self.allows(total)
+        return None if fit == 1 else refusal
 
     def take(self, vec: IntArray) -> None:
         for lim in self.limits:

@@ -434,7 +434,7 @@ class ClusterStore:
             yield self
         finally:
             self._journal = None
-            journal.undo(self)
+            journal.undo()
             for g in sorted(journal.gangs):
                 self._touched(g)
             for n in sorted(journal.placed_on):

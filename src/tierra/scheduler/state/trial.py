@@ -6,7 +6,8 @@ at 100,000 nodes). Inside ``ClusterStore.trial()`` sessions run and commit as us
 later in the queue sees the room the gangs before it took, exactly as in a real session.
 Before each commit changes anything, the cache hands this ``Journal`` the ledger rows
 the transaction wrote and the entries of its tables the commit is about to change; when
-the trial ends they are put back, last first. What a trial costs grows with what its
+the trial ends they are put back, last first: one undo log, a ``Transaction`` like the
+session's own, its table entries undos on the same log. What a trial costs grows with what its
 sessions decided, not with the cluster.
 
 Entries that are replaced or added are remembered one by one and put back in place. A
@@ -30,18 +31,23 @@ Table = MutableMapping[Any, Any] | MutableSet[Any]
 
 
 class Journal:
-    """What a trial's commits changed in one cache (tables named by attribute)."""
+    """What a trial's commits changed in one store, as one undo log: a ``Transaction``.
+
+    Every commit's ledger rows (``wrote``) and every table entry it is about to change
+    (``keep``, ``keep_whole``: an undo each, ``Transaction.on_undo``) join the same log in
+    the order they happen; ``undo`` rolls it back last first, exactly as a session rolls
+    back a failed attempt (and with it any constraint's reservation undo the commits
+    carried)."""
 
     def __init__(self, capacity: Capacity) -> None:
-        self.ledger = Transaction(capacity)  # every commit's ledger rows, undone LIFO
-        self.entries: dict[str, dict[Hashable, Any]] = {}  # table -> key -> value before
-        self.whole: dict[str, Any] = {}  # table -> its contents before it first lost one
+        self.log = Transaction(capacity)
+        self.whole: set[str] = set()  # tables copied whole (later single entries: in it)
         self.placed_on: set[int] = set()  # nodes that took pods (undoing frees their room)
         self.gangs: set[str] = set()  # gangs (or lone pods) that gained or lost pods
 
     def wrote(self, txn: Transaction) -> None:
-        """The ledger rows ``txn`` wrote (it is about to be committed)."""
-        self.ledger.changes.extend(txn.changes)
+        """The ledger rows (and undos) ``txn`` wrote (it is about to be committed)."""
+        self.log.changes.extend(txn.changes)
 
     def keep(self, owner: object, name: str, keys: Iterable[Hashable]) -> None:
         """Remember entries ``keys`` of table ``owner.<name>`` (a dict or a set) before
@@ -49,41 +55,42 @@ class Journal:
         if name in self.whole:
             return  # the whole copy holds them already
         table: Table = getattr(owner, name)
-        saved = self.entries.setdefault(name, {})
-        for k in keys:
-            if k not in saved:
-                if isinstance(table, MutableSet):
-                    saved[k] = k in table
+        if isinstance(table, MutableSet):
+            members = {k: k in table for k in keys}
+
+            def put_back_members() -> None:
+                for k, was in members.items():
+                    (table.add if was else table.discard)(k)
+
+            self.log.on_undo(put_back_members)
+            return
+        values = {k: table.get(k, _ABSENT) for k in keys}
+
+        def put_back() -> None:
+            for k, old in values.items():
+                if old is _ABSENT:
+                    table.pop(k, None)
                 else:
-                    saved[k] = table.get(k, _ABSENT)
+                    table[k] = old
+
+        self.log.on_undo(put_back)
 
     def keep_whole(self, owner: object, name: str, *, nested: bool = False) -> None:
         """Remember table ``owner.<name>`` whole, before it loses entries; ``nested``: a
         dict of dicts whose inner dicts change too."""
         if name in self.whole:
             return
+        self.whole.add(name)
         table = getattr(owner, name)
-        if nested:
-            self.whole[name] = {k: dict(v) for k, v in table.items()}
-        else:
-            self.whole[name] = table.copy()
+        old = {k: dict(v) for k, v in table.items()} if nested else table.copy()
 
-    def undo(self, owner: object) -> None:
-        """Put back everything remembered: the ledger, whole tables, then single entries
-        (those were remembered earlier than any whole copy of their table)."""
-        self.ledger.rollback()
-        for name, old in self.whole.items():
-            table = getattr(owner, name)
+        def put_back() -> None:
             table.clear()
             table.update(old)
-        for name, saved in self.entries.items():
-            table = getattr(owner, name)
-            for k, old in saved.items():
-                if isinstance(table, MutableSet):
-                    (table.add if old else table.discard)(k)
-                elif old is _ABSENT:
-                    table.pop(k, None)
-                else:
-                    table[k] = old
+
+        self.log.on_undo(put_back)
+
+    def undo(self) -> None:
+        """Put back everything remembered, last first."""
+        self.log.rollback()
         self.whole.clear()
-        self.entries.clear()
