@@ -28,6 +28,7 @@ from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.priority import GROUP as PRIORITY_GROUP
 from tierra.api.priority import PriorityClass, decode_priority_class
 from tierra.api.queue import Queue, decode_queue
+from tierra.api.tierra_annotations import annotation_levels
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.bulk import building
@@ -222,7 +223,11 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
     _expand_jobs(buckets, problems)
     # Upstream PodGroups constrained by a node-label key: the key becomes a tier.
     podgroups, label_domains = resolve_topology_keys(
-        buckets["podgroups"], buckets["nodes"], buckets["hypernodes"], level_keys(buckets["pods"])
+        buckets["podgroups"],
+        buckets["nodes"],
+        buckets["hypernodes"],
+        level_keys(buckets["pods"])
+        | annotation_levels(pg.meta.annotations for pg in buckets["podgroups"]),
     )
     return Snapshot(
         nodes=tuple(buckets["nodes"]),

@@ -35,7 +35,7 @@ from tierra.api.hypernode import TIERRA_GROUP, HyperNode, Member, MemberSelector
 from tierra.api.labels import LabelSelector
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Node
-from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
+from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode, with_annotations
 from tierra.errors import Origin, Problem
 
 WORKLOAD_GROUP = "scheduling.k8s.io"
@@ -90,7 +90,7 @@ def decode_workload_podgroup(
         meta=meta,
         min_member=min_member,
         priority_class_name=spec.string("priorityClassName"),
-        network_topology=topology,
+        network_topology=with_annotations(f, meta, topology, "spec.schedulingConstraints"),
         origin=origin,
     )
 

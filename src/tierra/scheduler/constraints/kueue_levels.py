@@ -33,10 +33,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tierra.api import kueue
-from tierra.api.kueue import PodSetTopology, SliceLayer
+from tierra.api.kueue import PodSetTopology
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
+from tierra.api.tierra_annotations import (
+    RANK_LABEL,
+    SLICES,
+    GangTopology,
+    Layer,
+    read_gang_topology,
+)
 from tierra.api.workload import SYNTHETIC_ANNOTATION, discovered_tier
 
 if TYPE_CHECKING:
@@ -56,6 +63,26 @@ class Part:
 
 
 @dataclass(frozen=True, slots=True)
+class Nest:
+    """One slice layer resolved: groups of ``size`` pods, each in one domain of a tier
+    (by name or by number)."""
+
+    size: int
+    tier_name: str | None
+    tier: int | None
+
+    @property
+    def topology(self) -> NetworkTopology:
+        if self.tier is not None:
+            return NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=self.tier)
+        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=self.tier_name)
+
+    @property
+    def text(self) -> str:
+        return f"tier {self.tier}" if self.tier is not None else f"tier {self.tier_name}"
+
+
+@dataclass(frozen=True, slots=True)
 class KueueShape:
     """What Kueue's annotations make of one gang."""
 
@@ -63,7 +90,7 @@ class KueueShape:
     parts: tuple[Part, ...]
     loose: tuple[Pod, ...]  # pods under the gang's limit only
     ranks: Mapping[str, tuple[str, int]]  # pod key -> (rank space, rank)
-    inner: Mapping[str, tuple[SliceLayer, ...]]  # PodSet -> its inner layers (tier names)
+    inner: Mapping[str, tuple[Nest, ...]]  # PodSet -> its inner layers, checked at reserve
 
 
 def podset_of(pod: Pod) -> str:
@@ -174,15 +201,27 @@ def _groups(
     return spaces, None
 
 
+def _pod_annotated(pods: Sequence[Pod]) -> bool:
+    keys = (*kueue.TOPOLOGY_KEYS, kueue.GROUP_NAME)
+    return any(k in p.meta.annotations for p in pods for k in keys)
+
+
 def kueue_shape(
     store: ClusterStore, pg: PodGroup | None, pods: Sequence[Pod]
 ) -> KueueShape | str | None:
-    """The gang ``pods`` make under Kueue's annotations, why it cannot be, or None when
-    no pod carries them."""
-    if not any(
-        k in p.meta.annotations for p in pods for k in (*kueue.TOPOLOGY_KEYS, kueue.GROUP_NAME)
-    ):
-        return None
+    """The gang ``pods`` make under Kueue's pod annotations or the PodGroup's tierra ones
+    (``tierra.api.tierra_annotations``), why it cannot be, or None when there are none."""
+    mine = read_gang_topology(pg.meta.annotations)[0] if pg is not None else None
+    nested = mine is not None and bool(mine.slices or mine.rank_label)
+    if not _pod_annotated(pods):
+        if mine is None or not nested or pg is None:
+            return None
+        return tierra_shape(store, pg, pods, mine)
+    if nested:
+        return (
+            f"the PodGroup's {SLICES} or {RANK_LABEL} and its pods' Kueue topology "
+            "annotations both shape the gang; use one of them"
+        )
     reqs, problem = _requests(pods)
     if problem is not None:
         return problem
@@ -199,7 +238,56 @@ def kueue_shape(
             if tier is None:
                 return _unresolved(store, key, f"PodSet {ps}")
             tiers[key] = tier
-    return _shape(pg, reqs, by_ps, spaces, tiers)
+    nests = {
+        ps: tuple(Nest(s.size, tiers[s.level], None) for s in req.slices)
+        for ps, req in reqs.items()
+        if req is not None and req.slices
+    }
+    return _shape(pg, reqs=reqs, by_ps=by_ps, spaces=spaces, tiers=tiers, nests=nests)
+
+
+def _resolve_layer(store: ClusterStore, layer: Layer, where: str) -> Nest | str:
+    if layer.tier is not None:
+        return Nest(layer.size, None, layer.tier)
+    if layer.tier_name is not None:
+        if not store.index.by_tier_name(layer.tier_name):
+            return f"{where}: tierName {layer.tier_name!r} names no tier of a usable HyperNode"
+        return Nest(layer.size, layer.tier_name, None)
+    assert layer.level is not None
+    tier = level_tier(store, layer.level)
+    if tier is None:
+        return _unresolved(store, layer.level, where)
+    return Nest(layer.size, tier, None)
+
+
+def tierra_shape(
+    store: ClusterStore, pg: PodGroup, pods: Sequence[Pod], mine: GangTopology
+) -> KueueShape | str:
+    """The gang a PodGroup's ``slices`` and ``rank-label`` annotations describe: one
+    PodSet, its rank from the named label, its layers as Kueue's multi-layer slices."""
+    nests: list[Nest] = []
+    for i, layer in enumerate(mine.slices):
+        nest = _resolve_layer(store, layer, f"metadata.annotations[{SLICES}][{i}]")
+        if isinstance(nest, str):
+            return nest
+        nests.append(nest)
+    ordered = sorted(pods, key=lambda p: natural_key(p.name))
+    ranks: dict[str, tuple[str, int]] = {}
+    if mine.rank_label is not None:
+        label = mine.rank_label
+        got = [p.meta.labels.get(label, "") for p in ordered]
+        values = [int(v) for v in got if v.isascii() and v.isdigit()]
+        if len(values) == len(ordered) and sorted(values) == list(range(len(ordered))):
+            pairs = sorted(zip(values, ordered, strict=True), key=lambda rp: rp[0])
+            ordered = [p for _, p in pairs]
+            ranks = {p.key: ("gang", r) for r, p in pairs}
+    if not nests:
+        return KueueShape(pg.network_topology, (), tuple(ordered), ranks, {})
+    sliced = _sliced("gang", ordered, tuple(nests), pg.network_topology, single=True)
+    if isinstance(sliced, str):
+        return sliced
+    gang_topology, parts, inner = sliced
+    return KueueShape(gang_topology, tuple(parts), (), ranks, {"gang": inner} if inner else {})
 
 
 def _space_level(
@@ -209,12 +297,32 @@ def _space_level(
     return req if req is not None and (req.level or req.unconstrained or req.slices) else None
 
 
+def _ordered(
+    spaces: Mapping[str, list[str]], by_ps: Mapping[str, list[Pod]]
+) -> tuple[dict[str, list[Pod]], dict[str, tuple[str, int]]]:
+    """Each PodSet's pods in rank order, and the ranks (a group's leader first)."""
+    ordered_of: dict[str, list[Pod]] = {}
+    ranks: dict[str, tuple[str, int]] = {}
+    for space, members in sorted(spaces.items()):
+        total = sum(len(by_ps[ps]) for ps in members)
+        offset = 0
+        for ps in members:
+            ordered, got = _ranked(by_ps[ps], offset, total)
+            if got is not None:
+                ranks.update((p.key, (space, r)) for p, r in zip(ordered, got, strict=True))
+            ordered_of[ps] = ordered
+            offset += len(ordered)
+    return ordered_of, ranks
+
+
 def _shape(
     pg: PodGroup | None,
+    *,
     reqs: Mapping[str, PodSetTopology | None],
     by_ps: Mapping[str, list[Pod]],
     spaces: Mapping[str, list[str]],
     tiers: Mapping[str, str],
+    nests: Mapping[str, tuple[Nest, ...]],
 ) -> KueueShape | str:
     levels = {(r.required, r.preferred) for m in spaces.values() if (r := _space_level(reqs, m))}
     own = pg.network_topology if pg is not None else None
@@ -223,20 +331,11 @@ def _shape(
         first = next(r for m in spaces.values() if (r := _space_level(reqs, m)))
         shared = _topology(first, tiers.get(first.level or ""))
     gang_topology = own if own is not None else shared
+    ordered_of, ranks = _ordered(spaces, by_ps)
     parts: list[Part] = []
     loose: list[Pod] = []
-    ranks: dict[str, tuple[str, int]] = {}
-    inner: dict[str, tuple[SliceLayer, ...]] = {}
+    inner: dict[str, tuple[Nest, ...]] = {}
     for space, members in sorted(spaces.items()):
-        total = sum(len(by_ps[ps]) for ps in members)
-        offset = 0
-        ordered_of: dict[str, list[Pod]] = {}
-        for ps in members:  # a group's leader first: its ranks come before the workers'
-            ordered, got = _ranked(by_ps[ps], offset, total)
-            if got is not None:
-                ranks.update((p.key, (space, r)) for p, r in zip(ordered, got, strict=True))
-            ordered_of[ps] = ordered
-            offset += len(ordered)
         group = _space_level(reqs, members) if len(members) == 2 else None
         if group is not None and shared is None:  # leader and workers: one unit
             unit = tuple(p for ps in members for p in ordered_of[ps])
@@ -245,24 +344,20 @@ def _shape(
             continue
         for ps in members:
             ordered, req = ordered_of[ps], reqs.get(ps)
-            if req is not None and req.slices:
-                layer = 0
-                one_outer = len(req.slices) > 1 and len(ordered) == req.slices[0].size
-                if one_outer and own is None and len(spaces) == 1:
-                    # one outer slice: it is the gang's domain, the next layer its parts
-                    outer = req.slices[0]
-                    gang_topology = NetworkTopology(
-                        mode=TopologyMode.HARD, highest_tier_name=tiers[outer.level]
+            if req is not None and ps in nests:
+                if req.level and gang_topology is None:
+                    return (
+                        f"PodSet {ps}: a sliced PodSet's own level {req.level!r} must be the "
+                        "gang's (PodSets of one gang with slices and different levels are "
+                        "not supported)"
                     )
-                    layer = 1
-                held = gang_topology is not None
-                sliced = _slice_parts(ps, ordered, req, tiers, held, layer=layer)
+                sliced = _sliced(ps, ordered, nests[ps], gang_topology, single=len(spaces) == 1)
                 if isinstance(sliced, str):
                     return sliced
-                parts.extend(sliced)
-                rest = req.slices[layer + 1 :]
-                if rest:
-                    inner[ps] = tuple(SliceLayer(tiers[s.level], s.size) for s in rest)
+                gang_topology, more, layers = sliced
+                parts.extend(more)
+                if layers:
+                    inner[ps] = layers
             elif req is not None and req.level and shared is None:
                 topo = _topology(req, tiers[req.level])
                 parts.append(Part(f"kueue-{space}", tuple(ordered), len(ordered), topo))
@@ -271,36 +366,46 @@ def _shape(
     return KueueShape(gang_topology, tuple(parts), tuple(loose), ranks, inner)
 
 
-def _slice_parts(
+def _outer_limit(nest: Nest, own: NetworkTopology | None) -> NetworkTopology:
+    """The gang's limit when its pods make one outer slice: the outer layer's, or the
+    gang's own where both are tiers by number and the gang's is tighter."""
+    if own is not None and own.mode is TopologyMode.HARD and nest.tier is not None:
+        k = own.highest_tier_allowed
+        if k is not None and k < nest.tier:
+            return own
+    return nest.topology
+
+
+def _sliced(
     ps: str,
     ordered: Sequence[Pod],
-    req: PodSetTopology,
-    tiers: Mapping[str, str],
-    gang_holds_level: bool,
+    nests: tuple[Nest, ...],
+    gang_topology: NetworkTopology | None,
     *,
-    layer: int = 0,
-) -> list[Part] | str:
-    outer = req.slices[layer]
+    single: bool,
+) -> tuple[NetworkTopology | None, list[Part], tuple[Nest, ...]] | str:
+    """A PodSet cut into its outer slices (sub-groups), the gang's limit, and the inner
+    layers left to check. With a single outer slice, the outer layer is the gang's limit
+    and the next layer makes the sub-groups, so the search itself keeps them together."""
     count = len(ordered)
-    where = f"PodSet {ps}"
+    where = f"PodSet {ps}" if ps != "gang" else "the gang"
+    outer = nests[0]
     if outer.size > count:
-        return (
-            f"{where}: slice size {outer.size} must not be greater than the PodSet's {count} pods"
-        )
+        return f"{where}: slice size {outer.size} must not be greater than its {count} pods"
     if count % outer.size:
         return f"{where}: its {count} pods do not divide into slices of {outer.size}"
-    if req.level and not gang_holds_level:
-        return (
-            f"{where}: a sliced PodSet's own level {req.level!r} must be the gang's "
-            "(PodSets of one gang with slices and different levels are not supported)"
-        )
-    topo = NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=tiers[outer.level])
-    return [
+    layer = 0
+    if len(nests) > 1 and count == outer.size and single:
+        gang_topology = _outer_limit(outer, gang_topology)
+        layer = 1
+    cut = nests[layer]
+    parts = [
         Part(
             f"kueue-{ps}-slice-{i}",
-            tuple(ordered[i * outer.size : (i + 1) * outer.size]),
-            outer.size,
-            topo,
+            tuple(ordered[i * cut.size : (i + 1) * cut.size]),
+            cut.size,
+            cut.topology,
         )
-        for i in range(count // outer.size)
+        for i in range(count // cut.size)
     ]
+    return gang_topology, parts, nests[layer + 1 :]

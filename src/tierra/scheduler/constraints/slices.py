@@ -18,11 +18,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tierra.api.pod import Pod
-from tierra.scheduler.constraints.kueue_levels import podset_of
+from tierra.scheduler.constraints.kueue_levels import Nest, podset_of
 from tierra.scheduler.constraints.protocol import Constraint, Cycle, Refusal
 
 if TYPE_CHECKING:
     from tierra.scheduler.state.store import ClusterStore
+    from tierra.topology.index import TopologyIndex
+
+
+def _at(ix: TopologyIndex, h: int, layer: Nest) -> bool:
+    if layer.tier is not None:
+        return int(ix.tier[h]) == layer.tier
+    return ix.hypernodes[h].tier_name == layer.tier_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,25 +44,26 @@ class InnerSlices(Constraint):
         if shape is None or not shape.inner or gang is None:
             return None
         store, ix = cycle.store, cycle.store.index
+        of = (lambda _: "gang") if "gang" in shape.inner else podset_of
         on: dict[str, list[int]] = {}
         for p in gang.running:
             if p.key in store.node_of:
-                on.setdefault(podset_of(p), []).append(store.node_of[p.key])
+                on.setdefault(of(p), []).append(store.node_of[p.key])
         for p, n in placed:
-            on.setdefault(podset_of(p), []).append(n)
+            on.setdefault(of(p), []).append(n)
         for ps, layers in sorted(shape.inner.items()):
             for layer in layers:
                 counts: Counter[int] = Counter()
                 for n in on.get(ps, ()):
                     for d in ix.domains_of(n):
                         h = int(d)
-                        if h != ix.root and ix.hypernodes[h].tier_name == layer.level:
+                        if h != ix.root and _at(ix, h, layer):
                             counts[h] += 1
                 bad = sorted(h for h, c in counts.items() if c % layer.size)
                 if bad:
                     values = (
                         ("podset", ps),
-                        ("level", layer.level),
+                        ("level", layer.text),
                         ("size", layer.size),
                         ("domain", ix.names[bad[0]]),
                         ("pods", counts[bad[0]]),
@@ -65,7 +73,9 @@ class InnerSlices(Constraint):
 
     def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
         v = refusal.value
+        ps = v("podset")
+        who = "the gang" if ps == "gang" else f"PodSet {ps}"
         return (
-            f"PodSet {v('podset')}: inner slice layer {v('level')} needs groups of "
-            f"{v('size')} pods, but {v('domain')} would hold {v('pods')}"
+            f"{who}: inner slice layer at {v('level')} needs groups of {v('size')} pods, "
+            f"but {v('domain')} would hold {v('pods')}"
         )
