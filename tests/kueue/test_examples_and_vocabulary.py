@@ -98,3 +98,50 @@ def test_malformed_tierra_annotations_are_located(tmp_path: Path) -> None:
         "must be a non-negative integer" in text
     )
     assert "metadata.annotations[topology.tierra.dev/slices[1].size]: 3 must evenly divide" in text
+
+
+def _gang(tmp: Path, pod_annotations: dict[str, str], topology: dict[str, object] | None) -> Path:
+    spec: dict[str, object] = {"minMember": 1}
+    if topology is not None:
+        spec["networkTopology"] = topology
+    docs = [
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "default"},
+            "spec": spec,
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "g-0",
+                "namespace": "default",
+                "annotations": {"scheduling.k8s.io/group-name": "g", **pod_annotations},
+            },
+            "spec": {"schedulerName": "tierra", "containers": [{"name": "c"}]},
+        },
+    ]
+    path = tmp / "gang.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def test_a_level_no_node_carries_is_a_located_validate_error(tmp_path: Path) -> None:
+    ann = {"kueue.x-k8s.io/podset-required-topology": "cloud.com/no-such-level"}
+    code, out, err = run("validate", CLUSTER, _gang(tmp_path, ann, None))
+    text = one_line(out + err)
+    assert code == 1
+    assert (
+        "Pod/default/g-0: metadata.annotations[kueue.x-k8s.io/podset-required-topology]: "
+        "level 'cloud.com/no-such-level' is a label no node carries" in text
+    )
+
+
+def test_kueue_and_volcano_on_one_gang_warns_which_wins(tmp_path: Path) -> None:
+    ann = {"kueue.x-k8s.io/podset-required-topology": "cloud.com/topology-rack"}
+    path = _gang(tmp_path, ann, {"mode": "hard", "highestTierAllowed": 2})
+    code, out, err = run("validate", CLUSTER, path)
+    text = one_line(out + err)
+    assert code == 0, text
+    assert "the PodGroup's is the gang's limit, Kueue's levels and slices apply inside it" in text

@@ -15,7 +15,12 @@ from tests.kueue.kueue_helpers import (
     pods,
     reason,
     schedule,
+    write,
 )
+from tests.run_cli import run
+
+from tierra.api.snapshot import load_snapshot
+from tierra.scheduler import schedule as core_schedule
 
 REQ = "kueue.x-k8s.io/podset-required-topology"
 PREF = "kueue.x-k8s.io/podset-preferred-topology"
@@ -89,10 +94,13 @@ def test_host_required_single_pod_fits_in_the_host(tmp_path: Path) -> None:
 
 
 def test_a_level_no_node_carries_is_a_pending_reason(tmp_path: Path) -> None:
-    """Kueue: "cannot request not existing slice topology" (and a missing level)."""
+    """Kueue: "cannot request not existing slice topology" (and a missing level): the CLI
+    refuses the input, located; a pod that reached the scheduler anyway waits, saying so."""
     nodes = [node("b1-r1-x1", 2)]
-    result = schedule(
-        tmp_path, nodes, [podgroup("j", 1), *pods("j", 1, {REQ: "cloud.com/no-such"})]
-    )
-    assert result["bindings"] == []
-    assert "cloud.com/no-such" in reason(result, "j") and "no node carries" in reason(result, "j")
+    objs = [podgroup("j", 1), *pods("j", 1, {REQ: "cloud.com/no-such"})]
+    files = write(tmp_path, nodes, objs)
+    code, _, err = run("schedule", *files)
+    assert code == 2 and f"metadata.annotations[{REQ}]: level 'cloud.com/no-such'" in err
+    result = core_schedule(load_snapshot(files))
+    (why,) = [u.reason for u in result.unschedulable]
+    assert "cloud.com/no-such" in why and "no node carries" in why

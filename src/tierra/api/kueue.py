@@ -313,3 +313,59 @@ def ranks(inputs: list[RankInputs], offset: int, bound: int) -> list[int] | None
             return None
         out.append(rank)
     return out if len(set(out)) == count else None
+
+
+VOLCANO_POD_KEYS = ("volcano.sh/network-topology-mode", "volcano.sh/network-topology-highest-tier")
+
+
+def mixed_warning(ann: Mapping[str, str], podgroup: str | None, has_topology: bool) -> str | None:
+    """Why a pod's Kueue topology annotations share the gang with Volcano's topology, if
+    they do: the PodGroup's ``networkTopology`` (or, for a pod alone, Volcano's pod
+    annotations) is the gang's limit and Kueue's levels apply inside it."""
+    if not any(k in ann for k in TOPOLOGY_KEYS):
+        return None
+    if podgroup is not None and has_topology:
+        return (
+            f"PodGroup {podgroup} sets spec.networkTopology and this pod Kueue's topology "
+            "annotations: the PodGroup's is the gang's limit, Kueue's levels and slices "
+            "apply inside it"
+        )
+    if podgroup is None and any(k in ann for k in VOLCANO_POD_KEYS):
+        return (
+            "the pod carries Volcano's volcano.sh/network-topology-* annotations and "
+            "Kueue's topology annotations: Volcano's win"
+        )
+    return None
+
+
+def cluster_problems(
+    ann: Mapping[str, str],
+    carried: set[str] | frozenset[str],
+    podgroup: tuple[str, bool] | None,
+) -> list[tuple[str, str, bool]]:
+    """What a pod's Kueue annotations mean against a cluster: ``(path, message, is_error)``
+    for a level no node carries (when there are nodes: ``carried`` holds every label key
+    some node has) and a gang that also has Volcano's topology (``podgroup``: its
+    ``ns/name`` and whether it sets ``networkTopology``)."""
+    out: list[tuple[str, str, bool]] = []
+    req, _ = read_topology(ann)
+    if req is not None and carried:
+        for key in (REQUIRED, PREFERRED, SLICE_REQUIRED):
+            if key in ann and ann[key] not in carried:
+                out.append(
+                    (
+                        f"metadata.annotations[{key}]",
+                        f"level {ann[key]!r} is a label no node carries",
+                        True,
+                    )
+                )
+        if SLICE_LAYERS in ann:
+            for layer in req.slices:
+                if layer.level not in carried:
+                    path = f"metadata.annotations[{SLICE_LAYERS}]"
+                    out.append((path, f"level {layer.level!r} is a label no node carries", True))
+    name, has_topology = podgroup if podgroup is not None else (None, False)
+    warning = mixed_warning(ann, name, has_topology)
+    if warning is not None:
+        out.append(("metadata.annotations", warning, False))
+    return out

@@ -21,7 +21,8 @@ import yaml
 from tierra.api.files import YamlLoader, read_text, yaml_problem
 from tierra.api.hypernode import GROUPS as HYPERNODE_GROUPS
 from tierra.api.hypernode import HyperNode, decode_hypernode
-from tierra.api.kueue import level_keys
+from tierra.api.kueue import PREFIX as KUEUE_PREFIX
+from tierra.api.kueue import cluster_problems, level_keys
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import Pod, decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
@@ -221,6 +222,7 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
         what = f"{path}: holds no Kubernetes objects (empty, or only comments)"
         problems.append(Problem(what, severity=severity))
     _expand_jobs(buckets, problems)
+    problems += _kueue_problems(buckets["pods"], buckets["podgroups"], buckets["nodes"])
     # Upstream PodGroups constrained by a node-label key: the key becomes a tier.
     podgroups, label_domains = resolve_topology_keys(
         buckets["podgroups"],
@@ -239,6 +241,24 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
         priority_classes=tuple(buckets["priority_classes"]),
         problems=tuple(problems),
     )
+
+
+def _kueue_problems(
+    pods: Sequence[Pod], podgroups: Sequence[PodGroup], nodes: Sequence[Node]
+) -> list[Problem]:
+    """Kueue's annotations against the rest of the snapshot (``kueue.cluster_problems``)."""
+    if not any(k.startswith(KUEUE_PREFIX) for p in pods for k in p.meta.annotations):
+        return []
+    carried = {k for n in nodes for k in n.labels}
+    topo = {pg.key: pg.network_topology is not None for pg in podgroups}
+    out = []
+    for pod in pods:
+        group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
+        podgroup = (group, topo.get(group, False)) if group is not None else None
+        for path, message, error in cluster_problems(pod.meta.annotations, carried, podgroup):
+            severity = Severity.ERROR if error else Severity.WARNING
+            out.append(Problem(message, pod.origin, f"Pod/{pod.key}", path, severity))
+    return out
 
 
 def _expand_jobs(buckets: dict[str, list[Any]], problems: list[Problem]) -> None:

@@ -308,10 +308,10 @@ def _kueue_gang(
 
 def _alone(key: str, pending: list[Pod], priority: int, shape: KueueShape | str | None) -> Gang:
     """A pod without a PodGroup: a gang of one, its topology from Volcano's annotations
-    (or Kueue's level, when it names one)."""
+    (or Kueue's level, when it names one and Volcano's do not)."""
     pod = pending[0]
-    topology = from_annotations(pod)
-    if isinstance(shape, KueueShape) and shape.topology is not None:
+    topology = from_annotations(pod)  # Volcano's wins, as its PodGroup's does for a gang
+    if topology is None and isinstance(shape, KueueShape):
         topology = shape.topology
     return Gang(
         key=key,
