@@ -57,7 +57,13 @@ def pods(
                 },
                 "spec": {
                     "schedulerName": "tierra",
-                    "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}],
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"requests": {"cpu": str(cpu)}},
+                        }
+                    ],
                 },
             }
         )
