@@ -39,6 +39,7 @@ HOOKS = (
     "domain_scores",
     "node_scores",
     "reserve",
+    "child_quotas",
 )
 
 
@@ -53,6 +54,7 @@ class Hooks:
     domain_scores: tuple[Constraint, ...]
     node_scores: tuple[Constraint, ...]
     reserve: tuple[Constraint, ...]
+    child_quotas: tuple[Constraint, ...]
 
 
 def _defines(c: Constraint, hook: str) -> bool:
