@@ -183,8 +183,15 @@ def test_a_group_of_one_podset_is_refused(tmp_path: Path) -> None:
     """Kueue's ``ValidatePodSetGroupingTopology``: groups of exactly 2 PodSets."""
     nodes = [node("b1-r1-x1", 4)]
     objs = [podgroup("j", 2), *pods("j", 2, {REQ: RACK, GROUP: "g"}, podset="workers")]
-    result = schedule(tmp_path, nodes, objs)
-    assert result["bindings"] == [] and "exactly 2 PodSets" in reason(result, "j")
+    files = write(tmp_path, nodes, objs)
+    code, out, err = run("validate", *files)
+    assert code == 1
+    assert f"metadata.annotations[{GROUP}]: can only define groups of exactly 2 PodSets" in (
+        " ".join((out + err).split())
+    )
+    result = core_schedule(load_snapshot(files))
+    (why,) = [u.reason for u in result.unschedulable]
+    assert "exactly 2 PodSets" in why
 
 
 def test_host_slices_without_a_podset_level(tmp_path: Path) -> None:
