@@ -48,6 +48,8 @@ JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 TOPOLOGY_KEYS = (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, SLICE_LAYERS)
 MAX_LAYERS = 3
+_TOPOLOGY_SET = frozenset(TOPOLOGY_KEYS)
+ANNOTATED = frozenset((*TOPOLOGY_KEYS, GROUP_NAME))  # any of these: a Kueue topology request
 _INT32_MAX = 2**31 - 1
 _LABEL_NAME = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -99,7 +101,7 @@ def level_keys(pods: Iterable[HasMeta]) -> set[str]:
     out: set[str] = set()
     for pod in pods:
         ann = pod.meta.annotations
-        if any(k in ann for k in TOPOLOGY_KEYS):
+        if not _TOPOLOGY_SET.isdisjoint(ann):
             req, _ = read_topology(ann)
             if req is not None:
                 out.update(req.levels())
@@ -185,7 +187,7 @@ def _layers(text: str, out: Problems) -> tuple[SliceLayer, ...]:
 def read_topology(ann: Mapping[str, str]) -> tuple[PodSetTopology | None, Problems]:
     """A pod's (its PodSet's) topology request from its annotations, and what is wrong
     with them; None when it carries none of Kueue's topology annotations."""
-    if not any(k in ann for k in (*TOPOLOGY_KEYS, GROUP_NAME)):
+    if ANNOTATED.isdisjoint(ann):  # the common case, once per pod decoded: no loop
         return None, []
     out: Problems = []
     required, preferred = ann.get(REQUIRED), ann.get(PREFERRED)
@@ -322,7 +324,7 @@ def mixed_warning(ann: Mapping[str, str], podgroup: str | None, has_topology: bo
     """Why a pod's Kueue topology annotations share the gang with Volcano's topology, if
     they do: the PodGroup's ``networkTopology`` (or, for a pod alone, Volcano's pod
     annotations) is the gang's limit and Kueue's levels apply inside it."""
-    if not any(k in ann for k in TOPOLOGY_KEYS):
+    if _TOPOLOGY_SET.isdisjoint(ann):
         return None
     if podgroup is not None and has_topology:
         return (

@@ -202,8 +202,13 @@ def _groups(
 
 
 def _pod_annotated(pods: Sequence[Pod]) -> bool:
-    keys = (*kueue.TOPOLOGY_KEYS, kueue.GROUP_NAME)
-    return any(k in p.meta.annotations for p in pods for k in keys)
+    """Whether any pod carries a Kueue topology request (a plain loop: once per gang built,
+    on every gang, so no generator)."""
+    keys = kueue.ANNOTATED
+    for p in pods:  # noqa: SIM110
+        if not keys.isdisjoint(p.meta.annotations):
+            return True
+    return False
 
 
 def kueue_shape(
