@@ -1,8 +1,8 @@
 """``tierra webhook`` called by the real API server over TLS: it makes its certificate,
 patches its CA into the ValidatingWebhookConfiguration, refuses a cycle or a second parent
 with ``tierra validate``'s words when ``kubectl apply`` sends one, admits a valid tree,
-judges PodGroups of both APIs, exempts the controller, and renews its certificate
-without a gap."""
+judges PodGroups of both APIs and pods' Kueue annotations, exempts the controller, and
+renews its certificate without a gap."""
 
 from __future__ import annotations
 
@@ -73,6 +73,37 @@ def workload_podgroup(name: str, min_count: int, key: str) -> dict[str, Any]:
 
 
 RACK = "e2e.tierra.dev/w-rack"
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+SLICE = "kueue.x-k8s.io/podset-slice-required-topology"
+SIZE = "kueue.x-k8s.io/podset-slice-size"
+
+
+def kueue_pod(name: str, group: str, annotations: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "annotations": {"scheduling.k8s.io/group-name": group, **annotations},
+        },
+        "spec": {
+            "schedulerName": "tierra",
+            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "x",
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                }
+            ],
+        },
+    }
+
+
 NODES = [node_manifest(f"w-n{i}", labels={RACK: "a"}) for i in range(2)]  # 2 x 110 pods
 
 
@@ -80,7 +111,8 @@ def configuration(plane: ControlPlane, port: int) -> dict[str, Any]:
     """deploy/'s configuration, pointed at the webhook on loopback (no Service routing here)."""
     objs = rendered(plane, DEPLOY / "overlays" / "standalone")
     (vwc,) = [o for o in objs if o["kind"] == "ValidatingWebhookConfiguration"]
-    for hook, path in zip(vwc["webhooks"], ("hypernodes", "podgroups"), strict=True):
+    paths = ("hypernodes", "podgroups", "pods")
+    for hook, path in zip(vwc["webhooks"], paths, strict=True):
         hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/validate/{path}"}
     return vwc
 
@@ -136,7 +168,7 @@ def test_the_api_server_calls_the_webhook_over_tls(tierra_plane: ControlPlane) -
             await eventually(lambda: ready(health), 20, "the webhook ready")
             bundles = await ca_bundles(kube)
             secret = await kube.get(SECRETS.path(NAMESPACE, "tierra-webhook-tls"))
-            assert bundles == [secret["data"]["ca.crt"]] * 2  # both webhooks trust its CA
+            assert bundles == [secret["data"]["ca.crt"]] * 3  # every webhook trusts its CA
 
             # A valid tree, sent as one file: each object judged against the ones before.
             code, err = await apply(tierra_plane, tree())
@@ -176,6 +208,27 @@ def test_the_api_server_calls_the_webhook_over_tls(tierra_plane: ControlPlane) -
             assert code == 0, err
             assert "Warning: PodGroup/tierra-system/w-wl-huge: can never fit" in err
             assert "holds 220" in err
+
+            # Pods with Kueue's topology annotations: a slice size that is not a number is
+            # refused with validate's words; a well-formed one in a gang whose PodGroup
+            # sets Volcano's networkTopology is admitted with the warning saying which wins.
+            code, err = await apply(
+                tierra_plane,
+                [kueue_pod("w-kq-bad", "w-pg-good", {SLICE: RACK, SIZE: "two"})],
+            )
+            assert code != 0
+            assert 'admission webhook "pods.topology.tierra.dev" denied the request' in err
+            assert f"metadata.annotations[{SIZE}]: must be a numeric value" in err
+            code, err = await apply(
+                tierra_plane,
+                [kueue_pod("w-kq-nolevel", "w-pg-good", {REQUIRED: "e2e.tierra.dev/w-none"})],
+            )
+            assert code != 0 and "is a label no node carries" in err
+            code, err = await apply(
+                tierra_plane, [kueue_pod("w-kq-good", "w-pg-good", {REQUIRED: RACK})]
+            )
+            assert code == 0, err
+            assert "spec.networkTopology and this pod Kueue's topology annotations" in err
 
             # The controller is exempt (it checks whole plans itself): its write passes.
             code, err = await apply(

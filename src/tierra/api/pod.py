@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tierra.api.fields import Fields, Report
+from tierra.api.kueue import read_topology
 from tierra.api.labels import NODE_SELECTOR_OPERATORS, Requirement, decode_requirement
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Taint, TaintEffect
@@ -201,6 +202,8 @@ def _decode_gates(spec: Fields) -> tuple[str, ...]:
 
 
 def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
+    for key, message in read_topology(meta.annotations)[1]:  # Kueue's, located
+        f.report.add(f"metadata.annotations[{key}]", message)
     spec = f.obj("spec", required=True)
     status = f.obj("status")
     phase_text = status.string("phase", "Pending")

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tierra.api.fields import Fields, Report
 from tierra.api.labels import LabelSelector, decode_label_selector
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.quantity import milli_to_quantity
-from tierra.errors import Origin, Problem
+from tierra.api.tierra_annotations import PREFERRED_TIER, PREFERRED_TIER_NAME, read_gang_topology
+from tierra.errors import Origin, Problem, Severity
 
 PODGROUP_API = "scheduling.volcano.sh/v1beta1"
 
@@ -99,6 +100,49 @@ def decode_network_topology(f: Fields) -> NetworkTopology | None:
     return nt
 
 
+_PRUNED = (
+    "Volcano's PodGroup CRD (and tierra's, which follows it) does not define this field, so "
+    "a cluster refuses or drops it; write it as annotation {} instead"
+)
+
+
+def with_annotations(
+    f: Fields, meta: ObjectMeta, nt: NetworkTopology | None, spec_path: str
+) -> NetworkTopology | None:
+    """``nt`` with the preferred tier of the PodGroup's tierra annotations (where it lives
+    on a cluster, ``tierra.api.tierra_annotations``); their problems located on ``f``."""
+    topo, problems = read_gang_topology(meta.annotations)
+    for key, message in problems:
+        f.report.add(f"metadata.annotations[{key}]", message)
+    if nt is not None:
+        for field_name, key in (
+            ("preferredTierAllowed", PREFERRED_TIER),
+            ("preferredTierName", PREFERRED_TIER_NAME),
+        ):
+            value = getattr(
+                nt, "preferred_tier_allowed" if key == PREFERRED_TIER else "preferred_tier_name"
+            )
+            if value is not None:
+                f.report.add(f"{spec_path}.{field_name}", _PRUNED.format(key), Severity.WARNING)
+    if topo is None or (topo.preferred_tier is None and topo.preferred_tier_name is None):
+        return nt
+    if nt is not None and (nt.preferred_tier_allowed, nt.preferred_tier_name) not in (
+        (None, None),
+        (topo.preferred_tier, topo.preferred_tier_name),
+    ):
+        f.report.add(
+            f"{spec_path}",
+            "names a preferred tier different from the PodGroup's annotation "
+            f"{PREFERRED_TIER if topo.preferred_tier is not None else PREFERRED_TIER_NAME}",
+        )
+    base = nt if nt is not None else NetworkTopology(mode=TopologyMode.SOFT)
+    return replace(
+        base,
+        preferred_tier_allowed=topo.preferred_tier,
+        preferred_tier_name=topo.preferred_tier_name,
+    )
+
+
 def _decode_policy(f: Fields) -> SubGroupPolicy:
     selector = decode_label_selector(f.obj("labelSelector")) if f.has("labelSelector") else None
     return SubGroupPolicy(
@@ -131,7 +175,9 @@ def decode_podgroup(raw: Mapping[str, Any], origin: Origin | None, sink: list[Pr
         min_resources=spec.resources("minResources"),
         queue=spec.string("queue", "default") or "default",
         priority_class_name=spec.string("priorityClassName"),
-        network_topology=decode_network_topology(spec.obj("networkTopology")),
+        network_topology=with_annotations(
+            f, meta, decode_network_topology(spec.obj("networkTopology")), "spec.networkTopology"
+        ),
         sub_group_policies=tuple(_decode_policy(p) for p in spec.objects("subGroupPolicy")),
         min_task_member=_decode_int_map(spec, "minTaskMember"),
         phase=f.obj("status").string("phase"),
@@ -145,8 +191,20 @@ def encode_podgroup(pg: PodGroup) -> dict[str, Any]:
         spec["minResources"] = {k: milli_to_quantity(v) for k, v in pg.min_resources.items()}
     if pg.priority_class_name:
         spec["priorityClassName"] = pg.priority_class_name
+    meta = pg.meta.to_dict()
     if pg.network_topology:
-        spec["networkTopology"] = pg.network_topology.to_dict()
+        nt = pg.network_topology
+        # the preferred tier lives in annotations: Volcano's CRD would drop it from spec
+        spec["networkTopology"] = replace(
+            nt, preferred_tier_allowed=None, preferred_tier_name=None
+        ).to_dict()
+        ann = dict(meta.get("annotations", {}))
+        if nt.preferred_tier_allowed is not None:
+            ann[PREFERRED_TIER] = str(nt.preferred_tier_allowed)
+        if nt.preferred_tier_name is not None:
+            ann[PREFERRED_TIER_NAME] = nt.preferred_tier_name
+        if ann:
+            meta["annotations"] = ann
     if pg.min_task_member:
         spec["minTaskMember"] = dict(pg.min_task_member)
     if pg.sub_group_policies:
@@ -166,6 +224,6 @@ def encode_podgroup(pg: PodGroup) -> dict[str, Any]:
     return {
         "apiVersion": PODGROUP_API,
         "kind": "PodGroup",
-        "metadata": pg.meta.to_dict(),
+        "metadata": meta,
         "spec": spec,
     }

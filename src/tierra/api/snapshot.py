@@ -21,6 +21,8 @@ import yaml
 from tierra.api.files import YamlLoader, read_text, yaml_problem
 from tierra.api.hypernode import GROUPS as HYPERNODE_GROUPS
 from tierra.api.hypernode import HyperNode, decode_hypernode
+from tierra.api.kueue import GROUP_NAME, PODSET_LABEL, cluster_problems, level_keys
+from tierra.api.kueue import PREFIX as KUEUE_PREFIX
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import Pod, decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
@@ -40,6 +42,7 @@ from tierra.api.storage import (
     decode_pvc,
     decode_storage_class,
 )
+from tierra.api.tierra_annotations import annotation_levels
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.bulk import building
@@ -251,9 +254,14 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
         what = f"{path}: holds no Kubernetes objects (empty, or only comments)"
         problems.append(Problem(what, severity=severity))
     _expand_jobs(buckets, problems)
+    problems += _kueue_problems(buckets["pods"], buckets["podgroups"], buckets["nodes"])
     # Upstream PodGroups constrained by a node-label key: the key becomes a tier.
     podgroups, label_domains = resolve_topology_keys(
-        buckets["podgroups"], buckets["nodes"], buckets["hypernodes"]
+        buckets["podgroups"],
+        buckets["nodes"],
+        buckets["hypernodes"],
+        level_keys(buckets["pods"])
+        | annotation_levels(pg.meta.annotations for pg in buckets["podgroups"]),
     )
     return Snapshot(
         nodes=tuple(buckets["nodes"]),
@@ -266,6 +274,49 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
         **{k: tuple(buckets[k]) for k, _ in _STORAGE.values()},
         problems=tuple(problems),
     )
+
+
+def _kueue_problems(
+    pods: Sequence[Pod], podgroups: Sequence[PodGroup], nodes: Sequence[Node]
+) -> list[Problem]:
+    """Kueue's annotations against the rest of the snapshot (``kueue.cluster_problems``)."""
+    if not any(k.startswith(KUEUE_PREFIX) for p in pods for k in p.meta.annotations):
+        return []
+    carried = {k for n in nodes for k in n.labels}
+    topo = {pg.key: pg.network_topology is not None for pg in podgroups}
+    out = _group_problems(pods)
+    for pod in pods:
+        group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
+        podgroup = (group, topo.get(group, False)) if group is not None else None
+        for path, message, error in cluster_problems(pod.meta.annotations, carried, podgroup):
+            severity = Severity.ERROR if error else Severity.WARNING
+            out.append(Problem(message, pod.origin, f"Pod/{pod.key}", path, severity))
+    return out
+
+
+def _group_problems(pods: Sequence[Pod]) -> list[Problem]:
+    """A ``podset-group-name`` must join exactly two PodSets of one gang (Kueue's
+    ``ValidatePodSetGroupingTopology``)."""
+    members: dict[tuple[str, str], set[str]] = {}
+    for pod in pods:
+        name = pod.meta.annotations.get(GROUP_NAME)
+        if name is not None and pod.group_name:
+            podset = pod.meta.labels.get(PODSET_LABEL, "main")
+            members.setdefault((f"{pod.namespace}/{pod.group_name}", name), set()).add(podset)
+    out = []
+    for pod in pods:
+        name = pod.meta.annotations.get(GROUP_NAME)
+        if name is None or not pod.group_name:
+            continue
+        found = members[(f"{pod.namespace}/{pod.group_name}", name)]
+        if len(found) != 2:
+            message = (
+                f"can only define groups of exactly 2 PodSets, got {len(found)} "
+                f"({', '.join(sorted(found))})"
+            )
+            path = f"metadata.annotations[{GROUP_NAME}]"
+            out.append(Problem(message, pod.origin, f"Pod/{pod.key}", path))
+    return out
 
 
 def _expand_jobs(buckets: dict[str, list[Any]], problems: list[Problem]) -> None:

@@ -35,7 +35,7 @@ from tierra.api.hypernode import TIERRA_GROUP, HyperNode, Member, MemberSelector
 from tierra.api.labels import LabelSelector
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Node
-from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
+from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode, with_annotations
 from tierra.errors import Origin, Problem
 
 WORKLOAD_GROUP = "scheduling.k8s.io"
@@ -90,7 +90,7 @@ def decode_workload_podgroup(
         meta=meta,
         min_member=min_member,
         priority_class_name=spec.string("priorityClassName"),
-        network_topology=topology,
+        network_topology=with_annotations(f, meta, topology, "spec.schedulingConstraints"),
         origin=origin,
     )
 
@@ -133,11 +133,15 @@ def label_domain(key: str, value: str) -> HyperNode:
 
 
 def resolve_topology_keys(
-    podgroups: Sequence[PodGroup], nodes: Iterable[Node], hypernodes: Sequence[HyperNode]
+    podgroups: Sequence[PodGroup],
+    nodes: Iterable[Node],
+    hypernodes: Sequence[HyperNode],
+    more_keys: Iterable[str] = (),
 ) -> tuple[list[PodGroup], list[HyperNode]]:
     """Every PodGroup with its label key turned into a tier, and the HyperNodes to add
-    for keys no discovered HyperNode covers (see the module docstring)."""
-    keys = {k for pg in podgroups if (k := topology_key(pg)) is not None}
+    for keys no discovered HyperNode covers (see the module docstring); ``more_keys``
+    are other label keys used as levels (Kueue's pod annotations)."""
+    keys = {k for pg in podgroups if (k := topology_key(pg)) is not None} | set(more_keys)
     if not keys:
         return list(podgroups), []
     real = [hn for hn in hypernodes if SYNTHETIC_ANNOTATION not in hn.meta.annotations]

@@ -17,6 +17,7 @@ known: binpack, spread, topology, lookahead``), all at once, as ``ConfigError``.
       node: {bandwidthGBps: 900}
       node/NVIDIA-GB200: {bandwidthGBps: 1800}
       aggregation: {bandwidthGBps: 100, oversubscription: 2}
+    featureGates: {TASBalancedPlacement: true}   # Kueue's alpha balanced placement
 
 ``links`` has the schema of the simulator's cost model (``tiers:`` there): keys are tier
 names (or ``tier<N>``), ``node``, ``node/<nvidia.com/gpu.product>`` and ``cluster``.
@@ -33,6 +34,7 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.files import read_yaml
 from tierra.errors import ConfigError, InputError, Origin, Problem
+from tierra.scheduler.constraints.balanced import BalancedPlacement
 from tierra.scheduler.constraints.health import DegradedMode
 from tierra.scheduler.constraints.protocol import Constraint
 from tierra.scheduler.constraints.registry import DEFAULT
@@ -50,7 +52,9 @@ TOP_KEYS = (
     "maxAttemptsPerTier",
     "policies",
     "links",
+    "featureGates",
 )
+FEATURE_GATES = ("TASBalancedPlacement",)  # Kueue's Configuration key and gate names
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -105,6 +109,8 @@ class SchedulerConfig:
     links: LinkTable = ()  # link rates where HyperNodes carry no spec.link (``links.py``)
     # the constraints asked, in order (``constraints/registry.py``); a test may pass its own
     constraints: tuple[Constraint, ...] = DEFAULT
+    # alpha behaviour switched on by name, as Kueue's ``featureGates`` (see FEATURE_GATES)
+    feature_gates: frozenset[str] = frozenset()
 
     def with_scheduler_names(self, names: tuple[str, ...]) -> SchedulerConfig:
         return replace(self, scheduler_names=names) if names else self
@@ -164,9 +170,15 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         order = list(REGISTRY)
         policies = tuple(sorted(chosen, key=lambda wp: order.index(wp.policy.name)))
     links = _links(f.obj("links"))
+    gates = _gates(f.obj("featureGates"))
     if sink:
         raise ConfigError("\n".join(str(p) for p in sink))
+    constraints = DEFAULT
+    if "TASBalancedPlacement" in gates:
+        constraints = (*DEFAULT, BalancedPlacement())
     return SchedulerConfig(
+        feature_gates=gates,
+        constraints=constraints,
         links=links,
         scheduler_names=names,
         policies=policies,
@@ -177,6 +189,18 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         reclaim=reclaim,
         max_attempts_per_tier=attempts,
     )
+
+
+def _gates(f: Fields) -> frozenset[str]:
+    """``featureGates``: gate name -> true/false, as Kueue's Configuration writes it."""
+    on: set[str] = set()
+    for name in f.data:
+        if name not in FEATURE_GATES:
+            f.problem(str(name), f"unknown feature gate; known: {', '.join(FEATURE_GATES)}")
+            continue
+        if f.boolean(str(name), False):
+            on.add(str(name))
+    return frozenset(on)
 
 
 def _links(f: Fields) -> LinkTable:

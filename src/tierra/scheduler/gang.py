@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
+from tierra.scheduler.constraints.kueue_levels import KueueShape, kueue_shape
 from tierra.scheduler.constraints.tier_limit import from_annotations
 from tierra.scheduler.podrules.contract import refusal
 from tierra.scheduler.result import Unschedulable
@@ -86,6 +87,7 @@ class Gang:
     # per policy, sub-groups with no pending pod that are whole by their running pods
     # (they are ready sub-groups for minSubGroups, though there is nothing to place)
     running_whole: Mapping[str, int] = field(default_factory=dict)
+    kueue: KueueShape | None = None  # what Kueue's pod annotations make of it, if any
 
     @property
     def created(self) -> float:
@@ -199,9 +201,22 @@ def _build(
     priority = max((p.priority for p in pending), default=0)
     if pg is not None and pg.priority_class_name in state.priority_classes:
         priority = state.priority_classes[pg.priority_class_name]  # as Volcano's cache
+    shape = kueue_shape(state, pg, [*pending, *running])
     if pg is None:
-        return _alone(key, pending, priority)
+        return _alone(key, pending, priority, shape)
     problem = _problem(pg, state, running, pending) or refusal(pending)
+    if isinstance(shape, str):
+        problem = problem or shape
+    elif shape is not None and problem is None:
+        if pg.sub_group_policies and shape.parts:
+            problem = (
+                "spec.subGroupPolicy and Kueue's slice or per-PodSet topology annotations "
+                "both cut the gang into sub-groups; use one of them"
+            )
+        else:
+            return _kueue_gang(
+                key, pg, pending=pending, running=running, shape=shape, priority=priority
+            )
     policies = pg.sub_group_policies
     by_id, default_pending, default_running = _by_sub_group(
         pending, running, policies if problem is None else ()
@@ -248,9 +263,59 @@ def _build(
     )
 
 
-def _alone(key: str, pending: list[Pod], priority: int) -> Gang:
-    """A pod without a PodGroup: a gang of one, its topology from Volcano's annotations."""
+def _kueue_gang(
+    key: str,
+    pg: PodGroup,
+    *,
+    pending: list[Pod],
+    running: list[Pod],
+    shape: KueueShape,
+    priority: int,
+) -> Gang:
+    """The gang Kueue's annotations describe: each part (a slice, a PodSet with its own
+    level, a leader with its workers) a required sub-group, the rest under the gang's
+    limit (``constraints.kueue_levels``)."""
+    waiting = {p.key for p in pending}
+    groups: list[SubGroup] = []
+    for i, part in enumerate(shape.parts):
+        pend = tuple(p for p in part.pods if p.key in waiting)
+        run = tuple(p for p in part.pods if p.key not in waiting)
+        if not pend:
+            continue
+        policy = part.id.rsplit("-slice-", 1)[0]
+        groups.append(SubGroup(part.id, policy, i, pend, run, part.size, True, part.topology))
+    loose_pending = [p for p in shape.loose if p.key in waiting]
+    loose_running = [p for p in shape.loose if p.key not in waiting]
+    if loose_pending:
+        size = len(shape.loose) if shape.parts else pg.min_member
+        groups.append(
+            SubGroup(
+                "", None, 0, tuple(loose_pending), tuple(loose_running), size, True, shape.topology
+            )
+        )
+    return Gang(
+        key=key,
+        podgroup=pg,
+        queue=pg.queue,
+        priority=priority,
+        min_member=pg.min_member,
+        min_task_member=dict(pg.min_task_member),
+        min_sub_groups={},
+        topology=shape.topology,
+        sub_groups=tuple(groups),
+        running=tuple(running),
+        pending=tuple(pending),
+        kueue=shape,
+    )
+
+
+def _alone(key: str, pending: list[Pod], priority: int, shape: KueueShape | str | None) -> Gang:
+    """A pod without a PodGroup: a gang of one, its topology from Volcano's annotations
+    (or Kueue's level, when it names one and Volcano's do not)."""
     pod = pending[0]
+    topology = from_annotations(pod)  # Volcano's wins, as its PodGroup's does for a gang
+    if topology is None and isinstance(shape, KueueShape):
+        topology = shape.topology
     return Gang(
         key=key,
         podgroup=None,
@@ -259,11 +324,11 @@ def _alone(key: str, pending: list[Pod], priority: int) -> Gang:
         min_member=1,
         min_task_member={},
         min_sub_groups={},
-        topology=from_annotations(pod),
-        sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, from_annotations(pod)),),
+        topology=topology,
+        sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, topology),),
         running=(),
         pending=tuple(pending),
-        problem=refusal(pending),
+        problem=(shape if isinstance(shape, str) else None) or refusal(pending),
     )
 
 

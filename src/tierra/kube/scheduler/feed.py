@@ -24,15 +24,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tierra.api.hypernode import HyperNode
+from tierra.api.kueue import PREFIX as KUEUE_PREFIX
+from tierra.api.kueue import level_keys
 from tierra.api.node import Node
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
+from tierra.api.tierra_annotations import annotation_levels
 from tierra.api.workload import SYNTHETIC_ANNOTATION, resolve_topology_keys, topology_key
 from tierra.errors import Problem
 from tierra.kube import resources as r
@@ -112,6 +116,10 @@ class Feed:
         self._batch: contextlib.ExitStack | None = None
         self._keyed: dict[str, PodGroup] = {}  # upstream PodGroups with a topology key
         self._synthetic: set[str] = set()
+        # node-label levels named by pods' Kueue annotations (pod key -> its levels), and
+        # how many pods name each: a level no HyperNode covers gets synthetic ones too
+        self._pod_levels: dict[str, frozenset[str]] = {}
+        self._level_count: Counter[str] = Counter()
         self.informers: list[Informer[Any]] = []
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.NODES, decode.node, self._node),
@@ -195,9 +203,26 @@ class Feed:
         else:
             assert event.obj is not None
             self.cache.upsert_node(event.obj)
-            if self._keyed and not self.listing:
+            if (self._keyed or self._level_count) and not self.listing:
                 self._resolve_keys()
         self.on_change()
+
+    def _levels_of(self, key: str, levels: frozenset[str]) -> None:
+        """Keep the node-label levels an object names (a pod's Kueue annotations, a
+        PodGroup's slices); resolve them when the set of all levels changes."""
+        old = self._pod_levels.get(key, frozenset())
+        if levels == old:
+            return
+        before = set(self._level_count)
+        self._level_count.subtract(old)
+        self._level_count.update(levels)
+        self._level_count = +self._level_count
+        if levels:
+            self._pod_levels[key] = levels
+        else:
+            self._pod_levels.pop(key, None)
+        if set(self._level_count) != before and not self.listing:
+            self._resolve_keys()
 
     def _pod(self, event: Event[LivePod]) -> None:
         key = event.key
@@ -208,6 +233,7 @@ class Feed:
                 self.evicting.discard(key)
                 self.gone.set()
             self.cache.remove_pod(key)
+            self._levels_of(key, frozenset())
             self.on_change()
             return
         assert event.obj is not None
@@ -217,6 +243,10 @@ class Feed:
             self.unschedulable.pop(key, None)
         else:
             self.unschedulable[key] = live.unschedulable
+        if any(k.startswith(KUEUE_PREFIX) for k in pod.meta.annotations):
+            self._levels_of(key, frozenset(level_keys([pod])))
+        elif key in self._pod_levels:
+            self._levels_of(key, frozenset())
         if key in self.evicting:
             return  # the session released its room; the API has not deleted it yet
         mine = pod.scheduler_name in self.scheduler_names
@@ -238,7 +268,7 @@ class Feed:
         else:
             assert event.obj is not None
             self.cache.upsert_hypernode(*event.obj)
-        if self._keyed and not self.listing:
+        if (self._keyed or self._level_count) and not self.listing:
             self._resolve_keys()
         self.on_change()
 
@@ -247,10 +277,14 @@ class Feed:
             if event.type is EventType.DELETED:
                 self.sources.pop(event.key, None)
                 self._keyed.pop(event.key, None)
+                self._levels_of("PodGroup/" + event.key, frozenset())
                 self.cache.remove_podgroup(event.key)
             else:
                 pg = event.obj
                 assert pg is not None
+                self._levels_of(
+                    "PodGroup/" + event.key, frozenset(annotation_levels([pg.meta.annotations]))
+                )
                 self.sources[event.key] = GroupSource(resource, pg.meta.uid)
                 if topology_key(pg) is not None:
                     if self._keyed.get(event.key) == pg:
@@ -285,14 +319,16 @@ class Feed:
 
     def _resolve_keys(self) -> None:
         """Turn upstream PodGroups' label keys into tiers (see tierra.api.workload)."""
-        if not self._keyed and not self._synthetic:
+        if not self._keyed and not self._synthetic and not self._level_count:
             return
         real = [
             h
             for h in self.cache.hypernodes.values()
             if SYNTHETIC_ANNOTATION not in h.meta.annotations
         ]
-        podgroups, extra = resolve_topology_keys(list(self._keyed.values()), self.cache.nodes, real)
+        podgroups, extra = resolve_topology_keys(
+            list(self._keyed.values()), self.cache.nodes, real, set(self._level_count)
+        )
         wanted = {h.name for h in extra}
         with self.cache.batch():
             for name in sorted(self._synthetic - wanted):

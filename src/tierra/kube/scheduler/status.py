@@ -205,13 +205,7 @@ class StatusWriter:
         namespace, _, name = gang.partition("/")
         content = STRATEGIC_PATCH if group.resource == r.WORKLOAD_PODGROUPS else MERGE_PATCH
         try:
-            await self.kube.request(
-                "PATCH",
-                group.resource.path(namespace, name, "status"),
-                body={"status": status},
-                content_type=content,
-                what=f"update {group.resource.kind}/{gang} status",
-            )
+            await self._patch(group, namespace, name, {"status": status}, content)
         except ApiError as exc:
             if exc.status == 404:
                 self._groups.pop(gang, None)
@@ -222,3 +216,25 @@ class StatusWriter:
         self.writes += 1
         group.written, group.written_at = desired, time.monotonic()
         group.state, group.since = state, since
+
+    async def _patch(
+        self, group: _Group, namespace: str, name: str, body: dict[str, Any], content: str
+    ) -> None:
+        """PATCH the status subresource; Volcano's own PodGroup CRD has none (its status
+        is part of the object, ``subresources: {}``), so there the object itself."""
+        res = group.resource
+        what = f"update {res.kind}/{namespace}/{name} status"
+        try:
+            await self.kube.request(
+                "PATCH",
+                res.path(namespace, name, "status"),
+                body=body,
+                content_type=content,
+                what=what,
+            )
+        except ApiError as exc:
+            if exc.status != 404 or res != r.VOLCANO_PODGROUPS:
+                raise
+            await self.kube.request(
+                "PATCH", res.path(namespace, name), body=body, content_type=content, what=what
+            )

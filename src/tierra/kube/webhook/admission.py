@@ -12,6 +12,10 @@ as ``tierra validate``:
   the problems of the forest with the new object, minus those it already had. A forest
   that is already broken somewhere else does not block unrelated writes, and a write
   that repairs part of it is welcome.
+* **Pod**: only Kueue's topology annotations (``tierra.api.kueue``): refused when
+  malformed or naming a level no node carries, warned when the pod's PodGroup also sets
+  Volcano's ``networkTopology`` (that one is the gang's limit; the informers keep which
+  PodGroups do). Registered for pods carrying a ``kueue.x-k8s.io/podset-`` annotation.
 * **PodGroup**, Volcano's (``scheduling.volcano.sh``) or the upstream Workload API's
   (``scheduling.k8s.io/v1alpha2``, whose topology is a node-label key: resolved as
   ``tierra.api.workload`` resolves it, through HyperNodes discovered from that label or
@@ -45,7 +49,10 @@ from typing import Any
 
 from tierra.api.decode import decode, split
 from tierra.api.hypernode import GROUPS, TIERRA_GROUP, HyperNode, decode_hypernode
+from tierra.api.kueue import PREFIX as KUEUE_PREFIX
+from tierra.api.kueue import cluster_problems
 from tierra.api.node import Node
+from tierra.api.pod import decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.errors import Problem
@@ -127,6 +134,9 @@ class Judge:
         self._cache_key: tuple[tuple[int, ...], tuple[str, ...]] | None = None
         self._merged: tuple[tuple[int, ...], list[HyperNode]] | None = None
         self._listing: contextlib.ExitStack | None = None
+        # PodGroups with a Volcano networkTopology, by ns/name: a pod of theirs carrying
+        # Kueue's topology annotations is warned which wins
+        self.topology_podgroups: set[str] = set()
 
     # -- the informers' side --------------------------------------------------------------
 
@@ -151,6 +161,15 @@ class Judge:
 
     def count(self, group: str) -> int:
         return len(self._forests[group].view())
+
+    def upsert_podgroup(self, pg: PodGroup) -> None:
+        if pg.network_topology is not None:
+            self.topology_podgroups.add(pg.key)
+        else:
+            self.topology_podgroups.discard(pg.key)
+
+    def remove_podgroup(self, key: str) -> None:
+        self.topology_podgroups.discard(key)
 
     def upsert_node(self, node: Node) -> None:
         self._cache.upsert_node(node)
@@ -199,6 +218,24 @@ class Judge:
         judged, more = split(podgroup_refusals(self._cache, self._with_topology(pg)))
         errors += judged
         warnings += more
+        return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))
+
+    def review_pod(self, raw: Mapping[str, Any]) -> Verdict:
+        """Refuse a pod whose Kueue topology annotations are malformed or name a level no
+        node carries (``tierra validate``'s words); warn when its gang also has Volcano's
+        topology. Nothing else of a pod is judged here."""
+        decoded: list[Problem] = []
+        pod = decode_pod(raw, None, decoded)
+        ours = [p for p in decoded if p.path.startswith(f"metadata.annotations[{KUEUE_PREFIX}")]
+        errors, warnings = split(ours)
+        group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
+        podgroup = (group, group in self.topology_podgroups) if group is not None else None
+        carried: set[str] = set()
+        if any(k.startswith(KUEUE_PREFIX) for k in pod.meta.annotations):
+            carried = {k for n in self._cache.nodes for k in n.labels}
+        for path, message, error in cluster_problems(pod.meta.annotations, carried, podgroup):
+            problem = Problem(message, None, f"Pod/{pod.key}", path)
+            (errors if error else warnings).append(problem)
         return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))
 
     def _with_topology(self, pg: PodGroup) -> PodGroup:

@@ -21,10 +21,11 @@ from prometheus_client import Counter, Gauge, Histogram
 from tierra.api.decode import decode as api_decode
 from tierra.api.hypernode import GROUPS, HyperNode, decode_hypernode
 from tierra.api.node import Node
+from tierra.api.podgroup import PodGroup
 from tierra.kube.client import Kube, KubeConfigError
 from tierra.kube.informer import Event, EventType, Informer
 from tierra.kube.metrics import component_registry
-from tierra.kube.resources import HYPERNODES, NODES
+from tierra.kube.resources import HYPERNODES, NODES, VOLCANO_PODGROUPS
 from tierra.kube.scheduler import decode
 from tierra.kube.serving import Probes, Server
 from tierra.kube.webhook import certs
@@ -94,8 +95,9 @@ def _decode(raw: Mapping[str, Any]) -> HyperNode:
 
 
 def informers(kube: Kube, judge: Judge, metrics: Metrics) -> list[Informer[Any]]:
-    """HyperNodes of both groups (the forests a HyperNode is judged against) and Nodes
-    (what a PodGroup is measured against)."""
+    """HyperNodes of both groups (the forests a HyperNode is judged against), Nodes
+    (what a PodGroup is measured against) and Volcano's PodGroups (which of them set a
+    ``networkTopology``, for the warning to a pod carrying Kueue's annotations)."""
 
     def on_node(e: Event[Node]) -> None:
         if e.type is EventType.DELETED:
@@ -106,6 +108,14 @@ def informers(kube: Kube, judge: Judge, metrics: Metrics) -> list[Informer[Any]]
     out: list[Informer[Any]] = [
         Informer(kube, NODES, decode.node, on_node, on_list=judge.listing_nodes)
     ]
+
+    def on_podgroup(e: Event[PodGroup]) -> None:
+        if e.type is EventType.DELETED:
+            judge.remove_podgroup(e.key)
+        elif e.obj is not None:
+            judge.upsert_podgroup(e.obj)
+
+    out.append(Informer(kube, VOLCANO_PODGROUPS, decode.volcano_podgroup, on_podgroup))
     for r in HYPERNODES:
 
         def on_event(e: Event[HyperNode], group: str = r.group) -> None:

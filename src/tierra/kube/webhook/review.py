@@ -83,6 +83,8 @@ def decide(judge: Judge, req: Request) -> Verdict:
         return judge.review_hypernode(req.obj, dry_run=req.dry_run)
     if req.kind == "PodGroup" and req.group in PODGROUP_GROUPS:
         return judge.review_podgroup(req.obj, group=req.group)
+    if req.kind == "Pod" and req.group == "":
+        return judge.review_pod(req.obj)
     return Verdict(True, warnings=(f"tierra's webhook has no rule for {req.what}; allowed",))
 
 

@@ -79,6 +79,7 @@ class WebhookServer:
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_post("/validate/hypernodes", self._validate)
         app.router.add_post("/validate/podgroups", self._validate)
+        app.router.add_post("/validate/pods", self._validate)
         return app
 
     async def _validate(self, request: web.Request) -> web.Response:

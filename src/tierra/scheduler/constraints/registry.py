@@ -16,7 +16,9 @@ from tierra.scheduler.constraints.eligibility import NodeEligibility
 from tierra.scheduler.constraints.health import DegradedDomains
 from tierra.scheduler.constraints.protocol import Constraint
 from tierra.scheduler.constraints.queue_capability import QueueCapability
+from tierra.scheduler.constraints.rank_order import RankOrder
 from tierra.scheduler.constraints.scores import PolicyScores
+from tierra.scheduler.constraints.slices import InnerSlices
 from tierra.scheduler.constraints.tier_limit import TierLimits
 from tierra.scheduler.podrules.constraints import CONSTRAINTS as POD_RULES
 
@@ -27,6 +29,8 @@ DEFAULT: tuple[Constraint, ...] = (
     TierLimits(),
     DegradedDomains(),
     PolicyScores(),
+    InnerSlices(),  # Kueue's multi-layer slices: refuses before ranks are handed out
+    RankOrder(),  # last: moves pods between the nodes the others agreed to
 )
 
 HOOKS = (
@@ -37,6 +41,7 @@ HOOKS = (
     "domain_scores",
     "node_scores",
     "reserve",
+    "child_quotas",
 )
 
 
@@ -51,6 +56,7 @@ class Hooks:
     domain_scores: tuple[Constraint, ...]
     node_scores: tuple[Constraint, ...]
     reserve: tuple[Constraint, ...]
+    child_quotas: tuple[Constraint, ...]
 
 
 def _defines(c: Constraint, hook: str) -> bool:

@@ -1,0 +1,416 @@
+"""Kueue's topology annotations as a gang's shape: levels, slices, PodSet groups, ranks.
+
+A gang's pods fall into PodSets by the ``kueue.x-k8s.io/podset`` label (one PodSet when
+none carries it); each PodSet's request is read from its pods' annotations
+(``tierra.api.kueue``). A level is a node-label key; it becomes a tier through the
+HyperNodes discovered from that label (label discovery records the key in
+``topology.tierra.dev/source-detail``), or through the synthetic one-per-value HyperNodes
+``tierra.api.workload.resolve_topology_keys`` adds for keys no discovered HyperNode
+covers. Then, as Kueue's ``findTopologyAssignment`` reads a request:
+
+* ``required: L``: every pod of the PodSet in one domain of level L (hard, tier of L);
+* ``preferred: L``: the lowest domain that fits from level L up, else spread (soft, with
+  L as the preferred tier: pods packed into as few L domains as possible);
+* ``unconstrained``: capacity only (no topology);
+* slices ``(L, S)``: the PodSet in groups of S pods, each group one sub-group required in
+  one domain of L, inside the PodSet's own level; groups are cut in rank order, so group
+  k holds ranks ``[kS, (k+1)S)`` as Kueue's rank-ordered slots do; inner layers of the
+  multi-layer form are checked when the gang is reserved (``slices.InnerSlices``);
+* ``podset-group-name``: the two PodSets of a group (leader and workers) are one unit
+  under their shared level.
+
+The gang's level is the one level its PodSets share (or their group's); PodSets of other
+levels become sub-groups of their own. A Volcano ``networkTopology`` on the PodGroup
+wins as the gang's limit and Kueue's levels narrow inside it (a sub-group's limit never
+exceeds its gang's). What cannot be honoured is a gang problem (a pending reason), never
+dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tierra.api import kueue
+from tierra.api.kueue import PodSetTopology
+from tierra.api.natural import natural_key
+from tierra.api.pod import Pod
+from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
+from tierra.api.tierra_annotations import (
+    RANK_LABEL,
+    SLICES,
+    GangTopology,
+    Layer,
+    read_gang_topology,
+)
+from tierra.api.workload import SYNTHETIC_ANNOTATION, discovered_tier
+
+if TYPE_CHECKING:
+    from tierra.scheduler.state.store import ClusterStore
+
+NAME = "kueue"
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """Pods placed as one block (a slice, or a PodSet with its own level)."""
+
+    id: str
+    pods: tuple[Pod, ...]  # in rank order
+    size: int
+    topology: NetworkTopology | None
+
+
+@dataclass(frozen=True, slots=True)
+class Nest:
+    """One slice layer resolved: groups of ``size`` pods, each in one domain of a tier
+    (by name or by number)."""
+
+    size: int
+    tier_name: str | None
+    tier: int | None
+
+    @property
+    def topology(self) -> NetworkTopology:
+        if self.tier is not None:
+            return NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=self.tier)
+        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=self.tier_name)
+
+    @property
+    def text(self) -> str:
+        return f"tier {self.tier}" if self.tier is not None else f"tier {self.tier_name}"
+
+
+@dataclass(frozen=True, slots=True)
+class KueueShape:
+    """What Kueue's annotations make of one gang."""
+
+    topology: NetworkTopology | None  # the gang's own limit
+    parts: tuple[Part, ...]
+    loose: tuple[Pod, ...]  # pods under the gang's limit only
+    ranks: Mapping[str, tuple[str, int]]  # pod key -> (rank space, rank)
+    inner: Mapping[str, tuple[Nest, ...]]  # PodSet -> its inner layers, checked at reserve
+
+
+def podset_of(pod: Pod) -> str:
+    return pod.meta.labels.get(kueue.PODSET_LABEL, "main")
+
+
+def level_tier(store: ClusterStore, key: str) -> str | None:
+    """The tier name level ``key`` resolves to in ``store``, or None (kept per index)."""
+    cached = store.extensions.get(NAME)
+    if not isinstance(cached, tuple) or cached[0] != store.generation:
+        cached = (store.generation, {})
+        store.extensions[NAME] = cached
+    table: dict[str, str | None] = cached[1]
+    if key not in table:
+        hns = list(store.hypernodes.values())
+        tier = discovered_tier(key, hns)
+        if tier is None and any(
+            h.meta.annotations.get(SYNTHETIC_ANNOTATION, "").startswith(key + "=") for h in hns
+        ):
+            tier = key
+        table[key] = tier
+    return table[key]
+
+
+def _unresolved(store: ClusterStore, key: str, where: str) -> str:
+    carried = any(key in n.labels for n in store.nodes)
+    if not carried:
+        return f"{where}: level {key!r} is a label no node carries"
+    return (
+        f"{where}: level {key!r} has no HyperNode (discover one from the label: "
+        "tierra discover labels, or the controller's labels source)"
+    )
+
+
+def _topology(req: PodSetTopology, tier: str | None) -> NetworkTopology | None:
+    if req.required is not None:
+        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=tier)
+    if req.preferred is not None:
+        return NetworkTopology(mode=TopologyMode.SOFT, preferred_tier_name=tier)
+    return None
+
+
+def _requests(pods: Sequence[Pod]) -> tuple[dict[str, PodSetTopology | None], str | None]:
+    """Each PodSet's request (pods of one PodSet must agree), or the first problem."""
+    out: dict[str, PodSetTopology | None] = {}
+    for pod in pods:
+        req, problems = kueue.read_topology(pod.meta.annotations)
+        if problems:
+            key, message = problems[0]
+            return {}, f"pod {pod.key}: metadata.annotations[{key}]: {message}"
+        ps = podset_of(pod)
+        if ps in out and out[ps] != req:
+            return (
+                {},
+                f"pod {pod.key}: PodSet {ps}'s pods carry different Kueue topology annotations",
+            )
+        out[ps] = req
+    return out, None
+
+
+def _ranked(pods: Sequence[Pod], offset: int, bound: int) -> tuple[list[Pod], list[int] | None]:
+    ordered = sorted(pods, key=lambda p: natural_key(p.name))
+    inputs = [kueue.rank_inputs(p.meta.labels, p.meta.annotations) for p in ordered]
+    got = kueue.ranks(inputs, offset, bound)
+    if got is None:
+        return ordered, None
+    pairs = sorted(zip(got, ordered, strict=True), key=lambda rp: rp[0])
+    return [p for _, p in pairs], [r for r, _ in pairs]
+
+
+def _groups(
+    reqs: Mapping[str, PodSetTopology | None], by_ps: Mapping[str, list[Pod]]
+) -> tuple[dict[str, list[str]], str | None]:
+    """Rank spaces: a PodSet group's two PodSets (leader first), or one PodSet each."""
+    named: dict[str, list[str]] = {}
+    for ps in sorted(by_ps):
+        req = reqs.get(ps)
+        if req is not None and req.group is not None:
+            named.setdefault(req.group, []).append(ps)
+    spaces: dict[str, list[str]] = {}
+    for name, members in named.items():
+        where = f"metadata.annotations[{kueue.GROUP_NAME}] {name!r}"
+        if len(members) != 2:
+            return (
+                {},
+                f"{where}: can only group exactly 2 PodSets, got {len(members)} "
+                f"({', '.join(members)})",
+            )
+        a, b = sorted(members, key=lambda ps: len(by_ps[ps]))
+        if len(by_ps[a]) != 1:
+            return (
+                {},
+                f"{where}: one PodSet of a group must have 1 pod "
+                f"(got {len(by_ps[a])} and {len(by_ps[b])})",
+            )
+        ra, rb = reqs[a], reqs[b]
+        assert ra is not None and rb is not None
+        if (ra.required, ra.preferred) != (rb.required, rb.preferred):
+            return (
+                {},
+                f"{where}: PodSets {a} and {b} must name the same required or preferred level",
+            )
+        spaces["group:" + name] = [a, b]
+    grouped = {ps for members in spaces.values() for ps in members}
+    for ps in sorted(by_ps):
+        if ps not in grouped:
+            spaces["podset:" + ps] = [ps]
+    return spaces, None
+
+
+def _pod_annotated(pods: Sequence[Pod]) -> bool:
+    """Whether any pod carries a Kueue topology request (a plain loop: once per gang built,
+    on every gang, so no generator)."""
+    keys = kueue.ANNOTATED
+    for p in pods:  # noqa: SIM110
+        if not keys.isdisjoint(p.meta.annotations):
+            return True
+    return False
+
+
+def kueue_shape(
+    store: ClusterStore, pg: PodGroup | None, pods: Sequence[Pod]
+) -> KueueShape | str | None:
+    """The gang ``pods`` make under Kueue's pod annotations or the PodGroup's tierra ones
+    (``tierra.api.tierra_annotations``), why it cannot be, or None when there are none."""
+    mine = read_gang_topology(pg.meta.annotations)[0] if pg is not None else None
+    nested = mine is not None and bool(mine.slices or mine.rank_label)
+    if not _pod_annotated(pods):
+        if mine is None or not nested or pg is None:
+            return None
+        return tierra_shape(store, pg, pods, mine)
+    if nested:
+        return (
+            f"the PodGroup's {SLICES} or {RANK_LABEL} and its pods' Kueue topology "
+            "annotations both shape the gang; use one of them"
+        )
+    reqs, problem = _requests(pods)
+    if problem is not None:
+        return problem
+    by_ps: dict[str, list[Pod]] = {}
+    for p in pods:
+        by_ps.setdefault(podset_of(p), []).append(p)
+    spaces, problem = _groups(reqs, by_ps)
+    if problem is not None:
+        return problem
+    tiers: dict[str, str] = {}
+    for ps, req in sorted(reqs.items(), key=lambda kv: kv[0]):
+        for key in req.levels() if req is not None else ():
+            tier = level_tier(store, key)
+            if tier is None:
+                return _unresolved(store, key, f"PodSet {ps}")
+            tiers[key] = tier
+    nests = {
+        ps: tuple(Nest(s.size, tiers[s.level], None) for s in req.slices)
+        for ps, req in reqs.items()
+        if req is not None and req.slices
+    }
+    return _shape(pg, reqs=reqs, by_ps=by_ps, spaces=spaces, tiers=tiers, nests=nests)
+
+
+def _resolve_layer(store: ClusterStore, layer: Layer, where: str) -> Nest | str:
+    if layer.tier is not None:
+        return Nest(layer.size, None, layer.tier)
+    if layer.tier_name is not None:
+        if not store.index.by_tier_name(layer.tier_name):
+            return f"{where}: tierName {layer.tier_name!r} names no tier of a usable HyperNode"
+        return Nest(layer.size, layer.tier_name, None)
+    assert layer.level is not None
+    tier = level_tier(store, layer.level)
+    if tier is None:
+        return _unresolved(store, layer.level, where)
+    return Nest(layer.size, tier, None)
+
+
+def tierra_shape(
+    store: ClusterStore, pg: PodGroup, pods: Sequence[Pod], mine: GangTopology
+) -> KueueShape | str:
+    """The gang a PodGroup's ``slices`` and ``rank-label`` annotations describe: one
+    PodSet, its rank from the named label, its layers as Kueue's multi-layer slices."""
+    nests: list[Nest] = []
+    for i, layer in enumerate(mine.slices):
+        nest = _resolve_layer(store, layer, f"metadata.annotations[{SLICES}][{i}]")
+        if isinstance(nest, str):
+            return nest
+        nests.append(nest)
+    ordered = sorted(pods, key=lambda p: natural_key(p.name))
+    ranks: dict[str, tuple[str, int]] = {}
+    if mine.rank_label is not None:
+        label = mine.rank_label
+        got = [p.meta.labels.get(label, "") for p in ordered]
+        values = [int(v) for v in got if v.isascii() and v.isdigit()]
+        if len(values) == len(ordered) and sorted(values) == list(range(len(ordered))):
+            pairs = sorted(zip(values, ordered, strict=True), key=lambda rp: rp[0])
+            ordered = [p for _, p in pairs]
+            ranks = {p.key: ("gang", r) for r, p in pairs}
+    if not nests:
+        return KueueShape(pg.network_topology, (), tuple(ordered), ranks, {})
+    sliced = _sliced("gang", ordered, tuple(nests), pg.network_topology, single=True)
+    if isinstance(sliced, str):
+        return sliced
+    gang_topology, parts, inner = sliced
+    return KueueShape(gang_topology, tuple(parts), (), ranks, {"gang": inner} if inner else {})
+
+
+def _space_level(
+    reqs: Mapping[str, PodSetTopology | None], members: Sequence[str]
+) -> PodSetTopology | None:
+    req = reqs.get(members[-1])
+    return req if req is not None and (req.level or req.unconstrained or req.slices) else None
+
+
+def _ordered(
+    spaces: Mapping[str, list[str]], by_ps: Mapping[str, list[Pod]]
+) -> tuple[dict[str, list[Pod]], dict[str, tuple[str, int]]]:
+    """Each PodSet's pods in rank order, and the ranks (a group's leader first)."""
+    ordered_of: dict[str, list[Pod]] = {}
+    ranks: dict[str, tuple[str, int]] = {}
+    for space, members in sorted(spaces.items()):
+        total = sum(len(by_ps[ps]) for ps in members)
+        offset = 0
+        for ps in members:
+            ordered, got = _ranked(by_ps[ps], offset, total)
+            if got is not None:
+                ranks.update((p.key, (space, r)) for p, r in zip(ordered, got, strict=True))
+            ordered_of[ps] = ordered
+            offset += len(ordered)
+    return ordered_of, ranks
+
+
+def _shape(
+    pg: PodGroup | None,
+    *,
+    reqs: Mapping[str, PodSetTopology | None],
+    by_ps: Mapping[str, list[Pod]],
+    spaces: Mapping[str, list[str]],
+    tiers: Mapping[str, str],
+    nests: Mapping[str, tuple[Nest, ...]],
+) -> KueueShape | str:
+    levels = {(r.required, r.preferred) for m in spaces.values() if (r := _space_level(reqs, m))}
+    own = pg.network_topology if pg is not None else None
+    shared: NetworkTopology | None = None
+    if own is None and len(levels) == 1:
+        first = next(r for m in spaces.values() if (r := _space_level(reqs, m)))
+        shared = _topology(first, tiers.get(first.level or ""))
+    gang_topology = own if own is not None else shared
+    ordered_of, ranks = _ordered(spaces, by_ps)
+    parts: list[Part] = []
+    loose: list[Pod] = []
+    inner: dict[str, tuple[Nest, ...]] = {}
+    for space, members in sorted(spaces.items()):
+        group = _space_level(reqs, members) if len(members) == 2 else None
+        if group is not None and shared is None:  # leader and workers: one unit
+            unit = tuple(p for ps in members for p in ordered_of[ps])
+            topo = _topology(group, tiers[group.level or ""])
+            parts.append(Part(f"kueue-{space}", unit, len(unit), topo))
+            continue
+        for ps in members:
+            ordered, req = ordered_of[ps], reqs.get(ps)
+            if req is not None and ps in nests:
+                if req.level and gang_topology is None:
+                    return (
+                        f"PodSet {ps}: a sliced PodSet's own level {req.level!r} must be the "
+                        "gang's (PodSets of one gang with slices and different levels are "
+                        "not supported)"
+                    )
+                sliced = _sliced(ps, ordered, nests[ps], gang_topology, single=len(spaces) == 1)
+                if isinstance(sliced, str):
+                    return sliced
+                gang_topology, more, layers = sliced
+                parts.extend(more)
+                if layers:
+                    inner[ps] = layers
+            elif req is not None and req.level and shared is None:
+                topo = _topology(req, tiers[req.level])
+                parts.append(Part(f"kueue-{space}", tuple(ordered), len(ordered), topo))
+            else:
+                loose.extend(ordered)
+    return KueueShape(gang_topology, tuple(parts), tuple(loose), ranks, inner)
+
+
+def _outer_limit(nest: Nest, own: NetworkTopology | None) -> NetworkTopology:
+    """The gang's limit when its pods make one outer slice: the outer layer's, or the
+    gang's own where both are tiers by number and the gang's is tighter."""
+    if own is not None and own.mode is TopologyMode.HARD and nest.tier is not None:
+        k = own.highest_tier_allowed
+        if k is not None and k < nest.tier:
+            return own
+    return nest.topology
+
+
+def _sliced(
+    ps: str,
+    ordered: Sequence[Pod],
+    nests: tuple[Nest, ...],
+    gang_topology: NetworkTopology | None,
+    *,
+    single: bool,
+) -> tuple[NetworkTopology | None, list[Part], tuple[Nest, ...]] | str:
+    """A PodSet cut into its outer slices (sub-groups), the gang's limit, and the inner
+    layers left to check. With a single outer slice, the outer layer is the gang's limit
+    and the next layer makes the sub-groups, so the search itself keeps them together."""
+    count = len(ordered)
+    where = f"PodSet {ps}" if ps != "gang" else "the gang"
+    outer = nests[0]
+    if outer.size > count:
+        return f"{where}: slice size {outer.size} must not be greater than its {count} pods"
+    if count % outer.size:
+        return f"{where}: its {count} pods do not divide into slices of {outer.size}"
+    layer = 0
+    if len(nests) > 1 and count == outer.size and single:
+        gang_topology = _outer_limit(outer, gang_topology)
+        layer = 1
+    cut = nests[layer]
+    parts = [
+        Part(
+            f"kueue-{ps}-slice-{i}",
+            tuple(ordered[i * cut.size : (i + 1) * cut.size]),
+            cut.size,
+            cut.topology,
+        )
+        for i in range(count // cut.size)
+    ]
+    return gang_topology, parts, nests[layer + 1 :]

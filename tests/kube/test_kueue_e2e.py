@@ -1,0 +1,230 @@
+"""Kueue's topology annotations and tierra's own vocabulary on a real cluster, under
+Volcano's own PodGroup and Queue CRDs as Volcano v1.15.1 ships them
+(``tests/fixtures/k8s-topology-crds/volcano-crd-*``), with ``tierra scheduler`` as a real
+process.
+
+* Required + preferred tiers: Volcano's CRD refuses ``spec.networkTopology.
+  preferredTierAllowed`` (an unknown field; kubectl's strict validation), so the preferred
+  tier lives in the PodGroup's annotation ``topology.tierra.dev/preferred-tier-name``,
+  which the CRD keeps; the gang lands in one rack (preferred) inside one spine (required),
+  and one too big for a rack spans racks of one spine.
+* Kueue's pods: ``podset-required-topology`` naming the rack label (no HyperNode was
+  discovered from it, so the nodes' label values are the domains), ranks from the Job's
+  completion index filling the slots in Kueue's order; a slice size that is not a number
+  keeps its gang pending with the located reason in the PodGroup's status (no webhook here).
+* tierra's nested slices annotation on an upstream Workload API PodGroup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
+
+from e2e_cluster import (
+    RACK_KEY,
+    Fabric,
+    placements,
+    read,
+    start_scheduler,
+    volcano_gang,
+    wait_bound,
+    workload_gang,
+)
+from kube_helpers import eventually, kube_for
+
+from tierra.kube.client import Kube
+from tierra.kube.manifests import crd_folder
+from tierra.kube.resources import PODS, VOLCANO_PODGROUPS, WORKLOAD_PODGROUPS
+from tierra.kube.testing import Binaries, ControlPlane, ControlPlaneUnavailable
+from tierra.kube.testing.controlplane import WORKLOAD_API_ARGS
+from tierra.kube.testing.fake import PodShape, pod_manifest
+
+pytestmark = pytest.mark.kube
+
+REPO = Path(__file__).resolve().parents[2]
+VOLCANO_CRDS = REPO / "tests" / "fixtures" / "k8s-topology-crds"
+INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+@pytest.fixture(scope="module")
+def volcano_plane() -> Iterator[ControlPlane]:
+    """A control plane of its own: tierra's HyperNode CRDs, Volcano's PodGroup and Queue."""
+    try:
+        binaries = Binaries.find()
+    except ControlPlaneUnavailable as exc:
+        pytest.skip(f"no control plane: {exc}")
+    with ControlPlane(binaries, apiserver_args=WORKLOAD_API_ARGS) as plane:
+        for name in ("topology.tierra.dev_hypernodes.yaml", "topology.volcano.sh_hypernodes.yaml"):
+            plane.kubectl("apply", "-f", str(crd_folder() / name))
+        for name in ("podgroups", "queues"):
+            path = VOLCANO_CRDS / f"volcano-crd-scheduling.volcano.sh_{name}.yaml"
+            plane.kubectl("apply", "--server-side", "-f", str(path))
+        plane.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s",
+            "crd/hypernodes.topology.tierra.dev", "crd/hypernodes.topology.volcano.sh",
+            "crd/podgroups.scheduling.volcano.sh", "crd/queues.scheduling.volcano.sh",
+        )  # fmt: skip
+        yield plane
+
+
+def run(plane: ControlPlane, body: Callable[[Kube], Any]) -> Any:
+    async def main() -> Any:
+        async with kube_for(plane) as kube:
+            return await body(kube)
+
+    return asyncio.run(main())
+
+
+def test_the_volcano_crd_is_the_one_volcano_ships(volcano_plane: ControlPlane) -> None:
+    """It refuses tierra's old spec field (the issue's "unknown field"): why the preferred
+    tier moved to an annotation."""
+    volcano_plane.kubectl("create", "namespace", "crd")
+    pg = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "old", "namespace": "crd"},
+        "spec": {
+            "minMember": 1,
+            "networkTopology": {"mode": "hard", "highestTierAllowed": 2, "preferredTierAllowed": 1},
+        },
+    }
+    result = volcano_plane.kubectl("apply", "-f", "-", input=json.dumps(pg), check=False)
+    assert result.returncode != 0
+    assert 'unknown field "spec.networkTopology.preferredTierAllowed"' in result.stderr
+
+
+def test_required_and_preferred_tiers_under_volcanos_crd(
+    volcano_plane: ControlPlane, tmp_path: Path
+) -> None:
+    volcano_plane.kubectl("create", "namespace", "pref")
+    fabric = Fabric("pref")
+    name = "tierra-e2e-pref"
+    topology = {"mode": "hard", "highestTierName": "spine"}
+
+    async def setup(kube: Kube) -> None:
+        await fabric.create(kube)
+        for gang, size in (("fits-rack", 6), ("spans-racks", 12)):
+            await volcano_gang(
+                kube, "pref", gang, size, scheduler=name, fabric=fabric, topology=topology
+            )
+            path = VOLCANO_PODGROUPS.path("pref", gang)
+            patch = {
+                "metadata": {"annotations": {"topology.tierra.dev/preferred-tier-name": "rack"}}
+            }
+            await kube.request(
+                "PATCH", path, body=patch, content_type="application/merge-patch+json"
+            )
+
+    run(volcano_plane, setup)
+    process, _ = start_scheduler(volcano_plane, tmp_path, name)
+    try:
+
+        async def check(kube: Kube) -> None:
+            placed = await wait_bound(kube, "pref", 18, 60, process)
+            stored = await read(kube, VOLCANO_PODGROUPS.path("pref", "fits-rack"))
+            assert stored is not None
+            ann = stored["metadata"]["annotations"]
+            assert ann["topology.tierra.dev/preferred-tier-name"] == "rack"
+            small = {fabric.rack_of(n) for p, n in placed.items() if p.startswith("fits-rack")}
+            assert len(small) == 1, placed  # preferred: one rack
+            big = [n for p, n in placed.items() if p.startswith("spans-racks")]
+            assert len({fabric.rack_of(n) for n in big}) == 2  # 48 GPUs: two racks of 32
+            assert len({n.split("-")[1] for n in big}) == 1  # required: one spine
+
+        run(volcano_plane, check)
+    finally:
+        process.stop()
+
+
+def _kueue_pod(
+    name: str, gang: str, scheduler: str, fabric: Fabric, **extra: Any
+) -> dict[str, Any]:
+    body = pod_manifest(
+        name,
+        "kq",
+        shape=PodShape(cpu="1", gpus=4),
+        scheduler_name=scheduler,
+        node_selector=fabric.label,
+        annotations={"scheduling.k8s.io/group-name": gang, **extra.get("annotations", {})},
+        labels=extra.get("labels"),
+    )
+    return body
+
+
+def test_kueue_annotations_and_tierra_slices_live(
+    volcano_plane: ControlPlane, tmp_path: Path
+) -> None:
+    volcano_plane.kubectl("create", "namespace", "kq")
+    fabric = Fabric("kq")
+    name = "tierra-e2e-kq"
+    required = {"kueue.x-k8s.io/podset-required-topology": RACK_KEY}
+    bad = {
+        "kueue.x-k8s.io/podset-slice-required-topology": RACK_KEY,
+        "kueue.x-k8s.io/podset-slice-size": "two",
+    }
+
+    async def setup(kube: Kube) -> None:
+        await fabric.create(kube)
+        for gang, size in (("ranked", 8), ("bad", 2)):
+            body = {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": gang, "namespace": "kq"},
+                "spec": {"minMember": size},
+            }
+            await kube.request("POST", VOLCANO_PODGROUPS.path("kq"), body=body)
+        for i in range(8):  # names and ranks disagree: rank 7 - i
+            pod = _kueue_pod(
+                f"ranked-{i}", "ranked", name, fabric, annotations=required,
+                labels={INDEX: str(7 - i)},
+            )  # fmt: skip
+            await kube.request("POST", PODS.path("kq"), body=pod)
+        for i in range(2):
+            pod = _kueue_pod(f"bad-{i}", "bad", name, fabric, annotations=bad)
+            await kube.request("POST", PODS.path("kq"), body=pod)
+        await workload_gang(kube, "kq", "nested", 4, scheduler=name, fabric=fabric, key=None)
+        path = WORKLOAD_PODGROUPS.path("kq", "nested")
+        layers = [{"tierName": "spine", "size": 4}, {"tierName": "rack", "size": 2}]
+        patch = {"metadata": {"annotations": {"topology.tierra.dev/slices": json.dumps(layers)}}}
+        await kube.request("PATCH", path, body=patch, content_type="application/merge-patch+json")
+
+    run(volcano_plane, setup)
+    process, _ = start_scheduler(volcano_plane, tmp_path, name)
+    try:
+
+        async def check(kube: Kube) -> None:
+            placed = await wait_bound(kube, "kq", 12, 60, process)
+            ranked = {7 - i: placed[f"ranked-{i}"] for i in range(8)}
+            assert len({fabric.rack_of(n) for n in ranked.values()}) == 1
+            assert [ranked[r] for r in range(8)] == sorted(ranked.values())
+            nested = [placed[f"nested-{i}"] for i in range(4)]
+            assert len({n.split("-")[1] for n in nested}) == 1
+            assert all(
+                sum(1 for n in nested if fabric.rack_of(n) == r) % 2 == 0
+                for r in {fabric.rack_of(n) for n in nested}
+            )
+            assert not placed["bad-0"] and not placed["bad-1"]
+
+            async def reason() -> bool:
+                pg = await read(kube, VOLCANO_PODGROUPS.path("kq", "bad"))
+                return bool(pg and pg.get("status", {}).get("conditions"))
+
+            await eventually(reason, 20, "the bad gang's status")
+            pg = await read(kube, VOLCANO_PODGROUPS.path("kq", "bad"))
+            assert pg is not None
+            (cond,) = pg["status"]["conditions"]
+            assert cond["type"] == "Unschedulable"
+            assert "metadata.annotations[kueue.x-k8s.io/podset-slice-size]" in cond["message"]
+            assert "must be a numeric value" in cond["message"]
+            assert await placements(kube, "kq")
+
+        run(volcano_plane, check)
+    finally:
+        process.stop()

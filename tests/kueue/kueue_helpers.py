@@ -1,0 +1,115 @@
+"""Clusters and gangs as Kueue's TAS tests build them, written as files for the CLI.
+
+Nodes are named ``<block>-<rack>-<host>`` and carry Kueue's test labels
+(``cloud.com/topology-block``, ``cloud.com/topology-rack``, ``kubernetes.io/hostname``,
+``tas_cache_test.go``); HyperNodes come from tierra's own label discovery over them, as
+the controller's labels source makes them on a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tests.run_cli import run
+
+BLOCK = "cloud.com/topology-block"
+RACK = "cloud.com/topology-rack"
+HOST = "kubernetes.io/hostname"
+
+
+def node(name: str, cpu: int) -> dict[str, Any]:
+    block, rack, host = name.split("-")
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {BLOCK: block, RACK: rack, HOST: host}},
+        "status": {"allocatable": {"cpu": str(cpu), "pods": "10"}},
+    }
+
+
+def pods(
+    job: str,
+    count: int,
+    annotations: Mapping[str, str],
+    *,
+    podset: str | None = None,
+    labels: Sequence[Mapping[str, str]] = (),
+    cpu: int = 1,
+) -> list[dict[str, Any]]:
+    out = []
+    for i in range(count):
+        own = {"kueue.x-k8s.io/podset": podset} if podset else {}
+        own.update(labels[i] if i < len(labels) else {})
+        name = f"{job}-{podset}-{i}" if podset else f"{job}-{i}"
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": "default",
+                    "labels": own,
+                    "annotations": {"scheduling.k8s.io/group-name": job, **annotations},
+                },
+                "spec": {
+                    "schedulerName": "tierra",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"requests": {"cpu": str(cpu)}},
+                        }
+                    ],
+                },
+            }
+        )
+    return out
+
+
+def podgroup(job: str, min_member: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": job, "namespace": "default"},
+        "spec": {"minMember": min_member, **spec},
+    }
+
+
+def write(
+    tmp: Path, nodes: Sequence[dict[str, Any]], objects: Sequence[dict[str, Any]]
+) -> list[Path]:
+    """The nodes, the HyperNodes discovered from their labels, and the objects, as files."""
+    nodes_file = tmp / "nodes.yaml"
+    nodes_file.write_text(yaml.safe_dump_all(nodes))
+    code, out, err = run(
+        "discover", "labels", "--levels", f"{BLOCK},{RACK}", "--name", "default", nodes_file
+    )
+    assert code == 0, err
+    hns = tmp / "hypernodes.yaml"
+    hns.write_text(out)
+    objs = tmp / "objects.yaml"
+    objs.write_text(yaml.safe_dump_all(list(objects)))
+    return [nodes_file, hns, objs]
+
+
+def schedule(
+    tmp: Path, nodes: Sequence[dict[str, Any]], objects: Sequence[dict[str, Any]], *flags: str
+) -> dict[str, Any]:
+    code, out, err = run("schedule", *write(tmp, nodes, objects), "-o", "json", *flags)
+    assert code == 0, err
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def placed(result: Mapping[str, Any]) -> dict[str, str]:
+    return {b["pod"].split("/", 1)[1]: b["node"] for b in result["bindings"]}
+
+
+def reason(result: Mapping[str, Any], job: str) -> str:
+    found = [u["reason"] for u in result["unschedulable"] if u["podGroup"] == f"default/{job}"]
+    assert found, result
+    return str(found[0])
