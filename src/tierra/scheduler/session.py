@@ -117,7 +117,7 @@ class _Session:
         gangs, orphans = collect(self.cache, self.config.scheduler_names, self.requeue.memory)
         self.unschedulable.extend(orphans)
         self.allocator.use_view(self.cache.scoring_view(self.config.links))
-        self.requeue.start({g.key for g in gangs})
+        self.requeue.start({g.key: g.pending_since for g in gangs})
         # 2. queues
         waiting_queues = {g.queue for g in gangs}
         book = self.book = QueueBook(self.cache, self._queue_demands(gangs), waiting_queues)
