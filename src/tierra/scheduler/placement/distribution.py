@@ -21,9 +21,9 @@ from tierra.api.pod import Pod
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints.protocol import Cycle
 from tierra.scheduler.constraints.registry import hooks
+from tierra.scheduler.placement.asking import capped, node_scores
 from tierra.scheduler.placement.demand import Demand, Shape
 from tierra.scheduler.placement.flat_state import FlatState, FlatStates
-from tierra.scheduler.placement.search import capped
 from tierra.scheduler.scoring.base import View
 from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.state.transaction import Transaction
@@ -181,13 +181,8 @@ class NodeChoice:
     # -- the flat path ----------------------------------------------------------------
 
     def node_scores(self, vec: IntArray, nodes: IntArray, region: int) -> FloatArray:
-        """Every scoring constraint's share of each node's score, summed."""
-        total: FloatArray | None = None
-        for c in hooks(self.config.constraints).node_scores:
-            part = c.node_scores(self.cycle, vec, nodes, region)
-            if part is not None:
-                total = part if total is None else total + part
-        return total if total is not None else np.zeros(len(nodes), dtype=np.float64)
+        """Every scoring constraint's share of each node's score (``asking.node_scores``)."""
+        return node_scores(self.cycle, vec, nodes, region)
 
     def _limits(self, state: FlatState, shape: Shape) -> tuple[IntArray, FloatArray]:
         """The flat state's counts and scores under the node caps (the state's own arrays

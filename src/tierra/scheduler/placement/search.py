@@ -58,39 +58,11 @@ from tierra.scheduler.explain.reasons import (
     describe_shortfall,
     short_of,
 )
-from tierra.scheduler.placement.demand import Demand, Shape
+from tierra.scheduler.placement.asking import capped, domain_scores
+from tierra.scheduler.placement.demand import Demand
 from tierra.scheduler.state.store import ClusterStore
 from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
-
-
-def combined_domain_scores(
-    cycle: Cycle, request: IntArray, domains: IntArray, sticky: int | None
-) -> FloatArray:
-    """Every scoring constraint's share of each domain's score, summed."""
-    total: FloatArray | None = None
-    for c in hooks(cycle.config.constraints).domain_scores:
-        part = c.domain_scores(cycle, request, domains, sticky)
-        if part is not None:
-            total = part if total is None else total + part
-    return total if total is not None else np.zeros(len(domains), dtype=np.float64)
-
-
-def capped(cycle: Cycle, shape: Shape, nodes: IntArray, counts: IntArray) -> list[Refusal]:
-    """Lower ``counts`` (pods of ``shape`` per node of ``nodes``) to every constraint's
-    per-node cap, in place; the refusals of those that lowered any."""
-    out: list[Refusal] = []
-    for c in hooks(cycle.config.constraints).node_caps:
-        caps = c.node_caps(cycle, shape, nodes)
-        if caps is None:
-            continue
-        over = counts > caps
-        if over.any():
-            np.minimum(counts, np.maximum(caps, 0), out=counts)
-            refusal = c.cap_refusal(cycle, int(over.sum()))
-            if refusal is not None:
-                out.append(refusal)
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +232,7 @@ class Search:
         self._record_miss(t=t, doms=doms, allowed=allowed, holds=holds, ok=ok, said=said)
         idx = np.flatnonzero(ok)
         cand = doms[idx]
-        scores = combined_domain_scores(self.cycle, d.total, cand, self.sticky)
+        scores = domain_scores(self.cycle, d.total, cand, self.sticky)
         pref = self._preferred_counts(cand, t)
         avoid = later[idx]
         reach, cost = self._reach_and_cost(t, lo + idx, cand)
