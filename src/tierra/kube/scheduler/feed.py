@@ -39,6 +39,7 @@ from tierra.kube.informer import Event, EventType, Informer
 from tierra.kube.scheduler import decode
 from tierra.kube.scheduler.decode import LivePod
 from tierra.kube.scheduler.metrics import Metrics
+from tierra.topology.index import TopologyIndex
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class CacheApi(Protocol):
     members: dict[str, dict[str, None]]
     assumed: set[str]
     hypernodes: dict[str, HyperNode]
+    index: TopologyIndex
 
     @property
     def nodes(self) -> list[Node]: ...

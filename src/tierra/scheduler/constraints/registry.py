@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from tierra.scheduler.constraints.bounded_wait import BoundedWait
 from tierra.scheduler.constraints.eligibility import NodeEligibility
 from tierra.scheduler.constraints.health import DegradedDomains
 from tierra.scheduler.constraints.protocol import Constraint
@@ -23,6 +24,7 @@ DEFAULT: tuple[Constraint, ...] = (
     QueueCapability(),
     NodeEligibility(),
     TierLimits(),
+    BoundedWait(),
     DegradedDomains(),
     PolicyScores(),
 )

@@ -44,6 +44,13 @@ class Requeue:
             for key, pending in waiting.items():
                 since.setdefault(key, self.now if pending is None else min(pending, self.now))
 
+    def waited(self, gang: str) -> float | None:
+        """Seconds ``gang`` has waited by the session's clock (None: no clock)."""
+        since = self.memory.waiting_since.get(gang)
+        if self.now is None or since is None:
+            return None
+        return max(0.0, self.now - since)
+
     def earlier(self, gang: str, may_evict: Callable[[], bool]) -> Status | None:
         """The earlier status ``gang`` is skipped with, or None when it must be tried
         (``may_evict`` is asked only when everything else says skip)."""
