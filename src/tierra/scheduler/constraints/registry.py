@@ -14,6 +14,7 @@ from functools import cache
 
 from tierra.scheduler.constraints.bounded_wait import BoundedWait
 from tierra.scheduler.constraints.eligibility import NodeEligibility
+from tierra.scheduler.constraints.exclusive import ExclusiveDomains
 from tierra.scheduler.constraints.health import DegradedDomains
 from tierra.scheduler.constraints.protocol import Constraint
 from tierra.scheduler.constraints.queue_capability import QueueCapability
@@ -25,6 +26,7 @@ DEFAULT: tuple[Constraint, ...] = (
     NodeEligibility(),
     TierLimits(),
     BoundedWait(),
+    ExclusiveDomains(),
     DegradedDomains(),
     PolicyScores(),
 )
