@@ -16,6 +16,7 @@ from tierra.scheduler.constraints.bounded_wait import BoundedWait
 from tierra.scheduler.constraints.eligibility import NodeEligibility
 from tierra.scheduler.constraints.exclusive import ExclusiveDomains
 from tierra.scheduler.constraints.health import DegradedDomains
+from tierra.scheduler.constraints.node_repair import NodeRepair
 from tierra.scheduler.constraints.protocol import Constraint
 from tierra.scheduler.constraints.queue_capability import QueueCapability
 from tierra.scheduler.constraints.scores import PolicyScores
@@ -27,6 +28,7 @@ DEFAULT: tuple[Constraint, ...] = (
     TierLimits(),
     BoundedWait(),
     ExclusiveDomains(),
+    NodeRepair(),
     DegradedDomains(),
     PolicyScores(),
 )
