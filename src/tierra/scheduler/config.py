@@ -17,6 +17,7 @@ known: binpack, spread, topology, lookahead``), all at once, as ``ConfigError``.
       node: {bandwidthGBps: 900}
       node/NVIDIA-GB200: {bandwidthGBps: 1800}
       aggregation: {bandwidthGBps: 100, oversubscription: 2}
+    contention: {weight: 1}          # opt-in: running gangs' load on oversubscribed uplinks
 
 ``links`` has the schema of the simulator's cost model (``tiers:`` there): keys are tier
 names (or ``tier<N>``), ``node``, ``node/<nvidia.com/gpu.product>`` and ``cluster``.
@@ -50,6 +51,7 @@ TOP_KEYS = (
     "maxAttemptsPerTier",
     "policies",
     "links",
+    "contention",
 )
 
 
@@ -86,6 +88,9 @@ class SchedulerConfig:
     links: LinkTable = ()  # link rates where HyperNodes carry no spec.link (``links.py``)
     # the constraints asked, in order (``constraints/registry.py``); a test may pass its own
     constraints: tuple[Constraint, ...] = DEFAULT
+    # weight of the load running gangs put on shared oversubscribed uplinks in a domain's
+    # score (``constraints/contention.py``); 0: off, the default (decisions as before)
+    contention: float = 0.0
 
     def with_scheduler_names(self, names: tuple[str, ...]) -> SchedulerConfig:
         return replace(self, scheduler_names=names) if names else self
@@ -145,6 +150,14 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         order = list(REGISTRY)
         policies = tuple(sorted(chosen, key=lambda wp: order.index(wp.policy.name)))
     links = _links(f.obj("links"))
+    con = f.obj("contention")
+    for key in con.data:
+        if key != "weight":
+            con.problem(str(key), "unknown setting; known: weight")
+    contention = con.number("weight") or 0.0
+    if contention < 0:
+        con.problem("weight", f"must be >= 0 (0 or omitted: off), got {contention}")
+        contention = 0.0
     if sink:
         raise ConfigError("\n".join(str(p) for p in sink))
     return SchedulerConfig(
@@ -157,6 +170,7 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         preemption_delay=delay,
         reclaim=reclaim,
         max_attempts_per_tier=attempts,
+        contention=contention,
     )
 
 

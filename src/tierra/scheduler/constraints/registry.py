@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from tierra.scheduler.constraints.bounded_wait import BoundedWait
+from tierra.scheduler.constraints.contention import Contention
 from tierra.scheduler.constraints.eligibility import NodeEligibility
 from tierra.scheduler.constraints.exclusive import ExclusiveDomains
 from tierra.scheduler.constraints.health import DegradedDomains
@@ -31,6 +32,7 @@ DEFAULT: tuple[Constraint, ...] = (
     NodeRepair(),
     DegradedDomains(),
     PolicyScores(),
+    Contention(),
 )
 
 HOOKS = (
