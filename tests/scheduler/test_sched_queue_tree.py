@@ -8,9 +8,15 @@ from typing import Any
 from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
 from tierra.scheduler.queueing.queue_tree import ROOT, QueueTree, podgroup_queue_problems
+from tierra.scheduler.status import Status
 from tierra.scheduler.testing import podgroup, queue
 
 GPU = "nvidia.com/gpu"
+
+
+def _reason(status: Status | None) -> str | None:
+    """``leaf_problem``'s reason (it returns an UNRESOLVABLE ``Status``)."""
+    return None if status is None else status.reason
 
 
 def q(name: str, parent: str = "", **kw: Any) -> Queue:
@@ -36,9 +42,12 @@ def test_queues_without_a_parent_hang_under_root() -> None:
 def test_a_queue_with_children_takes_no_pods() -> None:
     tree = QueueTree.build([q("a"), q("b", "a")])
     assert tree.leaf_problem("b") is None
-    assert tree.leaf_problem("a") == "queue a has child queues (b); only leaf queues take pods"
+    assert (
+        _reason(tree.leaf_problem("a"))
+        == "queue a has child queues (b); only leaf queues take pods"
+    )
     assert tree.leaf_problem(ROOT) is not None
-    assert tree.leaf_problem("nope") == "queue 'nope' does not exist"
+    assert _reason(tree.leaf_problem("nope")) == "queue 'nope' does not exist"
     pg: PodGroup = podgroup("job", 1, queue="a")
     found = podgroup_queue_problems([pg, podgroup("ok", 1, queue="b")], tree)
     assert [(p.obj, p.path) for p in found] == [("PodGroup/default/job", "spec.queue")]
@@ -49,7 +58,7 @@ def test_a_missing_parent_breaks_that_queue_and_its_children_only() -> None:
     assert problems(tree) == [
         ("Queue/a", "spec.parent", "queue a's parent queue 'ghost' does not exist")
     ]
-    assert tree.leaf_problem("b") == (
+    assert _reason(tree.leaf_problem("b")) == (
         "its ancestor queue a: queue a's parent queue 'ghost' does not exist"
     )
     assert tree.leaf_problem("c") is None
@@ -63,7 +72,7 @@ def test_a_cycle_is_reported_for_each_queue_on_it() -> None:
     assert ("Queue/b", "spec.parent", "queue cycle a -> b -> a") in found
     assert ("Queue/self", "spec.parent", "queue self names itself as its parent") in found
     assert not any(obj == "Queue/tail" for obj, _, _ in found)  # reported at the cause
-    assert tree.leaf_problem("tail") == "its ancestor queue a: queue cycle a -> b -> a"
+    assert _reason(tree.leaf_problem("tail")) == "its ancestor queue a: queue cycle a -> b -> a"
     assert set(tree.broken) == {"a", "b", "tail", "self"}
 
 
@@ -131,4 +140,4 @@ def test_guarantee_deserved_capability_order_inside_a_queue() -> None:
 def test_a_closed_ancestor_closes_its_children() -> None:
     org = replace(queue("org"), state="Closed")
     tree = QueueTree.build([org, q("team", "org")])
-    assert tree.leaf_problem("team") == "queue team's ancestor queue org is Closed"
+    assert _reason(tree.leaf_problem("team")) == "queue team's ancestor queue org is Closed"

@@ -6,6 +6,7 @@ import numpy as np
 
 from tierra.scheduler.queueing.queue_tree import QueueTree
 from tierra.scheduler.queueing.quota import UNLIMITED, Quota
+from tierra.scheduler.status import Code
 from tierra.scheduler.testing import queue
 from tierra.topology.capacity import ResourceAxis
 
@@ -35,7 +36,9 @@ def test_the_tightest_capability_up_the_tree_applies() -> None:
     assert quota.over("a", two) is None
     quota.charge("a", two)
     assert quota.over("a", two) == ("org", g)
-    assert quota.refusal("b", two) == (
+    refused = quota.refusal("b", two)
+    assert refused is not None and refused.code is Code.QUEUE_LIMITED
+    assert refused.reason == (
         "queue org (an ancestor of b) capability: 8 nvidia.com/gpu allowed, "
         "8 nvidia.com/gpu in use, the gang needs 2 nvidia.com/gpu more"
     )

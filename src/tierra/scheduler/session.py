@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
 import numpy as np
@@ -89,10 +90,13 @@ class _Session:
         store: ClusterStore,
         config: SchedulerConfig,
         memory: Memory,
+        *,
         now: float | None = None,
         on_decision: Callable[[Decision], None] | None = None,
+        deciding: Callable[[], AbstractContextManager[object]] = nullcontext,
     ) -> None:
         self.cache = store
+        self.deciding = deciding
         self.config = config
         self.on_decision = on_decision
         self.decisions: list[Decision] = []
@@ -142,7 +146,8 @@ class _Session:
                 continue
             trace = Trace() if gang.key == explain else None
             started, marks = time.perf_counter(), (len(self.bindings), len(self.evictions))
-            status = self.place(gang, book, trace)
+            with self.deciding():  # the store forks (if fed) between gangs, not inside one
+                status = self.place(gang, book, trace)
             self.requeue.remember(gang.key, status)
             self._decided(gang.key, status, started, marks)
             if not status.ok:
@@ -229,7 +234,9 @@ class _Session:
             plan, book, budget, lambda g, cause: self.commit(g, book, cause), explain=bool(trace)
         )
         if evicted is not None and evicted.code is Code.WAIT:  # the preemption delay
-            return replace(status, code=Code.WAIT, reason=f"{status.reason}; {evicted.reason}")
+            return replace(
+                status, code=Code.WAIT, reason=words.waiting(status.reason, evicted.reason)
+            )
         if evicted is not None:
             return evicted
         if cycle.held:  # a constraint holds it back for a while (a bounded wait)
@@ -297,7 +304,14 @@ def run_session(
     as it is made (a placed gang's bindings are then assumed in the cache), in the
     session's thread; the result lists them all again."""
     cfg = config or SchedulerConfig()
-    result, _ = _Session(cache, cfg, memory or Memory(), now, on_decision).run(None)
+    view = cache.open_view()
+    try:
+        session = _Session(
+            view, cfg, memory or Memory(), now=now, on_decision=on_decision, deciding=cache.deciding
+        )
+        result, _ = session.run(None)
+    finally:
+        cache.close_view(view)
     return result
 
 
@@ -317,15 +331,16 @@ def explain_gang(
     """Run one session recording every candidate domain for gang ``key`` (``ns/name``),
     and what preempting or reclaiming for it would do."""
     cfg = config or SchedulerConfig()
-    result, found = _Session(cache, cfg, memory or Memory(), now).run(key)
+    view = cache.open_view()
+    try:
+        session = _Session(view, cfg, memory or Memory(), now=now, deciding=cache.deciding)
+        result, found = session.run(key)
+    finally:
+        cache.close_view(view)
     if found is None:
         known = key in cache.podgroups or key in cache.pods
         status = "not pending" if known else "unknown"
-        summary = (
-            f"{key} has no pending pods of this scheduler"
-            if known
-            else f"no PodGroup or pod {key} in the snapshot"
-        )
+        summary = words.not_pending(key, known=known)
         for u in result.unschedulable:
             if u.podgroup == key:
                 status, summary = "unschedulable", u.reason

@@ -1,11 +1,11 @@
 """``tierra scheduler``: the gang scheduler running against a cluster.
 
-Informers feed the core's long-lived ``ClusterStore`` (``feed.py``); sessions run one at a time,
-when something changed (debounced by ``batch_delay``) and every ``period``, in a worker
-thread while changes are held; the binder applies each gang's decision as soon as the
-session makes it, while the session decides the rest and while the next one runs
-(``binder.py``), so a session over thousands of pods binds its first pods at once; the
-status writer and the Event
+Informers feed the core's long-lived ``ClusterStore`` (``feed.py``); sessions run one at a
+time, when something changed (debounced by ``batch_delay``) and every ``period``, in a
+worker thread over a view of the store while the informers keep feeding it; the binder
+applies each gang's decision as soon as the session makes it, while the session decides
+the rest and while the next one runs (``binder.py``), so a session over thousands of pods
+binds its first pods at once; the status writer and the Event
 recorder tell users why gangs wait (``status.py``). With leader election on, the informers
 run on every replica (a warm standby takes over without a cold start), but only the
 Lease holder runs sessions and writes anything (bindings; PodGroup status; Volcano Queue

@@ -1,9 +1,11 @@
 """The informers and the core's cache they feed, one event at a time.
 
 Every watched resource has an informer whose events become ``upsert_*`` / ``remove_*``
-calls on the cache (CONTRACTS.md section 1). A session runs in a worker thread; while it
-runs, changes are *held* and applied in arrival order once it returns, so the cache never
-changes under a session and the event loop keeps reading watches and posting bindings.
+calls on the cache (CONTRACTS.md section 1). A session runs in a worker thread over a view
+of the store (``tierra.scheduler.state.view``); changes keep being applied to the store as
+they arrive (the first one forks the store between two gangs of the session, which goes on
+over what it saw when it started), and the event loop keeps reading watches and posting
+bindings.
 Every (re)list is applied inside ``cache.batch()``, so a 5,000-node list rebuilds the
 topology index once, not 5,000 times.
 
@@ -104,7 +106,6 @@ class Feed:
         self.sources: dict[str, GroupSource] = {}  # PodGroup key -> where it lives
         self.evicting: set[str] = set()
         self.gone = asyncio.Event()  # set whenever an evicted pod is seen deleted
-        self._hold: list[Callable[[], None]] | None = None
         self._batch_depth = 0
         self._batch: contextlib.ExitStack | None = None
         self._keyed: dict[str, PodGroup] = {}  # upstream PodGroups with a topology key
@@ -146,27 +147,19 @@ class Feed:
             )
         )
 
-    # -- holding changes while a session runs ---------------------------------------
+    # -- changes while a session runs ------------------------------------------------
 
     def apply(self, change: Callable[[], None]) -> None:
-        """Apply ``change`` to the cache now, or after the running session."""
-        if self._hold is not None:
-            self._hold.append(change)
-        else:
-            change()
+        """Apply ``change`` to the cache now, a session running or not (the session reads
+        its own view of the store)."""
+        change()
 
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:
-        """Hold every change for the duration of a session; apply them afterwards."""
+        """A session runs meanwhile: none may start while a list is being applied."""
         if self._batch_depth:
             raise RuntimeError("a session cannot run while a list is being applied")
-        self._hold = []
-        try:
-            yield
-        finally:
-            held, self._hold = self._hold, None
-            for change in held:
-                change()
+        yield
 
     @property
     def listing(self) -> bool:

@@ -18,6 +18,7 @@ constraint ``NodeEligibility`` brings it into the protocol as a ``node_mask``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -61,6 +62,14 @@ class NodeFilter:
             for i, n in enumerate(self.nodes)
             if any(t.effect in _FILTERING for t in n.taints)
         ]
+
+    def forked(self, nodes: Sequence[Node], health: Health) -> NodeFilter:
+        """This filter over ``nodes`` and ``health`` (a store's own copies), caches kept."""
+        out = copy.copy(self)
+        out.nodes, out.health = nodes, health
+        out._cache = dict(self._cache)
+        out._labels = dict(self._labels)
+        return out
 
     def invalidate(self) -> None:
         self._cache.clear()

@@ -8,8 +8,10 @@ run: this constraint lets the search consider only domains holding the survivors
 frame's ``sticky``, the lowest domain over the running pods): the survivors' own domain
 first, and when it has no room, the smallest domain above it that has (the lowest tier
 first) -- always within the gang's hard limit, which bounds the search region. When none
-has room the gang waits, with this constraint's words in its reason. The PodGroup's
-condition records a repair once the replacements are bound (``repair_note``).
+has room the gang waits, with this constraint's words in its reason. A gang with
+sub-group policies is left to their own rule (each sub-group stays where its running
+pods are, ``plan.Unit.sticky``). The PodGroup's condition records a repair once the
+replacements are bound (``repair_note``).
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ class NodeRepair(Constraint):
     name = "node-repair"
 
     def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
-        sticky = ask.sticky
-        if sticky is None:
+        sticky, gang = ask.sticky, cycle.gang
+        if sticky is None or gang is None:
             return None
+        if gang.podgroup is not None and gang.podgroup.sub_group_policies:
+            return None  # sub-groups keep to their own running pods' domains (plan.Unit)
         lay = cycle.store.layouts
         at = lay.tin[sticky]
         holds = (lay.tin[domains] <= at) & (at < lay.tout[domains])  # itself or above it

@@ -64,6 +64,19 @@ def _defines(c: Constraint, hook: str) -> bool:
 
 
 @cache
-def hooks(registry: tuple[Constraint, ...]) -> Hooks:
-    """``registry`` sorted by hook (kept per registry: constraints compare by value)."""
+def _sorted(registry: tuple[Constraint, ...]) -> Hooks:
     return Hooks(*(tuple(c for c in registry if _defines(c, h)) for h in HOOKS))
+
+
+_BY_ID: dict[int, tuple[tuple[Constraint, ...], Hooks]] = {}
+
+
+def hooks(registry: tuple[Constraint, ...]) -> Hooks:
+    """``registry`` sorted by hook: kept per registry by value, and looked up by identity
+    first (the hot path asks once per search, without hashing every constraint)."""
+    found = _BY_ID.get(id(registry))
+    if found is not None and found[0] is registry:
+        return found[1]
+    sorted_ = _sorted(registry)
+    _BY_ID[id(registry)] = (registry, sorted_)
+    return sorted_

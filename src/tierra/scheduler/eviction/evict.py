@@ -97,7 +97,7 @@ class Evictor:
             if refused is None:
                 kinds.append(EvictionKind.RECLAIM)
             elif explain:
-                self.notes.append(f"reclaim: not possible, {refused.reason}")
+                self.notes.append(words.reclaim_impossible(refused.reason))
         return kinds
 
     def evict(
@@ -123,7 +123,7 @@ class Evictor:
                 return found
             self.txn.rollback()
             if explain:
-                self.notes.append(f"{kind}: tried, {words.NOTHING_TO_EVICT[kind]}")
+                self.notes.append(words.nothing_to_evict(kind))
         return None
 
     def _try(

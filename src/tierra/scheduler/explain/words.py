@@ -27,6 +27,26 @@ NOTHING_TO_EVICT = {
 NO_RICHER_QUEUE = "no other queue holds more than its share of what it asks for"
 
 
+def waiting(placement: str, delay: str) -> str:
+    """Why a gang that could evict later waits now: where it does not fit, and the delay."""
+    return f"{placement}; {delay}"
+
+
+def reclaim_impossible(why: str) -> str:
+    return f"reclaim: not possible, {why}"
+
+
+def nothing_to_evict(kind: str) -> str:
+    return f"{kind}: tried, {NOTHING_TO_EVICT[kind]}"
+
+
+def not_pending(key: str, *, known: bool) -> str:
+    """Explain for a key that no waiting gang has."""
+    if known:
+        return f"{key} has no pending pods of this scheduler"
+    return f"no PodGroup or pod {key} in the snapshot"
+
+
 def kept_out(n: int, by: BudgetRefusal) -> str:
     """``3 pending pods beyond minMember wait: <the first limit that kept them out>``."""
     pods = (

@@ -8,7 +8,7 @@ request (a gang's pods repeat the same few).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +51,8 @@ class Demands:
     def __init__(self, cache: ClusterStore, constraints: tuple[Constraint, ...] = DEFAULT) -> None:
         self.cache = cache
         self.masks = hooks(constraints).node_mask
+        one = self.masks[0].mask_key if len(self.masks) == 1 else None
+        self._key: Callable[[Pod], Hashable] = one or self._keys
         self._vecs: dict[tuple[tuple[str, int], ...], IntArray | Status] = {}
 
     def vector(self, pod: Pod) -> IntArray | Status:
@@ -69,13 +71,13 @@ class Demands:
 
     def of(self, pods: Sequence[Pod], floor: IntArray | None = None) -> Demand | Status:
         """The demand of ``pods`` (with ``floor`` as its minResources)."""
-        groups: dict[tuple[Hashable, ...], list[Pod]] = {}
-        vecs: dict[tuple[Hashable, ...], IntArray] = {}
+        groups: dict[tuple[bytes, Hashable], list[Pod]] = {}
+        vecs: dict[tuple[bytes, Hashable], IntArray] = {}
         for pod in pods:
             vec = self.vector(pod)
             if isinstance(vec, Status):
                 return unresolvable(f"pod {pod.key} {vec.reason}")
-            k = (vec.tobytes(), *(c.mask_key(pod) for c in self.masks))
+            k = (vec.tobytes(), self._key(pod))
             groups.setdefault(k, []).append(pod)
             vecs[k] = vec
         axis = self.cache.capacity.axis
@@ -88,6 +90,10 @@ class Demands:
         gpu = axis.index.get(GPU, 0)
         shapes.sort(key=lambda s: (-int(s.vec[gpu]), -int(s.vec[0]), -int(s.vec[1])))
         return Demand(tuple(shapes), total, floor)
+
+    def _keys(self, pod: Pod) -> Hashable:
+        """What every node-mask constraint reads of ``pod`` (equal keys: one shape)."""
+        return tuple(c.mask_key(pod) for c in self.masks)
 
     def node_mask(self, pod: Pod) -> NodeMask:
         """The nodes ``pod`` may use: every node-mask constraint's mask, and-ed (the one

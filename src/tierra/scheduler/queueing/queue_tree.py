@@ -42,6 +42,7 @@ from tierra.api.quantity import format_milli
 from tierra.api.queue import Queue
 from tierra.errors import Problem
 from tierra.scheduler.state.store import DEFAULT_QUEUE
+from tierra.scheduler.status import Status, unresolvable
 
 ROOT = "root"
 
@@ -169,20 +170,23 @@ class QueueTree:
             i += 1
         return tuple(out)
 
-    def leaf_problem(self, name: str) -> str | None:
-        """Why a gang in queue ``name`` cannot be scheduled there, or None."""
+    def leaf_problem(self, name: str) -> Status | None:
+        """Why a gang in queue ``name`` cannot be scheduled there (``UNRESOLVABLE``: only
+        a change to the queues helps), or None."""
         if name not in self.queues:
-            return f"queue {name!r} does not exist"
+            return unresolvable(f"queue {name!r} does not exist")
         if name in self.broken:
-            return self.broken[name]
+            return unresolvable(self.broken[name])
         kids = self.children.get(name)
         if kids:
             shown = ", ".join(kids[:3]) + (", ..." if len(kids) > 3 else "")
-            return f"queue {name} has child queues ({shown}); only leaf queues take pods"
+            return unresolvable(
+                f"queue {name} has child queues ({shown}); only leaf queues take pods"
+            )
         for up in self.ancestors(name):
             state = self.queues[up].state
             if state not in ("Open", ""):  # closing a parent closes its children (Volcano)
-                return f"queue {name}'s ancestor queue {up} is {state}"
+                return unresolvable(f"queue {name}'s ancestor queue {up} is {state}")
         return None
 
     def capability(self, name: str) -> dict[str, int]:
@@ -303,5 +307,5 @@ def podgroup_queue_problems(podgroups: Iterable[PodGroup], tree: QueueTree) -> l
         if pg.queue in tree.children:
             why = tree.leaf_problem(pg.queue)
             assert why is not None
-            out.append(Problem(why, pg.origin, f"PodGroup/{pg.key}", "spec.queue"))
+            out.append(Problem(why.reason, pg.origin, f"PodGroup/{pg.key}", "spec.queue"))
     return out

@@ -45,7 +45,7 @@ from tierra.scheduler.queueing.queue_tree import QueueTree
 from tierra.scheduler.queueing.quota import UNLIMITED, Budget, Limit, Quota
 from tierra.scheduler.queueing.shares import Limits, deserved_shares
 from tierra.scheduler.state.store import DEFAULT_QUEUE, ClusterStore
-from tierra.scheduler.status import OK, Status, queue_limited, unresolvable, unschedulable
+from tierra.scheduler.status import OK, Status, queue_limited, unschedulable
 from tierra.topology.index import IntArray
 
 FloatArray = npt.NDArray[np.float64]
@@ -182,10 +182,10 @@ class QueueBook:
             return OK
         problem = self.tree.leaf_problem(q)
         if problem is not None:
-            return unresolvable(problem)
+            return problem
         refused = self.quota.refusal(q, request)
         if refused is not None:
-            return queue_limited(refused)
+            return refused
         held = self.held_back(q)
         if held is not None:
             free = self.free()

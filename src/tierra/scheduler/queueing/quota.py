@@ -21,6 +21,7 @@ import numpy as np
 
 from tierra.scheduler.explain.reasons import amount
 from tierra.scheduler.queueing.queue_tree import QueueTree
+from tierra.scheduler.status import Status, queue_limited
 from tierra.topology.capacity import ResourceAxis
 from tierra.topology.index import IntArray
 
@@ -67,14 +68,15 @@ class Quota:
                 return x, int(np.flatnonzero(bad)[0])
         return None
 
-    def refusal(self, q: str, request: IntArray) -> str | None:
-        """Why ``q`` may not take ``request`` (one queue, one resource), or None."""
+    def refusal(self, q: str, request: IntArray) -> Status | None:
+        """Why ``q`` may not take ``request`` (``QUEUE_LIMITED``: one queue, one resource),
+        or None."""
         found = self.over(q, request)
         if found is None:
             return None
         x, i = found
         room = int(self.cap[x][i] - self.used[x][i])
-        return self.describe(q, x, "the gang needs")(i, int(request[i]), room)
+        return queue_limited(self.describe(q, x, "the gang needs")(i, int(request[i]), room))
 
     def describe(self, q: str, x: str, what: str = "a pod needs") -> Describe:
         """How to say that ``x`` (``q`` or an ancestor) has ``room`` left of resource

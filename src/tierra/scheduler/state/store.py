@@ -1,11 +1,12 @@
-"""The scheduler's long-lived cache: a cluster's objects and the ledgers over them.
+"""The scheduler's long-lived store: a cluster's objects and the ledgers over them.
 
 An adapter (the simulator, ``tierra schedule``, the Kubernetes scheduler) owns one
-``ClusterStore`` and feeds it what happens, one object at a time (``upsert_*`` / ``remove_*``);
-each ``run_session`` reads it and keeps its own decisions in it through ``assume``
-(bindings, counted as used capacity until confirmed or forgotten) and ``remove_pod``
-(evictions). Nothing else a session computes is kept here: what sessions remember about
-waiting gangs lives beside the cache, in ``memory.Memory``.
+``ClusterStore`` and feeds it what happens, one object at a time (``upsert_*`` /
+``remove_*``), also while a session runs: each ``run_session`` reads a view of it
+(``open_view``, ``view.py``) and keeps its decisions there (``commit``: bindings
+assumed, counted as used capacity until confirmed or forgotten; evictions removed),
+which become the store's when the view closes. Nothing else a session computes is kept
+here: what sessions remember about waiting gangs lives beside it, in ``memory.Memory``.
 
 Updates are incremental and idempotent. Upserting an object equal to the one held
 changes nothing; a pod is a few array additions; a node turning NotReady or cordoned
@@ -31,9 +32,11 @@ a gang (its PodGroup, a pod added, bound or removed).
 
 from __future__ import annotations
 
+import copy
+import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 
 import numpy as np
@@ -53,6 +56,7 @@ from tierra.scheduler.scoring.mix import top_shapes
 from tierra.scheduler.state.layout import Layouts
 from tierra.scheduler.state.transaction import Transaction
 from tierra.scheduler.state.trial import Journal
+from tierra.scheduler.state.view import Kept, Viewing, fed, replay
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health
 from tierra.topology.index import IntArray, TopologyIndex
@@ -139,6 +143,10 @@ class ClusterStore:
         # by constraint name: fed by their adapters, read by their hooks, changed during a
         # session only through a reservation whose undo is on the transaction's log
         self.extensions: dict[str, object] = {}
+        # a session's view (``view.py``): the open one, its lock, and (on a view) its commits
+        self.viewing: Viewing | None = None
+        self.lock = threading.RLock()
+        self.kept: list[Kept] | None = None
         self._build({n.name: _with_pods(n) for n in nodes})
 
     @classmethod
@@ -235,16 +243,69 @@ class ClusterStore:
         """Something happened that could let any waiting gang fit."""
         self.clock += 1
         self.freed_at = self.clock
+        if self.viewing is not None:
+            self.viewing.freed = True
 
     def _freed_on(self, node: int) -> None:
         """A pod holding resources on ``node`` left it."""
         self.clock += 1
         self.dom_freed_at[self.index.domains_of(node)] = self.clock
+        if self.viewing is not None:
+            self.viewing.nodes.add(self.index.node_names[node])
 
     def _touched(self, gang: str) -> None:
         """Something happened to gang ``gang`` (its PodGroup or its pods)."""
         self.clock += 1
         self.gang_changed_at[gang] = self.clock
+        if self.viewing is not None:
+            self.viewing.gangs.add(gang)
+
+    # -- a session's view (``view.py``) -----------------------------------------------
+
+    def open_view(self) -> ClusterStore:
+        """What one session reads and keeps its decisions in: this store's tables, until
+        the store is fed while the session runs (then the store forks). One at a time."""
+        if self.viewing is not None:
+            raise RuntimeError("ClusterStore.open_view: a session already runs on this store")
+        view = copy.copy(self)
+        view.kept = []
+        self.viewing = Viewing(view)
+        return view
+
+    def close_view(self, view: ClusterStore) -> None:
+        """The session on ``view`` ended: its decisions are the store's (``view.py``)."""
+        viewing = self.viewing
+        if viewing is None or viewing.view is not view:
+            raise RuntimeError("ClusterStore.close_view: not this store's open view")
+        with self.lock:
+            self.viewing = None
+            if viewing.forked_at is None:
+                self.clock, self.freed_at, self._healthy = view.clock, view.freed_at, view._healthy
+                return
+            replay(self, viewing)
+
+    def deciding(self) -> AbstractContextManager[object]:
+        """Held while a session places one gang, so a fork falls between two gangs."""
+        viewing = self.viewing
+        if viewing is None or viewing.forked_at is not None:
+            return nullcontext()
+        return self.lock
+
+    def stamp_again(self, gangs: set[str], nodes: set[str], *, freed: bool) -> None:
+        """Changes fed during a forked view, counted again after the view's decisions."""
+        for g in sorted(gangs):
+            self._touched(g)
+        for name in sorted(nodes):
+            n = self.index.node_ix.get(name)
+            if n is not None:
+                self._freed_on(n)
+        if freed:
+            self._freed()
+
+    def own_nodes(self) -> list[Node]:
+        """A fork: the store's own list of nodes (and a node filter over it)."""
+        self._nodes = list(self._nodes)
+        return self._nodes
 
     def links(self, table: LinkTable = ()) -> LinkCosts:
         """Bandwidth and weight of every domain and node (``links.py``), once per index."""
@@ -270,6 +331,7 @@ class ClusterStore:
         i = self.index.node_ix.get(name)
         return None if i is None or self._stale else self._nodes[i]
 
+    @fed
     def upsert_node(self, node: Node) -> None:
         """Readiness, cordon or taint changes update health in place; a new node, or new
         labels or allocatable, rebuild the index (HyperNode members may change)."""
@@ -293,11 +355,13 @@ class ClusterStore:
         self.filter.invalidate()
         self._freed()
 
+    @fed
     def remove_node(self, name: str) -> None:
         by_name = self._nodes_by_name()
         if by_name.pop(name, None) is not None:
             self._rebuild(by_name)
 
+    @fed
     def upsert_hypernode(self, hypernode: HyperNode, problems: Iterable[Problem] = ()) -> None:
         """Add or replace a HyperNode with the problems decoding it found (an error makes
         its tree unusable until a version without one arrives)."""
@@ -314,11 +378,13 @@ class ClusterStore:
             self.hypernode_problems.pop(name, None)
         self._rebuild()
 
+    @fed
     def remove_hypernode(self, name: str) -> None:
         self.hypernode_problems.pop(name, None)
         if self.hypernodes.pop(name, None) is not None:
             self._rebuild()
 
+    @fed
     def set_hypernodes(self, hypernodes: Sequence[HyperNode]) -> None:
         """Replace every HyperNode at once (one rebuild); problems of the ones that are
         gone go with them."""
@@ -330,6 +396,7 @@ class ClusterStore:
 
     # -- pods -------------------------------------------------------------------------
 
+    @fed
     def upsert_pod(self, pod: Pod) -> None:
         """Add or replace a pod; a bound one takes its node's resources at once.
 
@@ -356,6 +423,7 @@ class ClusterStore:
             self.pending[key] = None
         self._hold(key, pod)
 
+    @fed
     def remove_pod(self, key: str) -> None:
         """A pod completed or was deleted: its resources are free again."""
         self.assumed.discard(key)
@@ -384,6 +452,7 @@ class ClusterStore:
             if not self.members[g]:
                 del self.members[g]
 
+    @fed
     def assume(self, pod_key: str, node: str) -> None:
         """A binding in flight: the pending pod ``pod_key`` holds ``node``'s resources
         until the API shows it bound (``upsert_pod``) or the binding fails (``forget``)."""
@@ -397,6 +466,7 @@ class ClusterStore:
         self.capacity.place(n, vec)
         self._assumed([(pod, n, vec)])
 
+    @fed
     def forget(self, pod_key: str) -> None:
         """The binding of an assumed pod failed: it is pending again, its room released."""
         if pod_key not in self.assumed:
@@ -414,6 +484,8 @@ class ClusterStore:
             self.assumed.discard(key)
             self._forget(key, release=False)
         self._assumed(txn.assigned)
+        if self.kept is not None:  # a view: what the store replays if it forked
+            self.kept.append(Kept(list(txn.assigned), list(txn.evicted)))
         txn.commit()
 
     @contextmanager
@@ -422,7 +494,7 @@ class ClusterStore:
         sees the room the ones before it took), and everything they committed, bindings
         and evictions, is undone when it ends (``trial.py``).
 
-        Feed nothing inside the block (as while any session runs). Afterwards objects,
+        Feed nothing inside the block (its undo log holds the tables). Afterwards objects,
         ledgers and usage are as before; only the event clock moves on: room freed on
         the nodes that took pods, and the gangs involved changed. So a ``Memory`` kept
         across dry runs re-checks what the undone decisions could have changed, and
@@ -641,6 +713,7 @@ class ClusterStore:
 
     # -- PodGroups, queues, priority classes ------------------------------------------
 
+    @fed
     def upsert_podgroup(self, pg: PodGroup) -> None:
         old = self.podgroups.get(pg.key)
         if old == pg:
@@ -649,22 +722,26 @@ class ClusterStore:
         self._regang(pg.key, old.queue if old is not None else DEFAULT_QUEUE, pg.queue)
         self._touched(pg.key)
 
+    @fed
     def remove_podgroup(self, key: str) -> None:
         old = self.podgroups.pop(key, None)
         if old is not None:
             self._regang(key, old.queue, DEFAULT_QUEUE)
             self._touched(key)
 
+    @fed
     def upsert_queue(self, queue: Queue) -> None:
         if self.queues.get(queue.name) == queue:
             return
         self.queues[queue.name] = queue
         self._freed()
 
+    @fed
     def remove_queue(self, name: str) -> None:
         if self.queues.pop(name, None) is not None:
             self._freed()
 
+    @fed
     def upsert_priority_class(self, name: str, value: int) -> None:
         """A PriorityClass: a PodGroup naming it takes its value (as Volcano's cache)."""
         if self.priority_classes.get(name) == value:
@@ -672,6 +749,7 @@ class ClusterStore:
         self.priority_classes[name] = value
         self._freed()
 
+    @fed
     def remove_priority_class(self, name: str) -> None:
         if self.priority_classes.pop(name, None) is not None:
             self._freed()
