@@ -74,7 +74,7 @@ class _Held:
 
     at: tuple[int, int, int] = (-1, -1, -1)
     gangs: dict[str, tuple[int, ...]] = field(default_factory=dict)  # gang -> its tiers
-    pg_clock: int = -1
+    pg_clock: int = -1  # the PodGroups table (identity and size) ``gangs`` was read from
     node_owner: dict[int, str] = field(default_factory=dict)  # held node -> gang
     nodes: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     domains: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -117,13 +117,17 @@ def _node_domain(store: ClusterStore, tiers: tuple[int, ...]) -> IntArray:
 
 
 def _exclusive_gangs(store: ClusterStore, held: _Held) -> dict[str, tuple[int, ...]]:
-    if held.pg_clock != store.clock:
+    """The PodGroups asking for whole domains. A session runs over a view of the store
+    whose PodGroups do not change while it runs (``state/view.py``), so they are looked
+    for once per view, not once per commit (the event clock moves with every one)."""
+    table = id(store.podgroups) * 1_000_003 + len(store.podgroups)
+    if held.pg_clock != table:
         held.gangs = {}
         for key, pg in store.podgroups.items():
             tiers = exclusive_tiers(pg, store.index)
             if isinstance(tiers, tuple):
                 held.gangs[key] = tiers
-        held.pg_clock = store.clock
+        held.pg_clock = table
     return held.gangs
 
 
@@ -175,14 +179,21 @@ class ExclusiveDomains(Constraint):
 
     def admit(self, cycle: Cycle, demand: Demand) -> Status | None:
         gang = cycle.gang
-        found = exclusive_tiers(gang.podgroup if gang else None, cycle.store.index)
+        if gang is None or gang.podgroup is None:
+            return None
+        found = exclusive_tiers(gang.podgroup, cycle.store.index)
         return unresolvable(found) if isinstance(found, str) else None
 
     def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
         store, gang = cycle.store, cycle.gang
-        mine = exclusive_tiers(gang.podgroup if gang else None, store.index)
-        if isinstance(mine, tuple) and gang is not None:
-            return self._clean(cycle, mine, nodes)
+        pg = gang.podgroup if gang is not None else None
+        if pg is not None and EXCLUSIVE_TIER in pg.meta.annotations:
+            mine = exclusive_tiers(pg, store.index)
+            if isinstance(mine, tuple) and gang is not None:
+                return self._clean(cycle, mine, nodes)
+        known = _memo(store).held
+        if not _exclusive_gangs(store, known):  # the hot path: nobody asks for any
+            return None
         held = held_now(store)
         if not held.node_owner:
             return None
