@@ -20,9 +20,11 @@ from tierra.cli.common import Output, console, fail, print_document
 from tierra.cli.schedule import (
     ConfigOption,
     NamesOption,
+    NowOption,
     OutputOption,
     checked_snapshot,
     config_or_exit,
+    session_clock,
     warn_unusable_trees,
 )
 from tierra.scheduler import ClusterStore, Explanation, TierTrace, Verdict, explain_gang
@@ -80,14 +82,16 @@ def explain(
     show: Annotated[
         int, typer.Option("--show", min=1, help="Candidates listed per tier; the rest summarised.")
     ] = 12,
+    now: NowOption = None,
 ) -> None:
     """Show, per tier, each candidate domain for one gang and why it was rejected or chosen."""
+    clock = session_clock(now)
     key = gang if "/" in gang else f"default/{gang}"
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
     cache = ClusterStore.from_snapshot(snapshot)
     warn_unusable_trees(cache)
-    _, exp = explain_gang(cache, key, cfg)
+    _, exp = explain_gang(cache, key, cfg, now=clock)
     if exp.status == "unknown":
         fail(exp.summary)
     if output is Output.TEXT:

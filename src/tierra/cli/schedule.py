@@ -9,6 +9,7 @@ printed as warnings: the trees involved are unusable and everything else schedul
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -53,6 +54,51 @@ NamesOption = Annotated[
     ),
 ]
 OutputOption = Annotated[Output, typer.Option("-o", "--output", help="text, json or yaml")]
+
+
+def _instant(text: str | None) -> float | None:
+    """``--now``: RFC 3339 (``2026-12-01T22:00:00Z``) or seconds since the epoch."""
+    if text is None:
+        return None
+    from tierra.api.meta import parse_time  # noqa: PLC0415 - keep --help fast
+
+    found = parse_time(text)
+    if found is None:
+        try:
+            found = float(text)
+        except ValueError:
+            found = None
+    if found is None or not math.isfinite(found):
+        raise typer.BadParameter(
+            f"expected an RFC 3339 time like 2026-12-01T22:00:00Z or seconds since the "
+            f"epoch, got {text!r}",
+            param_hint="--now",
+        )
+    return found
+
+
+NowOption = Annotated[
+    str | None,
+    typer.Option(
+        "--now",
+        help=(
+            "The session's clock for the preemption delay: RFC 3339 or epoch seconds "
+            "(default: the wall clock). Gangs are pending since their pods' creationTimestamp."
+        ),
+    ),
+]
+
+
+def session_clock(now: str | None) -> float:
+    """The time a session over a snapshot runs at: ``--now``, else the wall clock.
+
+    A snapshot records no time of its own (``tierra snapshot`` writes the objects only),
+    and the replay of one just taken wants the present; ``--now`` replays any instant, the
+    same decisions every time."""
+    import time  # noqa: PLC0415
+
+    found = _instant(now)
+    return time.time() if found is None else found
 
 
 def config_or_exit(path: Path | None, names: list[str] | None) -> SchedulerConfig:
@@ -179,15 +225,17 @@ def schedule(
     output: OutputOption = Output.TEXT,
     scheduler_name: NamesOption = None,
     config: ConfigOption = None,
+    now: NowOption = None,
 ) -> None:
     """Run one scheduling session over a snapshot and print its decisions."""
+    clock = session_clock(now)
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
     note_other_schedulers(snapshot, cfg)
     note_gated(snapshot, cfg)
     cache = ClusterStore.from_snapshot(snapshot)
     warn_unusable_trees(cache)
-    result = run_session(cache, cfg)
+    result = run_session(cache, cfg, now=clock)
     if output is Output.TEXT:
         render(result)
     else:

@@ -18,6 +18,7 @@ known: binpack, spread, topology, lookahead``), all at once, as ``ConfigError``.
       node/NVIDIA-GB200: {bandwidthGBps: 1800}
       aggregation: {bandwidthGBps: 100, oversubscription: 2}
     featureGates: {TASBalancedPlacement: true}   # Kueue's alpha balanced placement
+    contention: {weight: 1}          # opt-in: running gangs' load on oversubscribed uplinks
 
 ``links`` has the schema of the simulator's cost model (``tiers:`` there): keys are tier
 names (or ``tier<N>``), ``node``, ``node/<nvidia.com/gpu.product>`` and ``cluster``.
@@ -25,12 +26,12 @@ names (or ``tier<N>``), ``node``, ``node/<nvidia.com/gpu.product>`` and ``cluste
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tierra.api.duration import parse_duration
 from tierra.api.fields import Fields, Report
 from tierra.api.files import read_yaml
 from tierra.errors import ConfigError, InputError, Origin, Problem
@@ -53,27 +54,9 @@ TOP_KEYS = (
     "policies",
     "links",
     "featureGates",
+    "contention",
 )
 FEATURE_GATES = ("TASBalancedPlacement",)  # Kueue's Configuration key and gate names
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(value: object) -> float | None:
-    """Seconds from a number or a Go duration (``90s``, ``1m30s``, ``500ms``); None if bad."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value) if value >= 0 else None
-    if not isinstance(value, str) or not value:
-        return None
-    total, at = 0.0, 0
-    for m in _DURATION.finditer(value):
-        if m.start() != at:
-            return None
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        at = m.end()
-    return total if at == len(value) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +94,9 @@ class SchedulerConfig:
     constraints: tuple[Constraint, ...] = DEFAULT
     # alpha behaviour switched on by name, as Kueue's ``featureGates`` (see FEATURE_GATES)
     feature_gates: frozenset[str] = frozenset()
+    # weight of the load running gangs put on shared oversubscribed uplinks in a domain's
+    # score (``constraints/contention.py``); 0: off, the default (decisions as before)
+    contention: float = 0.0
 
     def with_scheduler_names(self, names: tuple[str, ...]) -> SchedulerConfig:
         return replace(self, scheduler_names=names) if names else self
@@ -171,6 +157,7 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         policies = tuple(sorted(chosen, key=lambda wp: order.index(wp.policy.name)))
     links = _links(f.obj("links"))
     gates = _gates(f.obj("featureGates"))
+    contention = _contention(f.obj("contention"))
     if sink:
         raise ConfigError("\n".join(str(p) for p in sink))
     constraints = DEFAULT
@@ -188,7 +175,20 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
         preemption_delay=delay,
         reclaim=reclaim,
         max_attempts_per_tier=attempts,
+        contention=contention,
     )
+
+
+def _contention(con: Fields) -> float:
+    """``contention: {weight: N}``: 0 (off) unless a non-negative weight is given."""
+    for key in con.data:
+        if key != "weight":
+            con.problem(str(key), "unknown setting; known: weight")
+    weight = con.number("weight") or 0.0
+    if weight < 0:
+        con.problem("weight", f"must be >= 0 (0 or omitted: off), got {weight}")
+        weight = 0.0
+    return weight
 
 
 def _gates(f: Fields) -> frozenset[str]:

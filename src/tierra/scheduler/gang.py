@@ -97,6 +97,18 @@ class Gang:
             meta = self.pending[0].meta
         return math.inf if meta is None or meta.created is None else meta.created
 
+    @property
+    def pending_since(self) -> float | None:
+        """When it became pending, by the API: its pending pods' earliest
+        ``creationTimestamp`` (None when none carries one). The preemption delay counts
+        from here, so it survives a scheduler restart. Pods, not the PodGroup: a gang
+        whose pods were evicted and recreated by their controller is pending again from
+        the new pods, not from when its PodGroup was first made; and the API server sets
+        ``creationTimestamp`` once, where a PodScheduled condition's time is the
+        scheduler's own writing and moves with every reason it gives."""
+        times = [p.meta.created for p in self.pending if p.meta.created is not None]
+        return min(times) if times else None
+
 
 class Tally:
     """Running plus placed pods of one gang, as a transaction goes; ``ready`` is the rule."""

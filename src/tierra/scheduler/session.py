@@ -121,7 +121,7 @@ class _Session:
         gangs, orphans = collect(self.cache, self.config.scheduler_names, self.requeue.memory)
         self.unschedulable.extend(orphans)
         self.allocator.use_view(self.cache.scoring_view(self.config.links))
-        self.requeue.start({g.key for g in gangs})
+        self.requeue.start({g.key: g.pending_since for g in gangs})
         # 2. queues
         waiting_queues = {g.queue for g in gangs}
         book = self.book = QueueBook(self.cache, self._queue_demands(gangs), waiting_queues)
@@ -219,7 +219,7 @@ class _Session:
         plan = make_plan(self.cache, gang, self.demands)
         if isinstance(plan, Status):
             return plan
-        cycle = self.allocator.begin(gang, book)
+        cycle = self.allocator.begin(gang, book, waited=self.requeue.waited(gang.key))
         for c in self.admitters:
             refused = c.admit(cycle, plan.demand)
             if refused is not None:
@@ -233,13 +233,15 @@ class _Session:
         evicted = self.evictor.evict(
             plan, book, budget, lambda g, cause: self.commit(g, book, cause), explain=bool(trace)
         )
-        if evicted is None:
-            return status
-        if evicted.code is Code.WAIT:  # it may evict once the preemption delay has passed
+        if evicted is not None and evicted.code is Code.WAIT:  # the preemption delay
             return replace(
                 status, code=Code.WAIT, reason=words.waiting(status.reason, evicted.reason)
             )
-        return evicted
+        if evicted is not None:
+            return evicted
+        if cycle.held:  # a constraint holds it back for a while (a bounded wait)
+            return replace(status, code=Code.WAIT)
+        return status
 
     def commit(self, gang: Gang, book: QueueBook, cause: EvictionCause | None) -> None:
         """Record the transaction as decisions and keep it in the store."""

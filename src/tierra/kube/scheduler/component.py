@@ -286,6 +286,7 @@ class SchedulerComponent:
                 self.cache,
                 self.options.config,
                 memory=self.memory,
+                now=time.time(),  # the preemption delay: gangs pending since creationTimestamp
                 on_decision=decided,
             )
         elapsed = time.perf_counter() - started

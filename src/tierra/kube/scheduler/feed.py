@@ -46,6 +46,7 @@ from tierra.kube.scheduler import decode
 from tierra.kube.scheduler.decode import LivePod
 from tierra.kube.scheduler.metrics import Metrics
 from tierra.kube.scheduler.storage_feed import handlers as storage_handlers
+from tierra.topology.index import TopologyIndex
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class CacheApi(Protocol):
     members: dict[str, dict[str, None]]
     assumed: set[str]
     hypernodes: dict[str, HyperNode]
+    index: TopologyIndex
 
     @property
     def nodes(self) -> list[Node]: ...

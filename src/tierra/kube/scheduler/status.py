@@ -36,6 +36,8 @@ from tierra.kube import resources as r
 from tierra.kube.client import MERGE_PATCH, STRATEGIC_PATCH, ApiError, Kube
 from tierra.kube.events import NORMAL, WARNING, EventRecorder, ObjectRef
 from tierra.kube.scheduler.feed import Feed
+from tierra.scheduler.constraints.bounded_wait import wait_outcome
+from tierra.scheduler.constraints.node_repair import repair_note
 from tierra.scheduler.result import Binding, SessionResult
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,12 @@ class StatusWriter:
         """A gang's bindings all went through."""
         where = bindings[0].hypernode if bindings and bindings[0].hypernode else "the cluster"
         message = f"{len(bindings)} pods bound within {where}"
+        outcome = self._wait_outcome(gang, bindings)
+        if outcome:  # a bounded wait: its tier reached in time, or a wider domain taken
+            message += f"; {outcome}"
+        repaired = self._repair(gang, bindings)
+        if repaired:  # replacements beside a running gang's survivors (node repair)
+            message += f"; {repaired}"
         source = self.feed.sources.get(gang)
         if source is None:  # a pod without a PodGroup
             if len(bindings) == 1:
@@ -93,6 +101,30 @@ class StatusWriter:
             return
         self.recorder.record(self._ref(gang), NORMAL, "Scheduled", message)
         self._set(gang, scheduled=True, message=message)
+
+    def _repair(self, gang: str, bindings: Sequence[Binding]) -> str | None:
+        cache = self.feed.cache
+        new = {b.pod for b in bindings}
+        running = sum(
+            1
+            for k in cache.members.get(gang, {})
+            if k not in new and (p := cache.pods.get(k)) is not None and p.holds_resources
+        )
+        where = bindings[0].hypernode if bindings else None
+        return repair_note(cache.index, where, len(bindings), running)
+
+    def _wait_outcome(self, gang: str, bindings: Sequence[Binding]) -> str | None:
+        cache = self.feed.cache
+        pg = cache.podgroups.get(gang)
+        if pg is None or not bindings:
+            return None
+        made = [
+            p.meta.created
+            for b in bindings
+            if (p := cache.pods.get(b.pod)) is not None and p.meta.created is not None
+        ]
+        waited = time.time() - min(made) if made else None
+        return wait_outcome(pg, cache.index, bindings[0].hypernode, waited)
 
     def _waiting(self, gang: str, reason: str) -> None:
         members = self.feed.cache.members.get(gang, {})

@@ -140,6 +140,13 @@ class Cycle:
     gang: Gang | None = None  # the gang being placed (None only between gangs)
     queues: QueueBook | None = None  # the session's queue book (``admit`` reads it)
     data: dict[str, Any] = field(default_factory=dict)
+    # seconds the gang has waited so far, by the adapter's clock from when it became
+    # pending (None: the session has no clock); a bounded wait reads it
+    waited: float | None = None
+    # refusals that hold the gang back only for a while (a bounded wait): a gang that
+    # fails while any is here is WAIT (re-tried every session), never a failure that
+    # repeats until something changes -- time passing is no change the store sees
+    held: list[Refusal] = field(default_factory=list)
 
 
 class Constraint:

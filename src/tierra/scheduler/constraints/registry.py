@@ -12,8 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from tierra.scheduler.constraints.bounded_wait import BoundedWait
+from tierra.scheduler.constraints.contention import Contention
 from tierra.scheduler.constraints.eligibility import NodeEligibility
+from tierra.scheduler.constraints.exclusive import ExclusiveDomains
 from tierra.scheduler.constraints.health import DegradedDomains
+from tierra.scheduler.constraints.node_repair import NodeRepair
 from tierra.scheduler.constraints.protocol import Constraint
 from tierra.scheduler.constraints.queue_capability import QueueCapability
 from tierra.scheduler.constraints.rank_order import RankOrder
@@ -27,8 +31,12 @@ DEFAULT: tuple[Constraint, ...] = (
     NodeEligibility(),
     *POD_RULES,  # kube-scheduler's pod filters: ports, inter-pod affinity, spread, volumes
     TierLimits(),
+    BoundedWait(),
+    ExclusiveDomains(),
+    NodeRepair(),
     DegradedDomains(),
     PolicyScores(),
+    Contention(),
     InnerSlices(),  # Kueue's multi-layer slices: refuses before ranks are handed out
     RankOrder(),  # last: moves pods between the nodes the others agreed to
 )

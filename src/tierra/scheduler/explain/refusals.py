@@ -25,6 +25,8 @@ from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.errors import Origin, Problem, Severity
 from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.constraints.bounded_wait import wait_problem
+from tierra.scheduler.constraints.exclusive import exclusive_problem
 from tierra.scheduler.constraints.tier_limit import resolve
 from tierra.scheduler.explain.reasons import never_fits, podgroup_never_fits
 from tierra.scheduler.explain.topology_checks import podgroup_problems, topology_problem
@@ -76,6 +78,12 @@ def podgroup_refusals(cache: ClusterStore, pg: PodGroup, *, pods: bool = False) 
 
 def _reasons(cache: ClusterStore, demands: Demands, gang: Gang) -> list[tuple[str, Severity]]:
     """The gang's refusals: errors in what it says, and a warning when it is too big."""
+    for why in (
+        wait_problem(gang.podgroup, cache.index),
+        exclusive_problem(gang.podgroup, cache.index),
+    ):
+        if why is not None:  # annotations the plan does not read
+            return [(why, Severity.ERROR)]
     plan = make_plan(cache, gang, demands)
     if isinstance(plan, Status):
         out = [(plan.reason, Severity.ERROR)]

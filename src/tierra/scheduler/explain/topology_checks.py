@@ -24,6 +24,8 @@ from collections.abc import Iterable
 
 from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
 from tierra.errors import Problem
+from tierra.scheduler.constraints.bounded_wait import wait_problem
+from tierra.scheduler.constraints.exclusive import exclusive_problem
 from tierra.scheduler.constraints.tier_limit import resolve
 from tierra.scheduler.status import Status
 from tierra.topology.index import TopologyIndex
@@ -66,6 +68,9 @@ def podgroup_problems(pg: PodGroup, index: TopologyIndex) -> list[Problem]:
         why = topology_problem(policy.network_topology, index)
         if why:
             out.append(Problem(why, pg.origin, f"PodGroup/{pg.key}", f"spec.subGroupPolicy[{i}]"))
+    for why in (wait_problem(pg, index), exclusive_problem(pg, index)):  # annotations
+        if why:
+            out.append(Problem(why, pg.origin, f"PodGroup/{pg.key}"))
     return out
 
 

@@ -91,9 +91,11 @@ class Allocator:
         self.view = view
         self.nodes.view = view
 
-    def begin(self, gang: Gang, queues: QueueBook | None = None) -> Cycle:
+    def begin(
+        self, gang: Gang, queues: QueueBook | None = None, *, waited: float | None = None
+    ) -> Cycle:
         """A fresh attempt for ``gang``: the per-gang state every constraint shares."""
-        cycle = Cycle(self.cache, self.config, self.txn, self.view, gang, queues)
+        cycle = Cycle(self.cache, self.config, self.txn, self.view, gang, queues, waited=waited)
         self.nodes.cycle = cycle
         return cycle
 

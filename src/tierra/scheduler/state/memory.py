@@ -8,8 +8,9 @@ a different configuration) and is what lets a session skip work that must repeat
 * ``built``: each pending gang as ``gang.collect`` built it, reused while nothing it
   reads has changed (``ClusterStore.unchanged_since``);
 * ``waiting_since``: when (the adapter's clock, ``run_session(now=)``) each waiting gang
-  was first seen waiting, or last made room by eviction: the preemption delay counts
-  from there.
+  became pending -- its pending pods' ``creationTimestamp`` when they carry one
+  (``Gang.pending_since``), else when first seen waiting -- or last made room by
+  eviction: the preemption delay counts from there.
 
 Without one, ``run_session`` starts from nothing: same decisions, more work. An adapter
 that runs many sessions keeps one ``Memory`` next to its ``ClusterStore``.

@@ -7,12 +7,13 @@ room was freed where it could help: a freed pod re-tries a gang only when a doma
 above the freed node is allowed to it and now has the room (``room_freed``; counts only
 shrink as room is taken). A gang that could preempt or reclaim now is never skipped
 (victims change with every binding). The preemption delay counts from when a gang was
-first seen waiting (``track_waiting``).
+first seen waiting, or from its pending pods' ``creationTimestamp`` when they carry one
+(``Gang.pending_since``): the delay then survives a scheduler restart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Set
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -29,8 +30,10 @@ class Requeue:
         self.memory = memory
         self.now = now
 
-    def start(self, waiting: Set[str]) -> None:
-        """A session starts with ``waiting`` gangs: forget the others, note new ones."""
+    def start(self, waiting: Mapping[str, float | None]) -> None:
+        """A session starts with ``waiting`` gangs (each with when it became pending by
+        the API, if known): forget the others, note new ones -- from the API's time when
+        known (so a restarted scheduler counts the delay on), else from now."""
         failures = self.memory.failures
         for key in [k for k in failures if k not in waiting]:
             del failures[key]
@@ -38,8 +41,15 @@ class Requeue:
         for key in [k for k in since if k not in waiting]:
             del since[key]
         if self.now is not None:
-            for key in waiting:
-                since.setdefault(key, self.now)
+            for key, pending in waiting.items():
+                since.setdefault(key, self.now if pending is None else min(pending, self.now))
+
+    def waited(self, gang: str) -> float | None:
+        """Seconds ``gang`` has waited by the session's clock (None: no clock)."""
+        since = self.memory.waiting_since.get(gang)
+        if self.now is None or since is None:
+            return None
+        return max(0.0, self.now - since)
 
     def earlier(self, gang: str, may_evict: Callable[[], bool]) -> Status | None:
         """The earlier status ``gang`` is skipped with, or None when it must be tried

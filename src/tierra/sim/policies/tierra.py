@@ -39,6 +39,7 @@ class TierraPolicy:
         self._config = config
         self._pod_slot: dict[str, tuple[str, int]] = {}  # pod key -> (job, index)
         self._jobs: dict[str, SimJob] = {}
+        self._requeued: set[str] = set()
 
     def start(self, cluster: SimCluster, *, seed: int, cost: BoundCost) -> None:
         """The scheduler reads the run's cost model as its ``links`` table (unless its
@@ -70,6 +71,8 @@ class TierraPolicy:
 
     def submit(self, job: SimJob) -> None:
         pods = job_pods(job)
+        if job.name in self._requeued:  # queued again after a kill: pending from now on
+            pods = [replace(p, meta=replace(p.meta, created=None)) for p in pods]
         for i, pod in enumerate(pods):
             self._pod_slot[pod.key] = (job.name, i)
         self._jobs[job.name] = job
@@ -78,6 +81,7 @@ class TierraPolicy:
             self.cache.upsert_pod(pod)
 
     def release(self, job: SimJob) -> None:
+        self._requeued.add(job.name)  # its pods' creation no longer says when it waited
         for name in job.pod_names():
             key = f"{NAMESPACE}/{name}"
             self.cache.remove_pod(key)
