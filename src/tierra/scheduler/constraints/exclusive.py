@@ -124,6 +124,8 @@ def _exclusive_gangs(store: ClusterStore, held: _Held) -> dict[str, tuple[int, .
     if held.pg_clock != table:
         held.gangs = {}
         for key, pg in store.podgroups.items():
+            if EXCLUSIVE_TIER not in pg.meta.annotations:
+                continue  # one dict look-up: most PodGroups do not ask
             tiers = exclusive_tiers(pg, store.index)
             if isinstance(tiers, tuple):
                 held.gangs[key] = tiers
