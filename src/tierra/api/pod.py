@@ -60,6 +60,19 @@ class NodeSelectorTerm:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class PodClaim:
+    """One ``spec.resourceClaims`` entry, with the claim it names once known.
+
+    ``claim_name`` is ``resourceClaimName``, or for a template the name the
+    resourceclaim controller recorded in ``status.resourceClaimStatuses`` (empty until
+    it has made the claim: the pod must wait for it)."""
+
+    name: str
+    claim_name: str = ""
+    template_name: str = ""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pod:
     """A pod as the scheduler sees it. ``requests`` is the effective request in milli-units.
@@ -82,6 +95,7 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     phase: Phase = Phase.PENDING
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (the Workload API)
+    resource_claims: tuple[PodClaim, ...] = ()  # DRA: spec.resourceClaims
     origin: Origin | None = field(default=None, compare=False)
 
     @property
@@ -186,6 +200,24 @@ def _decode_terms(spec: Fields) -> tuple[NodeSelectorTerm, ...]:
     return tuple(terms)
 
 
+def _decode_claims(spec: Fields, status: Fields) -> tuple[PodClaim, ...]:
+    if spec.raw("resourceClaims") is None:
+        return ()
+    made = {
+        s.string("name"): s.string("resourceClaimName")
+        for s in status.objects("resourceClaimStatuses")
+    }
+    out = []
+    for c in spec.objects("resourceClaims"):
+        name = c.string("name", required=True)
+        template = c.string("resourceClaimTemplateName")
+        claim = c.string("resourceClaimName")
+        if bool(template) == bool(claim):
+            c.problem("", "must set exactly one of resourceClaimName, resourceClaimTemplateName")
+        out.append(PodClaim(name, claim or made.get(name, ""), template))
+    return tuple(out)
+
+
 def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
     spec = f.obj("spec", required=True)
     status = f.obj("status")
@@ -207,6 +239,7 @@ def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
         tolerations=tuple(_decode_toleration(t) for t in spec.objects("tolerations")),
         phase=phase,
         scheduling_group=spec.obj("schedulingGroup").string("podGroupName"),
+        resource_claims=_decode_claims(spec, status),
         origin=origin,
     )
 
@@ -235,6 +268,14 @@ def encode_pod(pod: Pod) -> dict[str, Any]:
         spec["schedulingGroup"] = {"podGroupName": pod.scheduling_group}
     if pod.tolerations:
         spec["tolerations"] = [_toleration_dict(t) for t in pod.tolerations]
+    status: dict[str, Any] = {"phase": str(pod.phase)}
+    if pod.resource_claims:
+        spec["resourceClaims"] = [_claim_dict(c) for c in pod.resource_claims]
+        made = [c for c in pod.resource_claims if c.template_name and c.claim_name]
+        if made:
+            status["resourceClaimStatuses"] = [
+                {"name": c.name, "resourceClaimName": c.claim_name} for c in made
+            ]
     if pod.affinity_terms:
         terms = []
         for t in pod.affinity_terms:
@@ -254,8 +295,14 @@ def encode_pod(pod: Pod) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": pod.meta.to_dict(),
         "spec": spec,
-        "status": {"phase": str(pod.phase)},
+        "status": status,
     }
+
+
+def _claim_dict(c: PodClaim) -> dict[str, str]:
+    if c.template_name:
+        return {"name": c.name, "resourceClaimTemplateName": c.template_name}
+    return {"name": c.name, "resourceClaimName": c.claim_name}
 
 
 def _toleration_dict(t: Toleration) -> dict[str, Any]:

@@ -27,6 +27,17 @@ from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.priority import GROUP as PRIORITY_GROUP
 from tierra.api.priority import PriorityClass, decode_priority_class
 from tierra.api.queue import Queue, decode_queue
+from tierra.api.resource import GROUP as RESOURCE_GROUP
+from tierra.api.resource import (
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    decode_device_class,
+    decode_resource_claim,
+    decode_resource_claim_template,
+    decode_resource_slice,
+)
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.bulk import building
@@ -44,6 +55,10 @@ class Snapshot:
     queues: tuple[Queue, ...] = ()
     jobs: tuple[VolcanoJob, ...] = ()
     priority_classes: tuple[PriorityClass, ...] = ()
+    device_classes: tuple[DeviceClass, ...] = ()
+    resource_claims: tuple[ResourceClaim, ...] = ()
+    claim_templates: tuple[ResourceClaimTemplate, ...] = ()
+    resource_slices: tuple[ResourceSlice, ...] = ()
     problems: tuple[Problem, ...] = field(default=(), compare=False)
 
     @property
@@ -140,7 +155,17 @@ def _decoder_for(api_version: str, kind: str) -> tuple[str, Decoder] | None:
         return "jobs", decode_job
     if kind == "PriorityClass" and group == PRIORITY_GROUP:
         return "priority_classes", decode_priority_class
+    if group == RESOURCE_GROUP:
+        return _DRA_DECODERS.get(kind)
     return None
+
+
+_DRA_DECODERS: dict[str, tuple[str, Decoder]] = {
+    "DeviceClass": ("device_classes", decode_device_class),
+    "ResourceClaim": ("resource_claims", decode_resource_claim),
+    "ResourceClaimTemplate": ("claim_templates", decode_resource_claim_template),
+    "ResourceSlice": ("resource_slices", decode_resource_slice),
+}
 
 
 def _identity(kind: str, obj: Any) -> str:
@@ -179,7 +204,10 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
     problems: list[Problem] = []
     buckets: dict[str, list[Any]] = {
         k: []
-        for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs", "priority_classes")
+        for k in (
+            *("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs", "priority_classes"),
+            *(bucket for bucket, _ in _DRA_DECODERS.values()),
+        )
     }
     seen: dict[str, Origin] = {}
     empty: list[Path] = []
@@ -231,6 +259,10 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
         queues=tuple(buckets["queues"]),
         jobs=tuple(buckets["jobs"]),
         priority_classes=tuple(buckets["priority_classes"]),
+        device_classes=tuple(buckets["device_classes"]),
+        resource_claims=tuple(buckets["resource_claims"]),
+        claim_templates=tuple(buckets["claim_templates"]),
+        resource_slices=tuple(buckets["resource_slices"]),
         problems=tuple(problems),
     )
 
