@@ -35,6 +35,7 @@ from tierra.kube import resources as r
 from tierra.kube.client import ApiError, Kube
 from tierra.kube.informer import Backoff
 from tierra.kube.scheduler import decode
+from tierra.kube.scheduler.dra_bind import ClaimWriter
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult
@@ -59,6 +60,7 @@ class Binder:
         eviction_timeout: float = 120.0,
         on_failure: Callable[[], None] = lambda: None,
         on_bound: Callable[[str, Sequence[Binding]], None] = lambda gang, b: None,
+        claims: ClaimWriter | None = None,
     ) -> None:
         self.kube = kube
         self.feed = feed
@@ -67,6 +69,7 @@ class Binder:
         self.eviction_timeout = eviction_timeout
         self.on_failure = on_failure
         self.on_bound = on_bound
+        self.claims = claims  # DRA: claims allocated before a binding, released after a failed one
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._victims: list[asyncio.Task[bool]] = []  # this session's evictions
@@ -212,6 +215,17 @@ class Binder:
         self.feed.apply(lambda: self.feed.cache.forget(key))
 
     async def _bind(self, b: Binding) -> bool:
+        if self.claims is None:
+            return await self._post_binding(b)
+        if not await self.claims.reserve(b):
+            self._forget(b.pod)
+            return False
+        bound = await self._post_binding(b)
+        if not bound:
+            await self.claims.release(b)
+        return bound
+
+    async def _post_binding(self, b: Binding) -> bool:
         namespace, name = _split(b.pod)
         body: dict[str, Any] = {
             "apiVersion": "v1",

@@ -108,6 +108,9 @@ class Feed:
         self._keyed: dict[str, PodGroup] = {}  # upstream PodGroups with a topology key
         self._synthetic: set[str] = set()
         self.informers: list[Informer[Any]] = []
+        # What the cache gets for a pod (dra_feed.py keeps pods with claims to their
+        # device nodes); the pod as decoded by default.
+        self.adjust_pod: Callable[[Pod], Pod] = lambda pod: pod
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.NODES, decode.node, self._node),
             (r.PODS, decode.pod, self._pod),
@@ -213,7 +216,7 @@ class Feed:
             return
         assert event.obj is not None
         live = event.obj
-        pod = live.pod
+        pod = self.adjust_pod(live.pod)
         if key in self.evicting:
             return  # the session released its room; the API has not deleted it yet
         mine = pod.scheduler_name in self.scheduler_names

@@ -1,0 +1,165 @@
+"""DRA for ``tierra scheduler``: the four resource.k8s.io kinds watched, pods kept to the
+nodes whose devices can serve their claims.
+
+DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices feed one
+``DeviceCluster`` (tierra.scheduler.devices). A pending pod of ours with claims enters the
+core's cache restricted to the nodes where the structured allocator can allocate its
+claims (kube-scheduler's DynamicResources Filter), as one more ``matchFields
+metadata.name`` requirement on its required node affinity: every filter, shape cache
+and explanation of the core then treats device eligibility like any other node rule,
+and a pod whose claims fit no node stays pending with nothing written. The pod as the
+API has it is kept here; before each session the restriction is recomputed if devices,
+claims or nodes changed. Why no node fits is recorded as a Warning Event on the pod.
+
+Placement never allocates: the binder does, node by node, through ``ClaimWriter``
+(dra_bind.py), as kube-scheduler does in Reserve/PreBind.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from tierra.api.labels import Operator, Requirement
+from tierra.api.pod import NodeSelectorTerm, Pod
+from tierra.api.resource import (
+    ResourceClaim,
+    decode_device_class,
+    decode_resource_claim,
+    decode_resource_claim_template,
+    decode_resource_slice,
+)
+from tierra.errors import Origin, Problem
+from tierra.kube import resources as r
+from tierra.kube.events import WARNING, EventRecorder, ObjectRef
+from tierra.kube.informer import Event, EventType
+from tierra.kube.scheduler.feed import Feed
+from tierra.scheduler.devices.cluster import DeviceCluster
+from tierra.scheduler.devices.refusal import DeviceRefusal
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+REASON = "DevicesUnavailable"
+
+
+def _decoder(
+    decode: Callable[[Mapping[str, Any], Origin | None, list[Problem]], T],
+) -> Callable[[dict[str, Any]], T]:
+    def run(raw: dict[str, Any]) -> T:
+        md = dict(raw.get("metadata") or {})
+        md.pop("managedFields", None)  # large, and never read
+        sink: list[Problem] = []
+        out = decode({**raw, "metadata": md}, None, sink)
+        for p in sink:
+            log.warning("%s", p)
+        return out
+
+    return run
+
+
+def restrict(pod: Pod, names: tuple[str, ...]) -> Pod:
+    """``pod`` allowed only on ``names`` (ANDed into every required affinity term)."""
+    only = Requirement("metadata.name", Operator.IN, tuple(sorted(names)))
+    terms = pod.affinity_terms or (NodeSelectorTerm(),)
+    return replace(
+        pod,
+        affinity_terms=tuple(
+            NodeSelectorTerm(t.match_expressions, (*t.match_fields, only)) for t in terms
+        ),
+    )
+
+
+class DraFeed:
+    """Adds the DRA informers to ``feed`` and adjusts the pods it feeds to the cache."""
+
+    def __init__(self, feed: Feed, recorder: EventRecorder | None = None) -> None:
+        self.feed = feed
+        self.recorder = recorder
+        self.devices = DeviceCluster()
+        self.pods: dict[str, Pod] = {}  # pending pods of ours with claims, as the API has them
+        self.reasons: dict[str, DeviceRefusal] = {}  # why a pod has no node, when it has none
+        self._seen: tuple[int, tuple[str, ...]] = (-1, ())
+        feed.adjust_pod = self.adjust
+        handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
+            (r.DEVICE_CLASSES, _decoder(decode_device_class), self._store("classes", True)),
+            (r.RESOURCE_SLICES, _decoder(decode_resource_slice), self._store("slices", True)),
+            (r.RESOURCE_CLAIMS, _decoder(decode_resource_claim), self._claim),
+            (
+                r.RESOURCE_CLAIM_TEMPLATES,
+                _decoder(decode_resource_claim_template),
+                self._store("templates", False),
+            ),
+        ]
+        for resource, decoder, handler in handlers:
+            feed._add(resource, decoder, handler)
+
+    # -- informers -------------------------------------------------------------------
+
+    def _store(self, name: str, devices: bool) -> Callable[[Event[Any]], None]:
+        def handle(event: Event[Any]) -> None:
+            table: dict[str, Any] = getattr(self.devices, name)
+            if event.type is EventType.DELETED:
+                table.pop(event.key, None)
+            else:
+                table[event.key] = event.obj
+            self.devices.changed(devices=devices)
+            self.feed.on_change()
+
+        return handle
+
+    def _claim(self, event: Event[ResourceClaim]) -> None:
+        if event.type is EventType.DELETED:
+            self.devices.claims.pop(event.key, None)
+            self.devices.assumed.pop(event.key, None)
+        else:
+            claim = event.obj
+            assert claim is not None
+            self.devices.claims[event.key] = claim
+            if claim.allocation is not None:
+                self.devices.assumed.pop(event.key, None)  # confirmed by the API
+        self.devices.changed()
+        self.feed.on_change()
+
+    # -- pods ------------------------------------------------------------------------
+
+    def adjust(self, pod: Pod) -> Pod:
+        """What the cache gets for ``pod``: restricted to its device nodes when pending."""
+        mine = pod.scheduler_name in self.feed.scheduler_names
+        if not pod.resource_claims or pod.bound or pod.terminated or not mine:
+            self.pods.pop(pod.key, None)
+            self.reasons.pop(pod.key, None)
+            return pod
+        self.pods[pod.key] = pod
+        return self._restricted(pod)
+
+    def _restricted(self, pod: Pod) -> Pod:
+        names, refusal = self.devices.eligible(pod, self.feed.cache.nodes)
+        if refusal is None:
+            self.reasons.pop(pod.key, None)
+        elif self.reasons.get(pod.key) != refusal and self.feed.synced:
+            # Before every informer has listed, a claim not seen yet is only not listed yet.
+            self.reasons[pod.key] = refusal
+            log.info("Pod/%s: no node can allocate its claims: %s", pod.key, refusal)
+            if self.recorder is not None:
+                ref = ObjectRef("Pod", "v1", pod.name, pod.namespace, pod.meta.uid)
+                message = f"no node can allocate the pod's claims: {refusal}"
+                self.recorder.record(ref, WARNING, REASON, message)
+        return restrict(pod, names)
+
+    def refresh(self) -> None:
+        """Recompute every pending pod's device nodes if devices, claims or nodes changed
+        (call between sessions: it writes the cache)."""
+        seen = (self.devices.generation, tuple(n.name for n in self.feed.cache.nodes))
+        if seen == self._seen:
+            return
+        self._seen = seen
+        for pod in list(self.pods.values()):
+            self.feed.cache.upsert_pod(self._restricted(pod))
+
+    def node_labels(self, name: str) -> Mapping[str, str] | None:
+        for n in self.feed.cache.nodes:
+            if n.name == name:
+                return n.labels
+        return None

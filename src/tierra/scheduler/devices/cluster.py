@@ -1,0 +1,170 @@
+"""A cluster's DRA state, and what it means for one pod: its claims, its nodes, its devices.
+
+As kube-scheduler's DynamicResources plugin reads it (PreFilter/Filter): a pod's claim is
+named directly or, for a template, by the name the resourceclaim controller recorded in
+the pod's status (until then the pod waits); an allocated claim pins the pod to the
+claim's node selector and is not allocated again (a claim shared by several pods is
+allocated once); the devices in use are those of every allocated claim (admin access
+aside, whoever allocated it) and of every allocation tierra made and has not yet seen
+come back from the API (``assumed``). The rest is the allocator's.
+
+Mutable on purpose: the Kubernetes edge keeps one and feeds it events; a snapshot builds
+one from its objects. The allocator (and its remembered selector results) is rebuilt
+only when classes or slices change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tierra.api.node import Node
+from tierra.api.pod import Pod
+from tierra.api.resource import (
+    Allocation,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from tierra.scheduler.devices.allocator import DeviceAllocator
+from tierra.scheduler.devices.pools import DeviceId, NodeInfo
+from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
+
+MAX_RESERVED_FOR = 256  # resourceapi.ResourceClaimReservedForMaxSize
+
+
+@dataclass(slots=True)
+class DeviceCluster:
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    claims: dict[str, ResourceClaim] = field(default_factory=dict)  # ns/name
+    templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
+    slices: dict[str, ResourceSlice] = field(default_factory=dict)
+    assumed: dict[str, Allocation] = field(default_factory=dict)  # claim -> our allocation
+    generation: int = 0  # bumped on every change: cached eligibility is stale
+    _allocator: DeviceAllocator | None = None
+
+    @classmethod
+    def of(
+        cls,
+        classes: Iterable[DeviceClass],
+        claims: Iterable[ResourceClaim],
+        templates: Iterable[ResourceClaimTemplate],
+        slices: Iterable[ResourceSlice],
+    ) -> DeviceCluster:
+        return cls(
+            classes={c.meta.name: c for c in classes},
+            claims={c.key: c for c in claims},
+            templates={f"{t.meta.namespace}/{t.meta.name}": t for t in templates},
+            slices={s.meta.name: s for s in slices},
+        )
+
+    def changed(self, *, devices: bool = False) -> None:
+        """Something changed; ``devices``: classes or slices (the allocator is rebuilt)."""
+        self.generation += 1
+        if devices:
+            self._allocator = None
+
+    @property
+    def allocator(self) -> DeviceAllocator:
+        if self._allocator is None:
+            ordered = [self.slices[k] for k in sorted(self.slices)]
+            self._allocator = DeviceAllocator(dict(self.classes), ordered)
+        return self._allocator
+
+    def allocation_of(self, key: str) -> Allocation | None:
+        claim = self.claims.get(key)
+        if claim is not None and claim.allocation is not None:
+            return claim.allocation
+        return self.assumed.get(key)
+
+    def in_use(self) -> set[DeviceId]:
+        out: set[DeviceId] = set()
+        for key in {*self.claims, *self.assumed}:
+            allocation = self.allocation_of(key)
+            if allocation is not None:
+                out.update(r.device_id for r in allocation.results if not r.admin_access)
+        return out
+
+    def claims_of(self, pod: Pod) -> list[ResourceClaim] | DeviceRefusal:
+        out = []
+        for c in pod.resource_claims:
+            if not c.claim_name:
+                reason = (
+                    f"waiting for the ResourceClaim of template {c.template_name} "
+                    f"(pod claim {c.name}) to be created"
+                )
+                return DeviceRefusal(f"Pod/{pod.key}", "", reason)
+            key = f"{pod.namespace}/{c.claim_name}"
+            claim = self.claims.get(key)
+            if claim is None:
+                return DeviceRefusal(f"ResourceClaim/{key}", "", "not found")
+            refs = claim.reserved_for
+            if len(refs) >= MAX_RESERVED_FOR and all(r.uid != pod.meta.uid for r in refs):
+                return DeviceRefusal(claim.ref, "", "reserved for the most pods a claim allows")
+            out.append(claim)
+        return out
+
+    def plan(self, pod: Pod, node: Node | NodeInfo) -> tuple[ClaimAllocation, ...] | DeviceRefusal:
+        """The allocations the pod's unallocated claims get on ``node``, or why not."""
+        claims = self.claims_of(pod)
+        if isinstance(claims, DeviceRefusal):
+            return claims
+        info = node if isinstance(node, NodeInfo) else NodeInfo(node.name, node.labels)
+        todo = []
+        for claim in claims:
+            allocation = self.allocation_of(claim.key)
+            if allocation is None:
+                todo.append(claim)
+                continue
+            terms = allocation.node_selector
+            if terms is not None and not any(t.matches(info.name, info.labels) for t in terms):
+                reason = f"allocated on other nodes; node {info.name} is not one of them"
+                return DeviceRefusal(claim.ref, "", reason)
+        return self.allocator.allocate(todo, info, self.in_use())
+
+    def eligible(
+        self, pod: Pod, nodes: Iterable[Node]
+    ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
+        """The nodes whose devices can serve the pod's claims, and the first refusal."""
+        claims = self.claims_of(pod)
+        if isinstance(claims, DeviceRefusal):
+            return (), claims
+        local = self._nodes_with_devices()
+        names: list[str] = []
+        first: DeviceRefusal | None = None
+        for node in nodes:
+            if local is not None and node.name not in local and self._needs_devices(claims):
+                continue
+            if not _allowed(pod, node):
+                continue  # the pod cannot go there anyway: neither a candidate nor a reason
+            result = self.plan(pod, node)
+            if isinstance(result, DeviceRefusal):
+                first = first or result
+            else:
+                names.append(node.name)
+        if not names and first is None:
+            first = DeviceRefusal(
+                claims[0].ref if claims else f"Pod/{pod.key}", "", "no node has devices"
+            )
+        return tuple(names), (None if names else first)
+
+    def _needs_devices(self, claims: list[ResourceClaim]) -> bool:
+        return any(self.allocation_of(c.key) is None for c in claims)
+
+    def _nodes_with_devices(self) -> set[str] | None:
+        """Nodes named by a slice; None when a slice may serve any node (selector, all)."""
+        out: set[str] = set()
+        for s in self.slices.values():
+            if not s.node_name:
+                return None
+            out.add(s.node_name)
+        return out
+
+
+def _allowed(pod: Pod, node: Node) -> bool:
+    """The pod's nodeSelector and required node affinity (the other filters stay the core's)."""
+    labels = node.labels
+    if any(labels.get(k) != v for k, v in pod.node_selector.items()):
+        return False
+    return not pod.affinity_terms or any(t.matches(node.name, labels) for t in pod.affinity_terms)

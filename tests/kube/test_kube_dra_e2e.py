@@ -1,0 +1,340 @@
+"""DRA end to end: ``tierra scheduler`` (a real process) allocates claims on the real API
+server before binding, as kube-scheduler's DynamicResources plugin does.
+
+Fake nodes get the ResourceSlices a DRA driver would publish (NVIDIA gpu.nvidia.com
+attributes, an RDMA NIC driver beside it). Each test has its own nodes, scheduler name
+and namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
+
+from e2e_cluster import start_scheduler, wait_bound
+from kube_helpers import eventually, kube_for
+
+from tierra.kube.client import ApiError, Kube
+from tierra.kube.resources import (
+    DEVICE_CLASSES,
+    EVENTS,
+    NODES,
+    PODS,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+)
+from tierra.kube.testing import ControlPlane
+from tierra.kube.testing.dra import (
+    GPU_CLASS_SELECTOR,
+    GPU_DRIVER,
+    NIC_DRIVER,
+    claim_manifest,
+    device_class_manifest,
+    exact_request,
+    gpu_device,
+    nic_device,
+    resource_slice_manifest,
+    with_claims,
+)
+from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
+
+pytestmark = pytest.mark.kube
+NIC_CLASS = "rdma-nic"
+_ids = itertools.count()
+
+
+def run(plane: ControlPlane, body: Callable[[Kube], Awaitable[Any]]) -> Any:
+    async def main() -> Any:
+        async with kube_for(plane) as kube:
+            return await body(kube)
+
+    return asyncio.run(main())
+
+
+async def classes(kube: Kube) -> None:
+    for body in (
+        device_class_manifest(GPU_DRIVER, GPU_CLASS_SELECTOR),
+        device_class_manifest(NIC_CLASS, f"device.driver == '{NIC_DRIVER}'"),
+    ):
+        try:
+            await kube.request("POST", DEVICE_CLASSES.path(), body=body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+
+
+async def gpu_node(
+    kube: Kube,
+    name: str,
+    label: dict[str, str],
+    roots: list[str],
+    nic_roots: list[str] = (),  # type: ignore[assignment]
+) -> None:
+    await kube.request(
+        "POST",
+        NODES.path(),
+        body=node_manifest(name, shape=NodeShape(cpu="16", gpus=0), labels=label),
+    )
+    gpus = [gpu_device(i, root) for i, root in enumerate(roots)]
+    await kube.request(
+        "POST", RESOURCE_SLICES.path(), body=resource_slice_manifest(name, GPU_DRIVER, gpus)
+    )
+    if nic_roots:
+        nics = [nic_device(i, root) for i, root in enumerate(nic_roots)]
+        await kube.request(
+            "POST", RESOURCE_SLICES.path(), body=resource_slice_manifest(name, NIC_DRIVER, nics)
+        )
+
+
+async def pod_with(
+    kube: Kube, ns: str, name: str, scheduler: str, label: dict[str, str], **claims: str
+) -> dict[str, Any]:
+    body = with_claims(
+        pod_manifest(
+            name, ns, shape=PodShape(cpu="1"), scheduler_name=scheduler, node_selector=label
+        ),
+        **claims,
+    )
+    out: dict[str, Any] = await kube.request("POST", PODS.path(ns), body=body)
+    return out
+
+
+class Case:
+    """One test's names: a node label, a scheduler, a prefix for its nodes."""
+
+    def __init__(self) -> None:
+        n = next(_ids)
+        self.prefix = f"dra{n}"
+        self.scheduler = f"tierra-dra-{n}"
+        self.label = {"tierra.dev/dra": self.prefix}
+
+
+def scheduled(
+    plane: ControlPlane, tmp_path: Path, case: Case, body: Callable[[Kube], Awaitable[Any]]
+) -> Any:
+    process, _ = start_scheduler(plane, tmp_path, case.scheduler)
+    try:
+
+        async def with_process(kube: Kube) -> Any:
+            return await body(kube)
+
+        return run(plane, with_process), process
+    finally:
+        process.stop()
+
+
+async def claim(kube: Kube, ns: str, name: str) -> dict[str, Any]:
+    out: dict[str, Any] = await kube.get(RESOURCE_CLAIMS.path(ns, name))
+    return out
+
+
+def test_a_single_claim_is_allocated_then_the_pod_bound(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    case = Case()
+
+    async def setup(kube: Kube) -> None:
+        await classes(kube)
+        await gpu_node(kube, f"{case.prefix}-a", case.label, ["pci0000:10", "pci0000:20"])
+        await kube.request(
+            "POST",
+            RESOURCE_CLAIMS.path(namespace),
+            body=claim_manifest("one", namespace, [exact_request("gpu", GPU_DRIVER)]),
+        )
+        await pod_with(kube, namespace, "p", case.scheduler, case.label, gpu="one")
+
+    run(control_plane, setup)
+    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
+    try:
+
+        async def check(kube: Kube) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
+            placed = await wait_bound(kube, namespace, 1, 60, process)
+            pod = await kube.get(PODS.path(namespace, "p"))
+            return placed, await claim(kube, namespace, "one"), pod
+
+        placed, got, pod = run(control_plane, check)
+    finally:
+        process.stop()
+    node = f"{case.prefix}-a"
+    assert placed == {"p": node}
+    allocation = got["status"]["allocation"]
+    assert [
+        (r["request"], r["driver"], r["pool"], r["device"])
+        for r in allocation["devices"]["results"]
+    ] == [("gpu", GPU_DRIVER, node, "gpu-0")]
+    assert allocation["nodeSelector"] == {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        ]
+    }
+    assert allocation["allocationTimestamp"]
+    assert "resource.kubernetes.io/delete-protection" in got["metadata"]["finalizers"]
+    assert got["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "p", "uid": pod["metadata"]["uid"]}
+    ]
+
+
+def test_n_devices_with_a_cel_selector_go_where_the_selector_holds(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    case = Case()
+    selector = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0'
+
+    async def setup(kube: Kube) -> None:
+        await classes(kube)
+        small = f"{case.prefix}-small"
+        await kube.request(
+            "POST",
+            NODES.path(),
+            body=node_manifest(small, shape=NodeShape(cpu="16", gpus=0), labels=case.label),
+        )
+        gpus = [gpu_device(i, f"pci0000:{i}0", memory="24Gi") for i in range(4)]
+        await kube.request(
+            "POST", RESOURCE_SLICES.path(), body=resource_slice_manifest(small, GPU_DRIVER, gpus)
+        )
+        await gpu_node(kube, f"{case.prefix}-big", case.label, [f"pci0000:{i}0" for i in range(4)])
+        body = claim_manifest("three", namespace, [exact_request("gpus", GPU_DRIVER, 3, selector)])
+        await kube.request("POST", RESOURCE_CLAIMS.path(namespace), body=body)
+        await pod_with(kube, namespace, "p", case.scheduler, case.label, gpus="three")
+
+    run(control_plane, setup)
+    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
+    try:
+        placed = run(control_plane, lambda kube: wait_bound(kube, namespace, 1, 60, process))
+        got = run(control_plane, lambda kube: claim(kube, namespace, "three"))
+    finally:
+        process.stop()
+    assert placed == {"p": f"{case.prefix}-big"}
+    results = got["status"]["allocation"]["devices"]["results"]
+    assert len({r["device"] for r in results}) == 3
+    assert {r["pool"] for r in results} == {f"{case.prefix}-big"}
+
+
+def test_gpu_and_nic_on_one_pcie_root_avoid_the_node_that_cannot(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    case = Case()
+
+    async def setup(kube: Kube) -> None:
+        await classes(kube)
+        # -a: GPUs and NICs under different roots; -b: one pair under pci0000:b0.
+        await gpu_node(
+            kube,
+            f"{case.prefix}-a",
+            case.label,
+            ["pci0000:10", "pci0000:20"],
+            ["pci0000:30", "pci0000:40"],
+        )
+        await gpu_node(
+            kube, f"{case.prefix}-b", case.label, ["pci0000:a0", "pci0000:b0"], ["pci0000:b0"]
+        )
+        body = claim_manifest(
+            "pair",
+            namespace,
+            [exact_request("gpu", GPU_DRIVER), exact_request("nic", NIC_CLASS)],
+            [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}],
+        )
+        await kube.request("POST", RESOURCE_CLAIMS.path(namespace), body=body)
+        await pod_with(kube, namespace, "p", case.scheduler, case.label, pair="pair")
+
+    run(control_plane, setup)
+    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
+    try:
+        placed = run(control_plane, lambda kube: wait_bound(kube, namespace, 1, 60, process))
+        got = run(control_plane, lambda kube: claim(kube, namespace, "pair"))
+    finally:
+        process.stop()
+    assert placed == {"p": f"{case.prefix}-b"}
+    results = {r["request"]: r["device"] for r in got["status"]["allocation"]["devices"]["results"]}
+    assert results == {"gpu": "gpu-1", "nic": "nic-0"}  # both under pci0000:b0
+
+
+def test_a_shared_claim_is_allocated_once_for_both_pods(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    case = Case()
+
+    async def setup(kube: Kube) -> None:
+        await classes(kube)
+        for side in ("a", "b"):
+            await gpu_node(kube, f"{case.prefix}-{side}", case.label, ["pci0000:10"])
+        await kube.request(
+            "POST",
+            RESOURCE_CLAIMS.path(namespace),
+            body=claim_manifest("shared", namespace, [exact_request("gpu", GPU_DRIVER)]),
+        )
+        for name in ("p1", "p2"):
+            await pod_with(kube, namespace, name, case.scheduler, case.label, gpu="shared")
+
+    run(control_plane, setup)
+    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
+    try:
+        placed = run(control_plane, lambda kube: wait_bound(kube, namespace, 2, 60, process))
+
+        async def reserved_twice(kube: Kube) -> dict[str, Any]:
+            async def both() -> bool:
+                got = await claim(kube, namespace, "shared")
+                return len(got["status"].get("reservedFor") or []) == 2
+
+            await eventually(both, 30, "the shared claim reserved for both pods")
+            return await claim(kube, namespace, "shared")
+
+        got = run(control_plane, reserved_twice)
+    finally:
+        process.stop()
+    assert len(set(placed.values())) == 1  # where the one allocation is
+    assert len(got["status"]["allocation"]["devices"]["results"]) == 1
+    assert {r["name"] for r in got["status"]["reservedFor"]} == {"p1", "p2"}
+
+
+def test_a_claim_no_node_can_satisfy_leaves_the_pod_pending_and_nothing_written(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    case = Case()
+
+    async def setup(kube: Kube) -> None:
+        await classes(kube)
+        await gpu_node(kube, f"{case.prefix}-a", case.label, [f"pci0000:{i}0" for i in range(8)])
+        body = claim_manifest("sixteen", namespace, [exact_request("gpus", GPU_DRIVER, 16)])
+        await kube.request("POST", RESOURCE_CLAIMS.path(namespace), body=body)
+        await pod_with(kube, namespace, "p", case.scheduler, case.label, gpus="sixteen")
+
+    run(control_plane, setup)
+    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
+    try:
+
+        async def check(kube: Kube) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+            async def warned() -> bool:
+                events = await kube.get(EVENTS.path(namespace))
+                return any(
+                    e.get("reason") == "DevicesUnavailable" and "8 of 16 devices" in e["message"]
+                    for e in events["items"]
+                )
+
+            await eventually(warned, 30, "a DevicesUnavailable Event on the pod")
+            await asyncio.sleep(2)  # several sessions: still nothing bound, nothing written
+            events = (await kube.get(EVENTS.path(namespace)))["items"]
+            return (
+                await kube.get(PODS.path(namespace, "p")),
+                await claim(kube, namespace, "sixteen"),
+                events,
+            )
+
+        pod, got, events = run(control_plane, check)
+    finally:
+        process.stop()
+    assert not pod["spec"].get("nodeName")
+    assert not (got.get("status") or {}).get("allocation")
+    assert "finalizers" not in got["metadata"]
+    (warning,) = [e for e in events if e.get("reason") == "DevicesUnavailable"]
+    assert warning["message"] == (
+        f"no node can allocate the pod's claims: ResourceClaim/{namespace}/sixteen request gpus: "
+        f"8 of 16 devices of class gpu.nvidia.com free on node {case.prefix}-a"
+    )
