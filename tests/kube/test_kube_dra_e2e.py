@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
 
-from e2e_cluster import start_scheduler, wait_bound
+from e2e_cluster import Fabric, start_scheduler, wait_bound
 from kube_helpers import eventually, kube_for
 
 from tierra.kube.client import ApiError, Kube
@@ -29,6 +29,7 @@ from tierra.kube.resources import (
     PODS,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    VOLCANO_PODGROUPS,
 )
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.dra import (
@@ -338,3 +339,125 @@ def test_a_claim_no_node_can_satisfy_leaves_the_pod_pending_and_nothing_written(
         f"no node can allocate the pod's claims: ResourceClaim/{namespace}/sixteen request gpus: "
         f"8 of 16 devices of class gpu.nvidia.com free on node {case.prefix}-a"
     )
+
+
+async def device_gang(
+    kube: Kube, ns: str, name: str, size: int, case: Case, *, gpus_each: int, hard: bool = True
+) -> None:
+    """A Volcano gang of ``size`` pods, each with its own claim of ``gpus_each`` GPUs."""
+    spec: dict[str, Any] = {"minMember": size}
+    if hard:
+        spec["networkTopology"] = {"mode": "hard", "highestTierName": "rack"}
+    body = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }
+    await kube.request("POST", VOLCANO_PODGROUPS.path(ns), body=body)
+    for i in range(size):
+        claim_name = f"{name}-{i}"
+        requests = [exact_request("gpus", GPU_DRIVER, gpus_each)]
+        await kube.request(
+            "POST", RESOURCE_CLAIMS.path(ns), body=claim_manifest(claim_name, ns, requests)
+        )
+        pod = pod_manifest(
+            claim_name,
+            ns,
+            shape=PodShape(cpu="1"),
+            scheduler_name=case.scheduler,
+            node_selector=case.label,
+            annotations={"scheduling.k8s.io/group-name": name},
+        )
+        await kube.request("POST", PODS.path(ns), body=with_claims(pod, gpus=claim_name))
+
+
+async def fabric_with_slices(kube: Kube, fabric: Fabric) -> None:
+    await fabric.create(kube)
+    for node in fabric.node_names():
+        gpus = [gpu_device(i, f"pci0000:{i}0") for i in range(8)]
+        await kube.request(
+            "POST", RESOURCE_SLICES.path(), body=resource_slice_manifest(node, GPU_DRIVER, gpus)
+        )
+
+
+def test_a_gang_whose_pods_claim_devices_is_placed_in_one_rack_with_every_claim_allocated(
+    crds: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    case = Case()
+    fabric = Fabric(case.prefix, spines=1, racks=2, nodes=2)
+    case.label = fabric.label
+
+    async def setup(kube: Kube) -> None:
+        await classes(kube)
+        await fabric_with_slices(kube, fabric)
+        await device_gang(kube, namespace, "g", 4, case, gpus_each=4)
+
+    run(crds, setup)
+    process, _ = start_scheduler(crds, tmp_path, case.scheduler)
+    try:
+        placed = run(crds, lambda kube: wait_bound(kube, namespace, 4, 60, process))
+
+        async def claims(kube: Kube) -> list[dict[str, Any]]:
+            return [await claim(kube, namespace, f"g-{i}") for i in range(4)]
+
+        got = run(crds, claims)
+    finally:
+        process.stop()
+    assert len({fabric.rack_of(n) for n in placed.values()}) == 1
+    used: list[tuple[str, str]] = []
+    for i, c in enumerate(got):
+        results = c["status"]["allocation"]["devices"]["results"]
+        assert {r["pool"] for r in results} == {placed[f"g-{i}"]}  # on the pod's node
+        used.extend((r["pool"], r["device"]) for r in results)
+    assert len(used) == len(set(used)) == 16  # no device twice
+
+
+def test_a_gang_where_one_pods_devices_cannot_be_found_binds_nothing_and_allocates_nothing(
+    crds: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    case = Case()
+    fabric = Fabric(case.prefix, spines=1, racks=1, nodes=2)
+    case.label = fabric.label
+
+    async def setup(kube: Kube) -> None:
+        await classes(kube)
+        await fabric_with_slices(kube, fabric)
+        await device_gang(kube, namespace, "g", 2, case, gpus_each=4)
+        # A third member whose claim asks for more GPUs than any node has.
+        big = claim_manifest("g-big", namespace, [exact_request("gpus", GPU_DRIVER, 9)])
+        await kube.request("POST", RESOURCE_CLAIMS.path(namespace), body=big)
+        pod = pod_manifest(
+            "g-big",
+            namespace,
+            shape=PodShape(cpu="1"),
+            scheduler_name=case.scheduler,
+            node_selector=case.label,
+            annotations={"scheduling.k8s.io/group-name": "g"},
+        )
+        await kube.request("POST", PODS.path(namespace), body=with_claims(pod, gpus="g-big"))
+        pg = await kube.get(VOLCANO_PODGROUPS.path(namespace, "g"))
+        pg["spec"]["minMember"] = 3
+        await kube.request("PUT", VOLCANO_PODGROUPS.path(namespace, "g"), body=pg)
+
+    run(crds, setup)
+    process, _ = start_scheduler(crds, tmp_path, case.scheduler)
+    try:
+
+        async def check(kube: Kube) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            async def warned() -> bool:
+                events = (await kube.get(EVENTS.path(namespace)))["items"]
+                return any(e.get("reason") == "DevicesUnavailable" for e in events)
+
+            await eventually(warned, 30, "the big member's device reason")
+            await asyncio.sleep(2)  # several sessions
+            pods = [await kube.get(PODS.path(namespace, n)) for n in ("g-0", "g-1", "g-big")]
+            claims = [await claim(kube, namespace, n) for n in ("g-0", "g-1", "g-big")]
+            return pods, claims
+
+        pods, claims = run(crds, check)
+    finally:
+        process.stop()
+    assert not any(p["spec"].get("nodeName") for p in pods)
+    assert not any((c.get("status") or {}).get("allocation") for c in claims)
+    assert not any(c["metadata"].get("finalizers") for c in claims)

@@ -19,7 +19,7 @@ from tierra.api.labels import Operator, Requirement
 from tierra.api.meta import ObjectMeta
 from tierra.api.node import Node
 from tierra.api.pod import NodeSelectorTerm, Pod, PodClaim
-from tierra.api.resource import Allocation, DeviceResult
+from tierra.api.resource import Allocation, ConsumerRef, DeviceResult
 from tierra.scheduler.devices.cluster import DeviceCluster
 from tierra.scheduler.devices.refusal import DeviceRefusal
 
@@ -77,3 +77,23 @@ def test_devices_in_use_count_assumed_allocations_and_skip_admin_access() -> Non
     assert dc.in_use() == {(GPU, "b", "gpu-0")}
     names, _ = dc.eligible(pod(PodClaim("g", "other")), [node("a")])
     assert names == ()  # claim "other" does not exist
+
+
+def test_devices_as_room_per_class_for_nodes_pending_pods_and_holders() -> None:
+    dc = cluster(claim("two", exactly("r", GPU, 2)))
+    key = "devices.tierra.dev/gpu.nvidia.com"
+    assert dc.node_devices(node("a")) == {key: 2000}
+    assert dc.node_devices(node("c")) == {}
+    waiting = pod(PodClaim("g", "two"))
+    assert dc.pod_devices(waiting) == {key: 2000}
+    two = on("a")
+    two = replace(two, results=(two.results[0], replace(two.results[0], device="gpu-1")))
+    held = replace(
+        dc.claims["ns/two"], allocation=two, reserved_for=(ConsumerRef("pods", "p", "uid-p"),)
+    )
+    dc.claims["ns/two"] = held
+    bound = replace(waiting, node_name="a")
+    assert dc.pod_devices(bound) == {key: 2000}  # what it holds
+    other = replace(bound, meta=replace(bound.meta, name="q", uid="uid-q"))
+    assert dc.pod_devices(other) == {}  # a shared claim counts once, on its first pod
+    assert dc.pod_devices(waiting) == {}  # allocated already: nothing more to ask for

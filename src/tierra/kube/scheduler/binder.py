@@ -198,6 +198,9 @@ class Binder:
     # -- bindings --------------------------------------------------------------------
 
     async def _bind_gang(self, gang: str, bindings: list[Binding]) -> None:
+        if self.claims is not None and not await self._reserve_claims(bindings):
+            self.on_failure()
+            return
         results = await asyncio.gather(*(self._bind(b) for b in bindings))
         if all(results):
             created = [self.feed.created.pop(b.pod, 0.0) for b in bindings]
@@ -214,14 +217,22 @@ class Binder:
         self.metrics.forgotten.inc()
         self.feed.apply(lambda: self.feed.cache.forget(key))
 
+    async def _reserve_claims(self, bindings: list[Binding]) -> bool:
+        """DRA: every pod's claims allocated before any pod of the gang is bound; when one
+        cannot be, all are released and no pod is bound (all-or-nothing covers devices)."""
+        assert self.claims is not None
+        for i, b in enumerate(bindings):
+            if not await self.claims.reserve(b):
+                for done in bindings[:i]:
+                    await self.claims.release(done)
+                for each in bindings:
+                    self._forget(each.pod)
+                return False
+        return True
+
     async def _bind(self, b: Binding) -> bool:
-        if self.claims is None:
-            return await self._post_binding(b)
-        if not await self.claims.reserve(b):
-            self._forget(b.pod)
-            return False
         bound = await self._post_binding(b)
-        if not bound:
+        if not bound and self.claims is not None:
             await self.claims.release(b)
         return bound
 

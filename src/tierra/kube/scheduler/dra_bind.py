@@ -68,15 +68,17 @@ class ClaimWriter:
         node = NodeInfo(b.node, labels or {})
         for _ in range(ATTEMPTS):
             try:
-                return await self._attempt(pod, node)
+                if await self._attempt(pod, node):
+                    return True
+                break  # no longer fits: the next session places it again
             except _Conflict:
                 continue
             except ApiError as exc:
                 log.warning("Pod/%s: claims not reserved: %s", b.pod, exc)
-                await self.release(b)
-                return False
-        log.warning("Pod/%s: claims kept changing; not bound this time", b.pod)
-        await self.release(b)
+                break
+        else:
+            log.warning("Pod/%s: claims kept changing; not bound this time", b.pod)
+        await self.release(b)  # what an earlier attempt wrote
         return False
 
     async def _attempt(self, pod: Pod, node: NodeInfo) -> bool:

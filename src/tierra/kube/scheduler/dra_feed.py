@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from tierra.api.labels import Operator, Requirement
+from tierra.api.node import Node
 from tierra.api.pod import NodeSelectorTerm, Pod
 from tierra.api.resource import (
     ResourceClaim,
@@ -80,8 +81,12 @@ class DraFeed:
         self.devices = DeviceCluster()
         self.pods: dict[str, Pod] = {}  # pending pods of ours with claims, as the API has them
         self.reasons: dict[str, DeviceRefusal] = {}  # why a pod has no node, when it has none
+        self.claimants: dict[str, Pod] = {}  # every pod with claims, as the API has it
+        self.nodes: dict[str, Node] = {}  # every node, as the API has it
         self._seen: tuple[int, tuple[str, ...]] = (-1, ())
+        self._device_seen = -1
         feed.adjust_pod = self.adjust
+        feed.adjust_node = self.adjust_node
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.DEVICE_CLASSES, _decoder(decode_device_class), self._store("classes", True)),
             (r.RESOURCE_SLICES, _decoder(decode_resource_slice), self._store("slices", True)),
@@ -125,14 +130,29 @@ class DraFeed:
     # -- pods ------------------------------------------------------------------------
 
     def adjust(self, pod: Pod) -> Pod:
-        """What the cache gets for ``pod``: restricted to its device nodes when pending."""
+        """What the cache gets for ``pod``: its devices as room (``counts.py``) and, when it
+        is ours and pending, only the nodes whose devices can serve its claims."""
+        if not pod.resource_claims:
+            self.claimants.pop(pod.key, None)
+            return pod
+        self.claimants[pod.key] = pod
         mine = pod.scheduler_name in self.feed.scheduler_names
-        if not pod.resource_claims or pod.bound or pod.terminated or not mine:
+        if pod.bound or pod.terminated or not mine:
             self.pods.pop(pod.key, None)
             self.reasons.pop(pod.key, None)
-            return pod
+            return self._with_devices(pod)
         self.pods[pod.key] = pod
         return self._restricted(pod)
+
+    def _with_devices(self, pod: Pod) -> Pod:
+        extra = self.devices.pod_devices(pod)
+        return replace(pod, requests={**pod.requests, **extra}) if extra else pod
+
+    def adjust_node(self, node: Node) -> Node:
+        """``node`` offering its devices, per class, as room."""
+        self.nodes[node.name] = node
+        extra = self.devices.node_devices(node)
+        return replace(node, allocatable={**node.allocatable, **extra}) if extra else node
 
     def _restricted(self, pod: Pod) -> Pod:
         names, refusal = self.devices.eligible(pod, self.feed.cache.nodes)
@@ -146,17 +166,31 @@ class DraFeed:
                 ref = ObjectRef("Pod", "v1", pod.name, pod.namespace, pod.meta.uid)
                 message = f"no node can allocate the pod's claims: {refusal}"
                 self.recorder.record(ref, WARNING, REASON, message)
-        return restrict(pod, names)
+        return restrict(self._with_devices(pod), names)
 
     def refresh(self) -> None:
-        """Recompute every pending pod's device nodes if devices, claims or nodes changed
-        (call between sessions: it writes the cache)."""
-        seen = (self.devices.generation, tuple(n.name for n in self.feed.cache.nodes))
+        """Recompute the nodes' device room if slices or classes changed, and the pods'
+        devices and device nodes if anything changed (call between sessions: it writes
+        the cache)."""
+        cache = self.feed.cache
+        present = {n.name for n in cache.nodes}
+        seen = (self.devices.generation, tuple(sorted(present)))
         if seen == self._seen:
             return
         self._seen = seen
-        for pod in list(self.pods.values()):
-            self.feed.cache.upsert_pod(self._restricted(pod))
+        with cache.batch():
+            if self.devices.device_generation != self._device_seen:
+                self._device_seen = self.devices.device_generation
+                for name in sorted(self.nodes.keys() - present):
+                    del self.nodes[name]
+                for name in sorted(self.nodes):
+                    cache.upsert_node(self.adjust_node(self.nodes[name]))
+            for key in [k for k in self.claimants if k not in cache.pods]:
+                self.claimants.pop(key)
+                self.pods.pop(key, None)
+                self.reasons.pop(key, None)
+            for pod in list(self.claimants.values()):
+                cache.upsert_pod(self.adjust(pod))
 
     def node_labels(self, name: str) -> Mapping[str, str] | None:
         for n in self.feed.cache.nodes:

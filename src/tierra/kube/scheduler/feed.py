@@ -108,9 +108,10 @@ class Feed:
         self._keyed: dict[str, PodGroup] = {}  # upstream PodGroups with a topology key
         self._synthetic: set[str] = set()
         self.informers: list[Informer[Any]] = []
-        # What the cache gets for a pod (dra_feed.py keeps pods with claims to their
-        # device nodes); the pod as decoded by default.
+        # What the cache gets for a pod and a node (dra_feed.py adds their devices, and
+        # keeps pods with claims to their device nodes); as decoded by default.
         self.adjust_pod: Callable[[Pod], Pod] = lambda pod: pod
+        self.adjust_node: Callable[[Node], Node] = lambda node: node
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.NODES, decode.node, self._node),
             (r.PODS, decode.pod, self._pod),
@@ -199,7 +200,7 @@ class Feed:
             self.cache.remove_node(event.key)
         else:
             assert event.obj is not None
-            self.cache.upsert_node(event.obj)
+            self.cache.upsert_node(self.adjust_node(event.obj))
             if self._keyed and not self.listing:
                 self._resolve_keys()
         self.on_change()

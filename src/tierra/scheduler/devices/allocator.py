@@ -137,6 +137,27 @@ class DeviceAllocator:
             for i, claim in enumerate(claims)
         )
 
+    def class_accepts(self, name: str, c: Candidate) -> bool:
+        """The class's own selectors accept the device (a failing selector: it does not)."""
+        klass = self.classes[name]
+        key = (c.id, name, klass.selectors)
+        hit = self._matches.get(key)
+        if hit is None:
+            data = self._inputs.get(c.id)
+            if data is None:
+                data = self._inputs[c.id] = device_input(c.id[0], c.device)
+            try:
+                hit = all(
+                    e is not None and compile_selector(e).matches(data) for e in klass.selectors
+                )
+            except CelError:
+                hit = False
+            if any(e is None for e in klass.selectors):
+                hit = False
+            else:
+                self._matches[key] = hit
+        return hit
+
     def selectable(self, alt: Alternative, c: Candidate, claim: ResourceClaim) -> bool:
         """Class selectors, then the request's; a runtime error aborts (as upstream)."""
         if c.device.unsupported:

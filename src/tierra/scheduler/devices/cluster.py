@@ -27,6 +27,7 @@ from tierra.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from tierra.scheduler.devices import counts
 from tierra.scheduler.devices.allocator import DeviceAllocator
 from tierra.scheduler.devices.pools import DeviceId, NodeInfo
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
@@ -42,6 +43,7 @@ class DeviceCluster:
     slices: dict[str, ResourceSlice] = field(default_factory=dict)
     assumed: dict[str, Allocation] = field(default_factory=dict)  # claim -> our allocation
     generation: int = 0  # bumped on every change: cached eligibility is stale
+    device_generation: int = 0  # bumped when classes or slices change: node room is stale
     _allocator: DeviceAllocator | None = None
 
     @classmethod
@@ -63,6 +65,7 @@ class DeviceCluster:
         """Something changed; ``devices``: classes or slices (the allocator is rebuilt)."""
         self.generation += 1
         if devices:
+            self.device_generation += 1
             self._allocator = None
 
     @property
@@ -122,6 +125,23 @@ class DeviceCluster:
                 reason = f"allocated on other nodes; node {info.name} is not one of them"
                 return DeviceRefusal(claim.ref, "", reason)
         return self.allocator.allocate(todo, info, self.in_use())
+
+    def node_devices(self, node: Node | NodeInfo) -> dict[str, int]:
+        """The node's devices as room, per class (``devices.tierra.dev/<class>``)."""
+        info = node if isinstance(node, NodeInfo) else NodeInfo(node.name, node.labels)
+        return counts.node_devices(self.allocator, info)
+
+    def pod_devices(self, pod: Pod) -> dict[str, int]:
+        """The devices a pod asks for (pending) or holds (bound), per class."""
+        claims = self.claims_of(pod)
+        if isinstance(claims, DeviceRefusal):
+            return {}
+        allocations = {c.key: self.allocation_of(c.key) for c in claims}
+        if pod.holds_resources:
+            return counts.held_devices(pod, claims, allocations)
+        if pod.bound or pod.terminated:
+            return {}
+        return counts.pending_requests(claims, {k: v is not None for k, v in allocations.items()})
 
     def eligible(
         self, pod: Pod, nodes: Iterable[Node]
