@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 
 pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
 
-from e2e_cluster import Fabric, start_scheduler, wait_bound
+from e2e_cluster import Fabric, start_scheduler, tierra, wait_bound
 from kube_helpers import eventually, kube_for
 
 from tierra.kube.client import ApiError, Kube
@@ -461,3 +462,46 @@ def test_a_gang_where_one_pods_devices_cannot_be_found_binds_nothing_and_allocat
     assert not any(p["spec"].get("nodeName") for p in pods)
     assert not any((c.get("status") or {}).get("allocation") for c in claims)
     assert not any(c["metadata"].get("finalizers") for c in claims)
+
+
+def test_tierra_schedule_on_a_snapshot_allocates_the_devices_the_live_scheduler_does(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    case = Case()
+
+    async def setup(kube: Kube) -> None:
+        await classes(kube)
+        # GPUs under roots 0-3, NICs under 3-0, no constraint: the choice is tierra's
+        # alignment, not the pool order, so both paths must agree on it.
+        roots = [f"pci0000:{i}0" for i in range(4)]
+        await gpu_node(kube, f"{case.prefix}-a", case.label, roots, roots[::-1])
+        requests = [exact_request("gpu", GPU_DRIVER, 2), exact_request("nic", NIC_CLASS, 2)]
+        await kube.request(
+            "POST",
+            RESOURCE_CLAIMS.path(namespace),
+            body=claim_manifest("pair", namespace, requests),
+        )
+        await pod_with(kube, namespace, "p", case.scheduler, case.label, pair="pair")
+
+    run(control_plane, setup)
+    snap = tmp_path / "snap"
+    dumped = tierra("snapshot", "--kubeconfig", str(control_plane.kubeconfig), "-o", str(snap))
+    assert dumped.returncode == 0, dumped.stderr
+    files = sorted(str(p) for p in snap.glob("*.json"))
+    offline = tierra("schedule", *files, "--scheduler-name", case.scheduler, "-o", "json")
+    assert offline.returncode == 0, offline.stderr
+    (binding,) = json.loads(offline.stdout)["bindings"]
+    (planned,) = binding["devices"]
+    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
+    try:
+        placed = run(control_plane, lambda kube: wait_bound(kube, namespace, 1, 60, process))
+        got = run(control_plane, lambda kube: claim(kube, namespace, "pair"))
+    finally:
+        process.stop()
+    assert placed == {"p": binding["node"]}
+    live = [
+        {k: r[k] for k in ("request", "driver", "pool", "device")}
+        for r in got["status"]["allocation"]["devices"]["results"]
+    ]
+    assert planned == {"claim": f"{namespace}/pair", "results": live}
+    assert [r["device"] for r in live] == ["gpu-0", "gpu-1", "nic-2", "nic-3"]  # aligned

@@ -32,6 +32,9 @@ FILES: dict[str, tuple[r.Resource, ...]] = {
     "podgroups.json": (r.VOLCANO_PODGROUPS, r.WORKLOAD_PODGROUPS),
     "queues.json": (r.VOLCANO_QUEUES,),
     "priorityclasses.json": (r.PRIORITY_CLASSES,),
+    "deviceclasses.json": (r.DEVICE_CLASSES,),
+    "resourceclaims.json": (r.RESOURCE_CLAIMS, r.RESOURCE_CLAIM_TEMPLATES),
+    "resourceslices.json": (r.RESOURCE_SLICES,),
 }
 
 

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any, TypeVar
 
-from tierra.api.labels import Operator, Requirement
 from tierra.api.node import Node
-from tierra.api.pod import NodeSelectorTerm, Pod
+from tierra.api.pod import Pod
 from tierra.api.resource import (
     ResourceClaim,
     decode_device_class,
@@ -38,6 +36,7 @@ from tierra.kube.events import WARNING, EventRecorder, ObjectRef
 from tierra.kube.informer import Event, EventType
 from tierra.kube.scheduler.feed import Feed
 from tierra.scheduler.devices.cluster import DeviceCluster
+from tierra.scheduler.devices.placement import node_with_devices, restrict, with_devices
 from tierra.scheduler.devices.refusal import DeviceRefusal
 
 log = logging.getLogger(__name__)
@@ -58,18 +57,6 @@ def _decoder(
         return out
 
     return run
-
-
-def restrict(pod: Pod, names: tuple[str, ...]) -> Pod:
-    """``pod`` allowed only on ``names`` (ANDed into every required affinity term)."""
-    only = Requirement("metadata.name", Operator.IN, tuple(sorted(names)))
-    terms = pod.affinity_terms or (NodeSelectorTerm(),)
-    return replace(
-        pod,
-        affinity_terms=tuple(
-            NodeSelectorTerm(t.match_expressions, (*t.match_fields, only)) for t in terms
-        ),
-    )
 
 
 class DraFeed:
@@ -145,14 +132,12 @@ class DraFeed:
         return self._restricted(pod)
 
     def _with_devices(self, pod: Pod) -> Pod:
-        extra = self.devices.pod_devices(pod)
-        return replace(pod, requests={**pod.requests, **extra}) if extra else pod
+        return with_devices(self.devices, pod)
 
     def adjust_node(self, node: Node) -> Node:
         """``node`` offering its devices, per class, as room."""
         self.nodes[node.name] = node
-        extra = self.devices.node_devices(node)
-        return replace(node, allocatable={**node.allocatable, **extra}) if extra else node
+        return node_with_devices(self.devices, node)
 
     def _restricted(self, pod: Pod) -> Pod:
         names, refusal = self.devices.eligible(pod, self.feed.cache.nodes)
