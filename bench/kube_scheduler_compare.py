@@ -471,7 +471,7 @@ async def gang_phase(
 def cache_cost(nodes: int, pods: int, per_rack: int) -> dict[str, float]:
     """Bytes one Node and one Pod take in the core's cache (tracemalloc, after decoding)."""
     from tierra.kube.scheduler import decode  # noqa: PLC0415
-    from tierra.scheduler.cache import Cache  # noqa: PLC0415
+    from tierra.scheduler.state.store import ClusterStore  # noqa: PLC0415
 
     node_raw = [
         node_manifest(f"node-{i:05d}", shape=NODE_SHAPE, labels={RACK: rack_of(i, per_rack)})
@@ -479,7 +479,7 @@ def cache_cost(nodes: int, pods: int, per_rack: int) -> dict[str, float]:
     ]
     gc.collect()
     tracemalloc.start()
-    cache = Cache()
+    cache = ClusterStore()
     base = tracemalloc.get_traced_memory()[0]
     with cache.batch():
         for raw in node_raw:

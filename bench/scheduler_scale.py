@@ -10,7 +10,7 @@ Clusters are fat trees from ``tierra.scheduler.testing.fat_tree``: nodes of 8 GP
 1, 2, 4 or 8 GPUs, with a mix of constraints: hard tier 1 where a leaf can hold the
 gang, hard tier 2, soft, and none.
 
-Three measurements per cluster size, each on a ``Cache`` (and the ``Memory`` beside it)
+Three measurements per cluster size, each on a ``ClusterStore`` (and the ``Memory`` beside it)
 built once:
 
 * ``gang64``: the cluster is first filled to about half its GPUs by the scheduler
@@ -51,7 +51,7 @@ from tierra.api.hypernode import HyperNode
 from tierra.api.node import Node
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup
-from tierra.scheduler import Cache, Memory, run_session
+from tierra.scheduler import ClusterStore, Memory, run_session
 from tierra.scheduler.testing import fat_tree, pod, podgroup, topology
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,21 +92,21 @@ def mixed_stream(rng: random.Random, prefix: str, gpus: int) -> list[Gang]:
     return out
 
 
-def submit(cache: Cache, gangs: list[Gang]) -> None:
+def submit(cache: ClusterStore, gangs: list[Gang]) -> None:
     for pg, pods in gangs:
         cache.upsert_podgroup(pg)
         for p in pods:
             cache.upsert_pod(p)
 
 
-def complete(cache: Cache, gang: Gang) -> None:
+def complete(cache: ClusterStore, gang: Gang) -> None:
     pg, pods = gang
     for p in pods:
         cache.remove_pod(p.key)
     cache.remove_podgroup(pg.key)
 
 
-def gpu_use(cache: Cache) -> float:
+def gpu_use(cache: ClusterStore) -> float:
     g = cache.capacity.axis.index["nvidia.com/gpu"]
     root = cache.index.root
     return float(cache.capacity.dom_used[root, g] / max(cache.capacity.dom_alloc[root, g], 1))
@@ -127,7 +127,7 @@ def quantiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def probe(cache: Cache, memory: Memory, gangs: list[Gang]) -> dict[str, Any]:
+def probe(cache: ClusterStore, memory: Memory, gangs: list[Gang]) -> dict[str, Any]:
     """Decide each gang in its own session, then complete it; latency per session."""
     times: list[float] = []
     placed = 0
@@ -147,7 +147,7 @@ def run_size(n_nodes: int, seed: int) -> dict[str, Any]:
     nodes, hns = fat_tree(n_nodes)
     generated = time.perf_counter() - t
     t = time.perf_counter()
-    cache = Cache(nodes=nodes, hypernodes=hns)
+    cache = ClusterStore(nodes=nodes, hypernodes=hns)
     memory = Memory()
     built = time.perf_counter() - t
     total_gpus = n_nodes * 8
@@ -172,7 +172,7 @@ def run_size(n_nodes: int, seed: int) -> dict[str, Any]:
     gang64_r = probe(cache, memory, gang64)
     mixed_r = probe(cache, memory, mixed[:200])
     # one session over a whole stream, on a fresh cluster
-    fresh = Cache(nodes=nodes, hypernodes=hns)
+    fresh = ClusterStore(nodes=nodes, hypernodes=hns)
     stream = mixed_stream(random.Random(seed + 1), "s", total_gpus)
     submit(fresh, stream)
     gc.collect()
@@ -210,7 +210,7 @@ def run_size(n_nodes: int, seed: int) -> dict[str, Any]:
 
 def lone(nodes: list[Node], hns: list[HyperNode], count: int) -> dict[str, Any]:
     """One session over ``count`` pods without a PodGroup on a fresh cluster."""
-    cache = Cache(nodes=nodes, hypernodes=hns)
+    cache = ClusterStore(nodes=nodes, hypernodes=hns)
     for i in range(count):
         cache.upsert_pod(pod(f"lone-{i:06d}", gpu=1, cpu=2, memory="32Gi"))
     gc.collect()

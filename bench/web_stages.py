@@ -7,8 +7,8 @@ CPU seconds. Only APIs every version of the dashboard has are required, so the s
 script measures an older checkout (``PYTHONPATH=old/src python bench/web_stages.py
 FILE``) for a before/after table; stages a version does not have are left out.
 
-``cache`` is ``Cache.from_snapshot`` (what ``tierra schedule`` and the old dashboard's
-every dry run paid); ``dry run`` is one session on it inside ``Cache.trial()`` where the
+``cache`` is ``ClusterStore.from_snapshot`` (what ``tierra schedule`` and the old dashboard's
+every dry run paid); ``dry run`` is one session on it inside ``ClusterStore.trial()`` where the
 cache has one (else a plain session: the old dashboard threw the cache away after it).
 """
 
@@ -46,7 +46,7 @@ def _building() -> contextlib.AbstractContextManager[None]:
 def measure(path: Path) -> dict[str, dict[str, float]]:
     """Each stage's ``wall_s`` and ``cpu_s`` for the snapshot file at ``path``."""
     from tierra.api.snapshot import load_snapshot  # noqa: PLC0415
-    from tierra.scheduler import Cache, SchedulerConfig, run_session  # noqa: PLC0415
+    from tierra.scheduler import ClusterStore, SchedulerConfig, run_session  # noqa: PLC0415
     from tierra.web.gangs import Gangs  # noqa: PLC0415
     from tierra.web.store import Store  # noqa: PLC0415
     from tierra.web.view import TopologyView  # noqa: PLC0415
@@ -64,7 +64,7 @@ def measure(path: Path) -> dict[str, dict[str, float]]:
         snapshot = timed("read", lambda: load_snapshot([path]))
         store = timed("store", lambda: Store(snapshot))
         view = timed("view", lambda: TopologyView(store))
-        cache = timed("cache", lambda: Cache.from_snapshot(store.snapshot()))
+        cache = timed("cache", lambda: ClusterStore.from_snapshot(store.snapshot()))
 
     def dry_run() -> Any:
         trial = getattr(cache, "trial", None)

@@ -20,8 +20,8 @@ from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
-from tierra.scheduler.cache import Cache
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult
+from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.status import Code
 
 pytestmark = pytest.mark.kube
@@ -58,10 +58,10 @@ async def cluster(kube: Kube, ns: str, prefix: str) -> tuple[list[str], dict[str
 def test_conflicts_and_missing_pods_are_reconciled(
     control_plane: ControlPlane, namespace: str
 ) -> None:
-    async def body() -> tuple[Binder, Cache, Metrics, dict[str, str]]:
+    async def body() -> tuple[Binder, ClusterStore, Metrics, dict[str, str]]:
         async with kube_for(control_plane) as kube:
             (a, b), raw = await cluster(kube, namespace, "bind409")
-            cache = Cache()
+            cache = ClusterStore()
             for n in (a, b):
                 cache.upsert_node(decode.node(await kube.get(NODES.path(name=n))))
             for r in raw.values():
@@ -129,7 +129,7 @@ def test_evictions_complete_before_the_bindings_handed_over_after_them(
             )
             victim["spec"]["nodeName"] = a
             await kube.request("POST", PODS.path(namespace), body=victim)
-            cache = Cache()
+            cache = ClusterStore()
             metrics = Metrics()
             feed = Feed(
                 kube, cache, scheduler_names=("tierra",), metrics=metrics, on_change=lambda: None

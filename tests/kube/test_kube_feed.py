@@ -21,7 +21,7 @@ from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.fake import NodeShape, node_manifest
-from tierra.scheduler.cache import Cache
+from tierra.scheduler.state.store import ClusterStore
 
 pytestmark = pytest.mark.kube
 
@@ -48,7 +48,7 @@ def test_a_hypernode_with_an_error_makes_its_tree_unusable(crds: ControlPlane) -
                     "spec": {"tier": 1, "members": members("^feedbad-n[1")},
                 },
             )
-            cache = Cache()
+            cache = ClusterStore()
             feed = Feed(
                 kube, cache, scheduler_names=("tierra",), metrics=Metrics(), on_change=lambda: None
             )

@@ -14,7 +14,14 @@ from tierra.api.node import Node
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
-from tierra.scheduler import Cache, Memory, SchedulerConfig, SessionResult, run_session, schedule
+from tierra.scheduler import (
+    ClusterStore,
+    Memory,
+    SchedulerConfig,
+    SessionResult,
+    run_session,
+    schedule,
+)
 from tierra.scheduler.testing import snapshot
 
 
@@ -44,7 +51,7 @@ def reasons(result: SessionResult) -> dict[str, str]:
     return {u.podgroup: u.reason for u in result.unschedulable}
 
 
-def add(cache: Cache, *objs: Pod | PodGroup) -> None:
+def add(cache: ClusterStore, *objs: Pod | PodGroup) -> None:
     """Feed PodGroups and pods to ``cache`` the way an adapter does, one at a time."""
     for obj in objs:
         if isinstance(obj, PodGroup):
@@ -56,7 +63,7 @@ def add(cache: Cache, *objs: Pod | PodGroup) -> None:
 class Scheduler:
     """A cache and the memory beside it, as a long-running adapter keeps them."""
 
-    def __init__(self, cache: Cache, *, skip_unchanged: bool = True) -> None:
+    def __init__(self, cache: ClusterStore, *, skip_unchanged: bool = True) -> None:
         self.cache = cache
         self.memory = Memory(skip_unchanged=skip_unchanged)
 
@@ -71,7 +78,7 @@ EVENT_COUNTERS = frozenset(
 MEMOS = frozenset({"_links"})  # built from the index on first use, the same every time
 
 
-def cache_state(cache: Cache) -> dict[str, Any]:
+def cache_state(cache: ClusterStore) -> dict[str, Any]:
     """Every table and ledger of ``cache`` as plain values, order included (event counters
     and memos left out; inside nested objects, private memos too), for exact comparisons."""
     skip = EVENT_COUNTERS | MEMOS

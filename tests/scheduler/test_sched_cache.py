@@ -22,8 +22,8 @@ from tierra.api.pod import Phase
 from tierra.api.podgroup import encode_podgroup
 from tierra.api.snapshot import Snapshot, load_snapshot
 from tierra.errors import Problem
-from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session, schedule
-from tierra.scheduler.cache import QUEUE_ANNOTATION
+from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, run_session, schedule
+from tierra.scheduler.state.store import QUEUE_ANNOTATION
 from tierra.scheduler.testing import (
     canonical,
     gang,
@@ -40,7 +40,7 @@ from tierra.scheduler.testing import (
 GPU = "nvidia.com/gpu"
 
 
-def gpus_used(cache: Cache, node_name: str) -> int:
+def gpus_used(cache: ClusterStore, node_name: str) -> int:
     row = cache.capacity.node_used[cache.index.node_ix[node_name]]
     return int(row[cache.capacity.axis.index[GPU]]) // 1000
 
@@ -48,7 +48,7 @@ def gpus_used(cache: Cache, node_name: str) -> int:
 def test_a_session_keeps_its_bindings_as_assumed() -> None:
     nodes, hns = canonical()
     pg, pods = gang("job", 2, network_topology=topology(tier=1), gpu=8)
-    cache = Cache.from_snapshot(snapshot(nodes, hns, pods, [pg]))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns, pods, [pg]))
     first = run_session(cache)
     assert len(first.bindings) == 2
     assert all(cache.pods[b.pod].node_name == b.node for b in first.bindings)
@@ -62,7 +62,7 @@ def test_a_session_keeps_its_bindings_as_assumed() -> None:
 
 
 def test_upsert_pod_adds_and_replaces_without_double_counting() -> None:
-    cache = Cache(nodes=[node("a")])
+    cache = ClusterStore(nodes=[node("a")])
     cache.upsert_pod(pod("r", node_name="a", gpu=4))
     assert gpus_used(cache, "a") == 4
     cache.upsert_pod(pod("r", node_name="a", gpu=6))  # replaced: its new request counts
@@ -75,7 +75,7 @@ def test_upsert_pod_adds_and_replaces_without_double_counting() -> None:
 
 
 def test_remove_pod_frees_its_room() -> None:
-    cache = Cache.from_snapshot(snapshot([node("a")], pods=[pod("r", node_name="a", gpu=8)]))
+    cache = ClusterStore.from_snapshot(snapshot([node("a")], pods=[pod("r", node_name="a", gpu=8)]))
     cache.upsert_pod(pod("p", gpu=8))
     assert run_session(cache).bindings == ()
     cache.remove_pod("default/r")
@@ -84,7 +84,7 @@ def test_remove_pod_frees_its_room() -> None:
 
 
 def test_assume_counts_a_binding_in_flight_and_forget_releases_it() -> None:
-    cache = Cache(nodes=[node("a"), node("b")])
+    cache = ClusterStore(nodes=[node("a"), node("b")])
     cache.upsert_pod(pod("p", gpu=8))
     cache.assume("default/p", "a")
     assert gpus_used(cache, "a") == 8 and "default/p" not in cache.pending
@@ -100,7 +100,7 @@ def test_assume_counts_a_binding_in_flight_and_forget_releases_it() -> None:
 
 
 def test_an_assumed_pod_seen_bound_is_confirmed() -> None:
-    cache = Cache(nodes=[node("a")])
+    cache = ClusterStore(nodes=[node("a")])
     cache.upsert_pod(pod("p", gpu=8))
     run_session(cache)
     assert cache.assumed == {"default/p"}
@@ -111,7 +111,7 @@ def test_an_assumed_pod_seen_bound_is_confirmed() -> None:
 
 
 def test_assume_refuses_what_it_does_not_know() -> None:
-    cache = Cache(nodes=[node("a")])
+    cache = ClusterStore(nodes=[node("a")])
     cache.upsert_pod(pod("p"))
     with pytest.raises(KeyError, match="no pending pod default/ghost"):
         cache.assume("default/ghost", "a")
@@ -124,7 +124,7 @@ def test_assume_refuses_what_it_does_not_know() -> None:
 
 def test_a_node_turning_not_ready_is_avoided_without_a_rebuild() -> None:
     nodes, hns = canonical()
-    cache = Cache.from_snapshot(snapshot(nodes, hns))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns))
     generation = cache.generation
     cache.upsert_node(node("node-0", ready=False))
     assert cache.generation == generation
@@ -138,7 +138,7 @@ def test_a_node_turning_not_ready_is_avoided_without_a_rebuild() -> None:
 
 
 def test_a_new_node_or_new_labels_rebuild_the_index_and_keep_pods_in_place() -> None:
-    cache = Cache.from_snapshot(snapshot([node("a")], pods=[pod("r", node_name="a", gpu=8)]))
+    cache = ClusterStore.from_snapshot(snapshot([node("a")], pods=[pod("r", node_name="a", gpu=8)]))
     cache.upsert_node(node("b"))
     assert cache.index.node_names == ("a", "b")
     assert gpus_used(cache, "a") == 8
@@ -150,7 +150,7 @@ def test_a_new_node_or_new_labels_rebuild_the_index_and_keep_pods_in_place() -> 
 
 
 def test_remove_node_drops_it_from_the_index() -> None:
-    cache = Cache.from_snapshot(snapshot([node("a"), node("b")]))
+    cache = ClusterStore.from_snapshot(snapshot([node("a"), node("b")]))
     cache.remove_node("a")
     cache.remove_node("a")  # already gone: nothing happens
     assert cache.index.node_names == ("b",)
@@ -163,7 +163,7 @@ def test_hypernodes_upserted_removed_or_replaced() -> None:
     nodes = [node(f"n{i}") for i in range(4)]
     pg, pods = gang("job", 2, network_topology=topology(tier=1), gpu=8)
     leaves = [hypernode("a", 1, nodes=["n0"]), hypernode("b", 1, nodes=["n1"])]
-    cache = Cache.from_snapshot(snapshot(nodes, leaves, pods, [pg]))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, leaves, pods, [pg]))
     # two 8-GPU pods, one node per leaf: no leaf could ever hold the gang
     assert (
         "can never fit within highestTierAllowed: 1" in reasons(run_session(cache))["default/job"]
@@ -220,7 +220,7 @@ def test_a_hypernode_with_an_error_makes_its_tree_unusable_as_a_snapshot_would(
     offline = schedule(load_snapshot([path]))
     assert offline.bindings == ()  # b's tree is unusable: no tier-1 domain has room
     # fed one object at a time, the bad one with its problems
-    cache = Cache(nodes=nodes)
+    cache = ClusterStore(nodes=nodes)
     cache.upsert_hypernode(hns[0])
     cache.upsert_hypernode(hns[1], problems)
     for obj in (pg, *running, *pods):
@@ -235,7 +235,7 @@ def test_a_hypernode_with_an_error_makes_its_tree_unusable_as_a_snapshot_would(
 
 
 def test_a_batch_rebuilds_the_index_once() -> None:
-    cache = Cache()
+    cache = ClusterStore()
     generation = cache.generation
     with cache.batch():
         for i in range(50):
@@ -251,7 +251,7 @@ def test_a_batch_rebuilds_the_index_once() -> None:
 
 
 def test_podgroups_upserted_and_removed() -> None:
-    cache = Cache(nodes=[node("a"), node("b")])
+    cache = ClusterStore(nodes=[node("a"), node("b")])
     pods = [pod(f"job-{i}", group="job", gpu=8) for i in range(2)]
     for p in pods:
         cache.upsert_pod(p)
@@ -268,7 +268,7 @@ def test_podgroups_upserted_and_removed() -> None:
 
 
 def test_queues_upserted_and_removed() -> None:
-    cache = Cache(nodes=[node("a")])
+    cache = ClusterStore(nodes=[node("a")])
     cache.upsert_podgroup(podgroup("job", 1, queue="research"))
     cache.upsert_pod(pod("job-0", group="job", gpu=8))
     assert "queue 'research' does not exist" in reasons(run_session(cache))["default/job"]
@@ -281,7 +281,7 @@ def test_queues_upserted_and_removed() -> None:
 
 
 def test_a_podgroup_takes_its_priority_class_value() -> None:
-    cache = Cache(nodes=[node("a")])
+    cache = ClusterStore(nodes=[node("a")])
     cache.upsert_pod(pod("low", node_name="a", gpu=8, priority=1))
     pg = replace(podgroup("urgent", 1), priority_class_name="high")
     cache.upsert_podgroup(pg)
@@ -302,13 +302,13 @@ def test_memory_forgets_when_handed_another_cache_or_config() -> None:
     nodes, hns = canonical()
     running = [pod(f"r{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
     pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8)
-    cache = Cache.from_snapshot(snapshot(nodes, hns, running + pods, [pg]))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns, running + pods, [pg]))
     memory = Memory()
     run_session(cache, memory=memory)
     assert set(memory.failures) == {"default/big"} and set(memory.built) == {"default/big"}
     run_session(cache, SchedulerConfig(max_attempts_per_tier=3), memory=memory)
     assert set(memory.failures) == {"default/big"}  # found again under the new config
-    other = Cache.from_snapshot(snapshot(nodes, hns))
+    other = ClusterStore.from_snapshot(snapshot(nodes, hns))
     run_session(other, memory=memory)
     assert memory.failures == {} and memory.built == {}
 
@@ -316,7 +316,7 @@ def test_memory_forgets_when_handed_another_cache_or_config() -> None:
 # -- a snapshot at once ---------------------------------------------------------------
 
 
-def feed(cache: Cache, snap: Snapshot) -> Cache:
+def feed(cache: ClusterStore, snap: Snapshot) -> ClusterStore:
     """Upsert the queues, PodGroups and pods of ``snap`` one at a time."""
     for q in snap.queues:
         cache.upsert_queue(q)
@@ -327,9 +327,11 @@ def feed(cache: Cache, snap: Snapshot) -> Cache:
     return cache
 
 
-def one_by_one(snap: Snapshot) -> Cache:
+def one_by_one(snap: Snapshot) -> ClusterStore:
     """What ``from_snapshot`` did before it added pods in bulk: every pod upserted."""
-    return feed(Cache(nodes=snap.nodes, hypernodes=snap.hypernodes, problems=snap.problems), snap)
+    return feed(
+        ClusterStore(nodes=snap.nodes, hypernodes=snap.hypernodes, problems=snap.problems), snap
+    )
 
 
 @SETTINGS
@@ -349,7 +351,7 @@ def test_from_snapshot_equals_upserting_every_pod(world: World, seed: int) -> No
     pods.append(replace(solo, phase=Phase.RUNNING))
     rnd.shuffle(pods)
     snap = snapshot(world.nodes, world.hypernodes, pods, world.podgroups, [queue("q")])
-    assert cache_state(Cache.from_snapshot(snap)) == cache_state(one_by_one(snap))
+    assert cache_state(ClusterStore.from_snapshot(snap)) == cache_state(one_by_one(snap))
 
 
 def test_from_snapshot_with_a_pod_given_twice_keeps_the_last() -> None:
@@ -357,12 +359,12 @@ def test_from_snapshot_with_a_pod_given_twice_keeps_the_last() -> None:
     first, second = pod("p", gpu=8, node_name="node-0"), pod("p", gpu=4, node_name="node-1")
     pods = [first, pod("q", gpu=1), second]
     snap = snapshot(nodes, hns, pods)
-    cache = Cache.from_snapshot(snap)
+    cache = ClusterStore.from_snapshot(snap)
     assert cache_state(cache) == cache_state(one_by_one(snap))
     assert gpus_used(cache, "node-1") == 4 and gpus_used(cache, "node-0") == 0
 
 
-def rebuilt_state(cache: Cache) -> dict[str, object]:
+def rebuilt_state(cache: ClusterStore) -> dict[str, object]:
     """``cache_state`` but for how many times the index was built."""
     state = cache_state(cache)
     del state["generation"]
@@ -377,7 +379,7 @@ def test_a_first_list_in_one_batch_equals_from_snapshot(world: World, seed: int)
     and nodes removed or relabelled inside a batch, as if done before it."""
     rnd = random.Random(seed)
     snap = snapshot(world.nodes, world.hypernodes, world.pods, world.podgroups, [queue("q")])
-    cache = Cache()
+    cache = ClusterStore()
     with cache.batch():
         for n in snap.nodes:
             cache.upsert_node(n)
@@ -390,7 +392,7 @@ def test_a_first_list_in_one_batch_equals_from_snapshot(world: World, seed: int)
         feed(cache, snap)
     moved = [n for n in snap.nodes if n.name != gone.name] + [gone]
     assert rebuilt_state(cache) == rebuilt_state(
-        Cache.from_snapshot(replace(snap, nodes=tuple(moved)))
+        ClusterStore.from_snapshot(replace(snap, nodes=tuple(moved)))
     )
     if len(moved) < 2:
         return
@@ -399,4 +401,4 @@ def test_a_first_list_in_one_batch_equals_from_snapshot(world: World, seed: int)
         cache.upsert_node(relabelled)
         cache.remove_node(moved[0].name)
     after = replace(snap, nodes=(*moved[1:-1], relabelled))
-    assert rebuilt_state(cache) == rebuilt_state(Cache.from_snapshot(after))
+    assert rebuilt_state(cache) == rebuilt_state(ClusterStore.from_snapshot(after))

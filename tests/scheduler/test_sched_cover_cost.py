@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tierra.scheduler.search import cover_cost
+from tierra.scheduler.placement.search import cover_cost
 
 
 def greedy(

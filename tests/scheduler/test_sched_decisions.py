@@ -7,13 +7,13 @@ import time
 
 from tests.scheduler.helpers import add
 
-from tierra.scheduler import Cache, Code, Decision, Memory, run_session
+from tierra.scheduler import ClusterStore, Code, Decision, Memory, run_session
 from tierra.scheduler.testing import canonical, gang, pod, snapshot, topology
 
 
-def cluster() -> Cache:
+def cluster() -> ClusterStore:
     nodes, hns = canonical()
-    cache = Cache.from_snapshot(snapshot(nodes, hns))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns))
     fits, fits_pods = gang("fits", 4, network_topology=topology(tier=2), gpu=8)
     big, big_pods = gang("big", 3, network_topology=topology(tier=1), gpu=8)
     add(cache, fits, *fits_pods, big, *big_pods, pod("lone", gpu=8))

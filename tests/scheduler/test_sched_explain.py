@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from tierra.scheduler import Cache, explain_gang
+from tierra.scheduler import ClusterStore, explain_gang
 from tierra.scheduler.testing import canonical, gang, pod, snapshot, topology
 
 
-def state_with(*objs: tuple) -> Cache:  # type: ignore[type-arg]
+def state_with(*objs: tuple) -> ClusterStore:  # type: ignore[type-arg]
     nodes, hns = canonical()
     pods, pgs = [], []
     for pg, ps in objs:
         pgs.append(pg)
         pods += ps
     running = [pod("r", node_name="node-6", gpu=8)]
-    return Cache.from_snapshot(snapshot(nodes, hns, running + pods, pgs))
+    return ClusterStore.from_snapshot(snapshot(nodes, hns, running + pods, pgs))
 
 
 def test_every_candidate_of_every_tier_with_its_verdict() -> None:

@@ -23,14 +23,14 @@ from tierra.api.natural import natural_key
 from tierra.api.node import Node
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
-from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session
+from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, run_session
 from tierra.scheduler.config import WeightedPolicy
-from tierra.scheduler.demand import Demands, Shape
-from tierra.scheduler.node_choice import NodeChoice
+from tierra.scheduler.placement.demand import Demands, Shape
+from tierra.scheduler.placement.distribution import NodeChoice
 from tierra.scheduler.scoring.binpack import Binpack
 from tierra.scheduler.scoring.spread import Spread
+from tierra.scheduler.state.transaction import Transaction
 from tierra.scheduler.testing import fat_tree, hypernode, node, pod, podgroup, topology
-from tierra.scheduler.transaction import Transaction
 
 CONFIGS = {
     "default": SchedulerConfig(),
@@ -159,7 +159,7 @@ def decide(
     world: tuple[list[Node], list[HyperNode], list[Pod], list[PodGroup]], config: SchedulerConfig
 ) -> list[tuple[str, str, str | None]]:
     nodes, hns, pods, pgs = world
-    cache = Cache(nodes=nodes, hypernodes=hns)
+    cache = ClusterStore(nodes=nodes, hypernodes=hns)
     for pg in pgs:
         cache.upsert_podgroup(pg)
     for p in pods:
@@ -194,11 +194,11 @@ def test_lone_pods_follow_the_plain_greedy(seed: int, count: int) -> None:
         for i in range(8)
     ]
     lone = [pod(f"p{i:03d}", gpu=int(rng.choice([1, 2, 4])), cpu=1) for i in range(count)]
-    cache = Cache(nodes=nodes, hypernodes=hns)
+    cache = ClusterStore(nodes=nodes, hypernodes=hns)
     for p in [*running, *lone]:
         cache.upsert_pod(p)
     # the reference, on its own cache
-    ref = Cache(nodes=nodes, hypernodes=hns)
+    ref = ClusterStore(nodes=nodes, hypernodes=hns)
     for p in [*running, *lone]:
         ref.upsert_pod(p)
     chooser = NodeChoice(ref, SchedulerConfig(), Transaction(ref.capacity), ref.scoring_view())

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from tests.scheduler.helpers import domains, placed, run
 
-from tierra.scheduler import Cache, SchedulerConfig, explain_gang
-from tierra.scheduler.links import UNKNOWN_GBPS, LinkRate, link_table
+from tierra.scheduler import ClusterStore, SchedulerConfig, explain_gang
+from tierra.scheduler.scoring.links import UNKNOWN_GBPS, LinkRate, link_table
 from tierra.scheduler.testing import gang, hypernode, node, pod, snapshot, topology
 
 GB200 = {"nvidia.com/gpu.product": "NVIDIA-GB200"}
@@ -58,7 +58,9 @@ def test_a_faster_domain_of_a_higher_tier_wins() -> None:
     assert set(domains(result).values()) == {"ib"}
     assert set(placed(result).values()) == {"a0", "b0"}
     # explain says why: each candidate with the bandwidth it gives and what it costs
-    _, why = explain_gang(Cache.from_snapshot(snapshot(nodes, hns, busy + pods, [pg])), pg.key)
+    _, why = explain_gang(
+        ClusterStore.from_snapshot(snapshot(nodes, hns, busy + pods, [pg])), pg.key
+    )
     details = {v.domain: v.detail for t in why.tiers for v in t.verdicts if v.outcome != "rejected"}
     # weights are fastest / bandwidth: the leaf 1000 / 12.5 and two nodes at 1 each
     assert details["eth"] == "12.5 GB/s per GPU, cost 82.0"
@@ -85,7 +87,7 @@ def test_equal_links_keep_the_lowest_tier() -> None:
 def test_link_costs_come_from_spec_link_the_table_or_the_tier_order() -> None:
     nodes, hns = mixed()
     hns.append(hypernode("row", 3, children=["spine"], tier_name="row"))  # no link, no entry
-    cache = Cache.from_snapshot(snapshot(nodes, hns))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns))
     ix = cache.index
     table = link_table({"node/NVIDIA-GB200": LinkRate(1800.0), "row": LinkRate(50.0, 2.0)})
     links = cache.links(table)

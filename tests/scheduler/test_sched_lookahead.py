@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from tests.scheduler.helpers import placed
 
-from tierra.scheduler import Cache, SchedulerConfig, WeightedPolicy, run_session
-from tierra.scheduler.mix import top_shapes
+from tierra.scheduler import ClusterStore, SchedulerConfig, WeightedPolicy, run_session
 from tierra.scheduler.scoring.binpack import Binpack
 from tierra.scheduler.scoring.lookahead import Lookahead, home
+from tierra.scheduler.scoring.mix import top_shapes
 from tierra.scheduler.testing import hypernode, node, pod, podgroup, snapshot
 
 GB200 = {"nvidia.com/gpu.product": "NVIDIA-GB200"}
@@ -27,7 +27,7 @@ def test_the_mix_is_what_holds_the_gpus() -> None:
     assert len(top_shapes({(n, 1): 1 for n in range(1, 20)})) == 8
 
 
-def cluster(*extra: object) -> Cache:
+def cluster(*extra: object) -> ClusterStore:
     """Two 4-tray GB200 racks (one running a 4 x 4-GPU gang) and a ToR of two H100s."""
     trays = [node(f"r{r}t{i}", gpu=4, cpu=144, labels=GB200) for r in range(2) for i in range(4)]
     h100 = [node("h0", gpu=8), node("h1", gpu=8)]
@@ -38,7 +38,7 @@ def cluster(*extra: object) -> Cache:
         hypernode("spine", 2, children=["rack0", "rack1", "tor"], gbps=100),
     ]
     running = [pod(f"g-{i}", group="g", gpu=4, node_name=f"r1t{i}") for i in range(4)]
-    cache = Cache.from_snapshot(snapshot([*trays, *h100], hns, running, [podgroup("g", 4)]))
+    cache = ClusterStore.from_snapshot(snapshot([*trays, *h100], hns, running, [podgroup("g", 4)]))
     for p in extra:
         cache.upsert_pod(p)  # type: ignore[arg-type]
     return cache

@@ -6,22 +6,22 @@ from tests.scheduler.helpers import add
 
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
-from tierra.scheduler import Cache, Code, Memory, Status
-from tierra.scheduler.demand import Demands
+from tierra.scheduler import ClusterStore, Code, Memory, Status
 from tierra.scheduler.gang import Gang, collect
-from tierra.scheduler.plan import GangPlan, make_plan
+from tierra.scheduler.placement.demand import Demands
+from tierra.scheduler.placement.plan import GangPlan, make_plan
 from tierra.scheduler.testing import canonical, pod, podgroup, policy, topology
 
 PART = "volcano.sh/partition-id"
 
 
-def plan_for(cache: Cache, key: str) -> GangPlan | Status:
+def plan_for(cache: ClusterStore, key: str) -> GangPlan | Status:
     gangs, _ = collect(cache, ("tierra",), Memory())
     (g,) = [g for g in gangs if g.key == key]
     return make_plan(cache, g, Demands(cache))
 
 
-def only_plan(cache: Cache, key: str) -> GangPlan:
+def only_plan(cache: ClusterStore, key: str) -> GangPlan:
     plan = plan_for(cache, key)
     assert isinstance(plan, GangPlan), plan
     return plan
@@ -31,9 +31,9 @@ def member(i: int, part: int, on: str = "") -> Pod:
     return pod(f"job-{i}", group="job", gpu=4, labels={PART: str(part)}, node_name=on)
 
 
-def canonical_cache(*objs: Pod | PodGroup) -> Cache:
+def canonical_cache(*objs: Pod | PodGroup) -> ClusterStore:
     nodes, hns = canonical()
-    cache = Cache(nodes=nodes, hypernodes=hns)
+    cache = ClusterStore(nodes=nodes, hypernodes=hns)
     add(cache, *objs)
     return cache
 

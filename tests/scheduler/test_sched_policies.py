@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tierra.scheduler import Cache
+from tierra.scheduler import ClusterStore
 from tierra.scheduler.scoring import REGISTRY
 from tierra.scheduler.scoring.binpack import Binpack
 from tierra.scheduler.scoring.spread import Spread
@@ -13,7 +13,7 @@ from tierra.scheduler.scoring.topology import Topology
 from tierra.scheduler.testing import hypernode, node
 
 
-def leaves_state() -> Cache:
+def leaves_state() -> ClusterStore:
     """Volcano's TestHyperNodeOrderFn leaves: two nodes each of (cpu, memory)."""
     shapes = {"s3": (2, "4G"), "s4": (4, "4G"), "s5": (2, "8G"), "s6": (4, "8G")}
     nodes, hns = [], []
@@ -21,7 +21,7 @@ def leaves_state() -> Cache:
         names = [f"{leaf}-n{i}" for i in range(2)]
         nodes += [node(n, cpu=cpu, memory=mem, gpu=0) for n in names]
         hns.append(hypernode(leaf, 1, nodes=names))
-    return Cache(nodes=nodes, hypernodes=hns)
+    return ClusterStore(nodes=nodes, hypernodes=hns)
 
 
 def test_binpack_domain_scores_match_volcano() -> None:
@@ -54,7 +54,7 @@ def test_topology_node_scores_match_volcano() -> None:
         hypernode("t2b", 2, children=["s5"]),
         hypernode("t3", 3, children=["t2a", "t2b"]),
     ]
-    state = Cache(nodes=nodes, hypernodes=hns)
+    state = ClusterStore(nodes=nodes, hypernodes=hns)
     ix = state.index
     request = state.capacity.axis.vector({"cpu": 1000})
     got = Topology().node_scores(

@@ -20,7 +20,7 @@ from tierra.api.hypernode import HyperNode
 from tierra.api.node import Node
 from tierra.api.pod import GROUP_NAME_ANNOTATION, Pod
 from tierra.api.podgroup import PodGroup
-from tierra.scheduler import Cache, run_session, schedule
+from tierra.scheduler import ClusterStore, run_session, schedule
 from tierra.scheduler.testing import hypernode, node, pod, podgroup, policy, snapshot, topology
 
 PART = "volcano.sh/partition-id"
@@ -103,7 +103,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 @given(worlds())
 def test_invariants(world: World) -> None:
     snap = snapshot(world.nodes, world.hypernodes, world.pods, world.podgroups)
-    state = Cache.from_snapshot(snap)
+    state = ClusterStore.from_snapshot(snap)
     result = run_session(state)
     ix = state.index
     # nothing over-committed
@@ -183,7 +183,7 @@ def urgent(world: World) -> list[PodGroup | Pod]:
 @given(worlds(), worlds())
 def test_preemption_never_breaks_a_gang(first: World, second: World) -> None:
     """Session 1 places ``first``; ``second`` arrives at a higher priority and preempts."""
-    state = Cache.from_snapshot(
+    state = ClusterStore.from_snapshot(
         snapshot(first.nodes, first.hypernodes, first.pods, first.podgroups)
     )
     run_session(state)

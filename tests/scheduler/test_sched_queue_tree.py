@@ -7,7 +7,7 @@ from typing import Any
 
 from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
-from tierra.scheduler.queue_tree import ROOT, QueueTree, podgroup_queue_problems
+from tierra.scheduler.queueing.queue_tree import ROOT, QueueTree, podgroup_queue_problems
 from tierra.scheduler.testing import podgroup, queue
 
 GPU = "nvidia.com/gpu"

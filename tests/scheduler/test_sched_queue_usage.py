@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tierra.api.pod import Pod
-from tierra.scheduler import Cache
-from tierra.scheduler.cache import DEFAULT_QUEUE, gang_key, solo_queue
+from tierra.scheduler import ClusterStore
+from tierra.scheduler.state.store import DEFAULT_QUEUE, gang_key, solo_queue
 from tierra.scheduler.testing import node, pod, podgroup
 
 QUEUES = ("default", "a", "b")
@@ -33,7 +33,7 @@ def the_pod(i: int, where: str) -> Pod:
     return pod(f"p{i}", group=group, gpu=1, node_name=where)
 
 
-def recount(cache: Cache) -> tuple[dict[str, list[int]], Counter[str]]:
+def recount(cache: ClusterStore) -> tuple[dict[str, list[int]], Counter[str]]:
     used: dict[str, np.ndarray] = {}
     running: Counter[str] = Counter()
     gangs: set[str] = set()
@@ -52,7 +52,7 @@ def recount(cache: Cache) -> tuple[dict[str, list[int]], Counter[str]]:
 @settings(max_examples=150, deadline=None)
 @given(events)
 def test_queue_usage_matches_a_recount(evs: list[tuple[str, int, str]]) -> None:
-    cache = Cache(nodes=[node("n0"), node("n1")])
+    cache = ClusterStore(nodes=[node("n0"), node("n1")])
     for kind, i, arg in evs:
         if kind == "pg":
             cache.upsert_podgroup(podgroup(f"g{i}", 1, queue=arg))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.scheduler.helpers import placed, reasons, run
 
 from tierra.scheduler import SessionResult
-from tierra.scheduler.queue_status import volcano_status, volcano_status_patches
+from tierra.scheduler.queueing.queue_status import volcano_status, volcano_status_patches
 from tierra.scheduler.testing import gang, node, pod, podgroup, queue
 
 GPU = "nvidia.com/gpu"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tierra.scheduler.queue_tree import QueueTree
-from tierra.scheduler.quota import UNLIMITED, Quota
+from tierra.scheduler.queueing.queue_tree import QueueTree
+from tierra.scheduler.queueing.quota import UNLIMITED, Quota
 from tierra.scheduler.testing import queue
 from tierra.topology.capacity import ResourceAxis
 

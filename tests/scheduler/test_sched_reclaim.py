@@ -9,14 +9,14 @@ from tests.scheduler.helpers import domains, placed, reasons, run
 
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
-from tierra.scheduler import Cache, Memory, SchedulerConfig, explain_gang, run_session
-from tierra.scheduler.allocate import Allocator
-from tierra.scheduler.demand import Demands
-from tierra.scheduler.preemption import Victim
-from tierra.scheduler.queues import QueueBook
-from tierra.scheduler.reclaim import Reclaimer
+from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, explain_gang, run_session
+from tierra.scheduler.eviction.preemption import Victim
+from tierra.scheduler.eviction.reclaim import Reclaimer
+from tierra.scheduler.placement.allocate import Allocator
+from tierra.scheduler.placement.demand import Demands
+from tierra.scheduler.queueing.queues import QueueBook
+from tierra.scheduler.state.transaction import Transaction
 from tierra.scheduler.testing import canonical, gang, pod, podgroup, queue, snapshot, topology
-from tierra.scheduler.transaction import Transaction
 
 GPU = "nvidia.com/gpu"
 
@@ -122,12 +122,12 @@ def test_a_queue_takes_back_from_its_sibling_first_level_by_level() -> None:
 
 def scheduler(
     delay: float,
-) -> tuple[Cache, Memory, SchedulerConfig]:
+) -> tuple[ClusterStore, Memory, SchedulerConfig]:
     nodes, hns = canonical()
     pods, pgs = b_everywhere({0: 1, 2: 1})
     pg, a_pods = rack_job()
     snap = snapshot(nodes, hns, [*pods, *a_pods], [*pgs, pg], [queue("a"), queue("b")])
-    return Cache.from_snapshot(snap), Memory(), SchedulerConfig(preemption_delay=delay)
+    return ClusterStore.from_snapshot(snap), Memory(), SchedulerConfig(preemption_delay=delay)
 
 
 def test_the_preemption_delay_holds_reclaim_back() -> None:
@@ -162,7 +162,7 @@ def test_explain_says_why_a_queue_may_not_reclaim() -> None:
     pods, pgs = b_everywhere({})
     pg, a_pods = rack_job()
     qs = [queue("a", weight=1), queue("b", weight=7)]  # a deserves 8 GPUs, b 56
-    cache = Cache.from_snapshot(snapshot(nodes, hns, [*pods, *a_pods], [*pgs, pg], qs))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns, [*pods, *a_pods], [*pgs, pg], qs))
     _, exp = explain_gang(cache, "default/a-job")
     assert exp.notes == (  # two of b's gangs would leave it at 48 of its 56
         "reclaim: tried, no allowed domain frees enough room by evicting whole gangs of "
@@ -172,7 +172,7 @@ def test_explain_says_why_a_queue_may_not_reclaim() -> None:
     # a holds its share already: it may not reclaim at all
     mine = [*pods[:7], pod("a0-0", group="a0", node_name="node-7", gpu=8)]
     owned = [*pgs[:7], podgroup("a0", 1, queue="a")]
-    cache = Cache.from_snapshot(snapshot(nodes, hns, [*mine, *a_pods], [*owned, pg], qs))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns, [*mine, *a_pods], [*owned, pg], qs))
     _, exp = explain_gang(cache, "default/a-job")
     assert exp.notes == (
         "reclaim: not possible, queue a holds its deserved share of nvidia.com/gpu already "
@@ -208,7 +208,7 @@ def test_a_sibling_queue_gives_before_a_cousin() -> None:
     ]
     pgs = [podgroup("b0", 1, queue="b"), podgroup("c0", 1, queue="c"), podgroup("c1", 1, queue="c")]
     qs = [queue("team"), queue("a", parent="team"), queue("b", parent="team"), queue("c")]
-    cache = Cache.from_snapshot(snapshot(nodes, hns, running, pgs, qs))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns, running, pgs, qs))
     book = QueueBook(cache, {}, {"a"})
     txn = Transaction(cache.capacity)
     allocator = Allocator(cache, SchedulerConfig(), txn, Demands(cache))

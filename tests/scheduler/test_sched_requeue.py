@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from tests.scheduler.helpers import Scheduler, add
 
 from tierra.api.podgroup import PodGroup
-from tierra.scheduler import Cache, SessionResult
-from tierra.scheduler.allocate import Allocator
-from tierra.scheduler.plan import GangPlan
+from tierra.scheduler import ClusterStore, SessionResult
+from tierra.scheduler.placement.allocate import Allocator
+from tierra.scheduler.placement.plan import GangPlan
 from tierra.scheduler.status import Status
 from tierra.scheduler.testing import (
     canonical,
@@ -52,7 +52,7 @@ def full_canonical(*, skip_unchanged: bool = True) -> Scheduler:
     nodes, hns = canonical()
     running = [pod(f"r{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
     pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8)
-    cache = Cache.from_snapshot(snapshot(nodes, hns, running + pods, [pg]))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns, running + pods, [pg]))
     return Scheduler(cache, skip_unchanged=skip_unchanged)
 
 
@@ -89,7 +89,7 @@ def test_room_freed_in_a_disallowed_domain_does_not_retry(tried: Tried) -> None:
     nodes, hns = canonical()
     running = [pod(f"r{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
     pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8, node_selector={"z": "a"})
-    sched = Scheduler(Cache.from_snapshot(snapshot(nodes, hns, running + pods, [pg])))
+    sched = Scheduler(ClusterStore.from_snapshot(snapshot(nodes, hns, running + pods, [pg])))
     sched.session()
     sched.cache.remove_pod("default/r0")
     sched.cache.remove_pod("default/r1")  # s0 has the room, but no node matches the selector
@@ -103,7 +103,7 @@ def test_a_node_readied_retries_the_gang(tried: Tried) -> None:
     nodes, hns = canonical()
     nodes = [replace(n, conditions=node(n.name, ready=False).conditions) for n in nodes]
     pg, pods = gang("big", 2, network_topology=topology(tier=1), gpu=8)
-    sched = Scheduler(Cache.from_snapshot(snapshot(nodes, hns, pods, [pg])))
+    sched = Scheduler(ClusterStore.from_snapshot(snapshot(nodes, hns, pods, [pg])))
     assert sched.session().bindings == ()
     sched.session()
     assert tried == ["default/big"]
@@ -165,7 +165,7 @@ def events(draw: st.DrawFn) -> list[tuple[str, int, int, int]]:
     return out
 
 
-def _apply(cache: Cache, event: tuple[str, int, int, int], serial: int) -> None:
+def _apply(cache: ClusterStore, event: tuple[str, int, int, int], serial: int) -> None:
     kind, a, b, c = event
     if kind == "add":
         size, gpus = a % 4 + 1, b
@@ -207,9 +207,9 @@ def test_skipping_never_changes_a_decision(
         pod(f"r{i}", node_name=f"node-{i}", gpu=4 + 4 * (i % 2)) for i in range(8 if some else 0)
     ]
     queues = [queue("q2", weight=2)]
-    skipping = Scheduler(Cache.from_snapshot(snapshot(nodes, hns, start, queues=queues)))
+    skipping = Scheduler(ClusterStore.from_snapshot(snapshot(nodes, hns, start, queues=queues)))
     plain = Scheduler(
-        Cache.from_snapshot(snapshot(nodes, hns, start, queues=queues)), skip_unchanged=False
+        ClusterStore.from_snapshot(snapshot(nodes, hns, start, queues=queues)), skip_unchanged=False
     )
     for serial, event in enumerate([*seq, ("session", 0, 0, 0)]):
         for sched in (skipping, plain):

@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tierra.scheduler.queue_tree import ROOT, QueueTree
-from tierra.scheduler.shares import Claim, Limits, deserved_shares, split
+from tierra.scheduler.queueing.queue_tree import ROOT, QueueTree
+from tierra.scheduler.queueing.shares import Claim, Limits, deserved_shares, split
 from tierra.scheduler.testing import queue
 
 NAN = math.nan

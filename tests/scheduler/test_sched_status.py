@@ -6,9 +6,9 @@ import pytest
 from tests.scheduler.helpers import Scheduler, add
 
 import tierra.scheduler.session as session_module
-from tierra.scheduler import Cache, Code, SchedulerConfig, Status, run_session
-from tierra.scheduler.demand import Demands
-from tierra.scheduler.plan import GangPlan, make_plan
+from tierra.scheduler import ClusterStore, Code, SchedulerConfig, Status, run_session
+from tierra.scheduler.placement.demand import Demands
+from tierra.scheduler.placement.plan import GangPlan, make_plan
 from tierra.scheduler.testing import (
     canonical,
     gang,
@@ -24,13 +24,13 @@ from tierra.scheduler.testing import (
 GPU = "nvidia.com/gpu"
 
 
-def full_canonical() -> Cache:
+def full_canonical() -> ClusterStore:
     nodes, hns = canonical()
     running = [pod(f"r{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
-    return Cache.from_snapshot(snapshot(nodes, hns, running))
+    return ClusterStore.from_snapshot(snapshot(nodes, hns, running))
 
 
-def status_of(cache: Cache, key: str, config: SchedulerConfig | None = None) -> Status:
+def status_of(cache: ClusterStore, key: str, config: SchedulerConfig | None = None) -> Status:
     result = run_session(cache, config)
     return {u.podgroup: u.status for u in result.unschedulable}[key]
 
@@ -59,7 +59,7 @@ def test_counting_that_rules_out_every_domain_is_unschedulable_with_what_was_sea
     ],
 )
 def test_input_that_cannot_be_honoured_is_unresolvable(case: str, fragment: str) -> None:
-    cache = Cache(nodes=[node("a")])
+    cache = ClusterStore(nodes=[node("a")])
     if case == "unknown tier name":
         add(cache, podgroup("job", 1, network_topology=topology(name="nope")))
     elif case == "minMember above the pods":
@@ -76,7 +76,7 @@ def test_input_that_cannot_be_honoured_is_unresolvable(case: str, fragment: str)
 
 
 def test_a_queue_limit_is_re_tried_every_session() -> None:
-    cache = Cache(nodes=[node("a")])
+    cache = ClusterStore(nodes=[node("a")])
     cache.upsert_queue(queue("q", capability={GPU: 4000}))
     add(cache, podgroup("job", 1, queue="q"))
     add(cache, pod("job-0", group="job", gpu=8))
@@ -87,7 +87,7 @@ def test_a_queue_limit_is_re_tried_every_session() -> None:
 
 def test_shapes_competing_for_nodes_are_an_attempt_that_failed() -> None:
     # counts say each shape fits alone; placed one after the other, the second does not
-    cache = Cache(nodes=[node("a", cpu=32, gpu=8), node("b", cpu=32, gpu=8)])
+    cache = ClusterStore(nodes=[node("a", cpu=32, gpu=8), node("b", cpu=32, gpu=8)])
     add(cache, podgroup("job", 3))
     add(cache, *(pod(f"job-{i}", group="job", gpu=4, cpu=20) for i in range(2)))
     add(cache, pod("job-2", group="job", gpu=0, cpu=16))
@@ -103,7 +103,7 @@ def test_only_failures_that_must_repeat_are_remembered() -> None:
     assert [u.status.code for u in first.unschedulable] == [Code.UNSCHEDULABLE]
     assert set(sched.memory.failures) == {"default/big"}
     assert sched.session().unschedulable == first.unschedulable  # skipped, same status
-    limited = Scheduler(Cache(nodes=[node("a")]))
+    limited = Scheduler(ClusterStore(nodes=[node("a")]))
     limited.cache.upsert_queue(queue("q", capability={GPU: 1000}))
     add(limited.cache, podgroup("small", 1, queue="q"), pod("small-0", group="small", gpu=8))
     assert [u.status.code for u in limited.session().unschedulable] == [Code.QUEUE_LIMITED]
@@ -114,7 +114,7 @@ def test_a_gang_is_planned_once_per_session(monkeypatch: pytest.MonkeyPatch) -> 
     """Preemption tries several domains; the plan is made once and narrowed per try."""
     planned: list[str] = []
 
-    def counting(cache: Cache, g: object, demands: Demands) -> GangPlan | Status:
+    def counting(cache: ClusterStore, g: object, demands: Demands) -> GangPlan | Status:
         planned.append(g.key)  # type: ignore[attr-defined]
         return make_plan(cache, g, demands)  # type: ignore[arg-type]
 

@@ -35,7 +35,7 @@ from tierra.api.hypernode import HyperNode
 from tierra.api.node import Node
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
-from tierra.scheduler import Cache, run_session
+from tierra.scheduler import ClusterStore, run_session
 from tierra.scheduler.testing import (
     canonical,
     hypernode,
@@ -248,7 +248,7 @@ def test_no_sub_group_ever_spans_above_its_hard_tier(
     world: tuple[list[Node], list[HyperNode], list[Pod], list[PodGroup]],
 ) -> None:
     nodes, hns, pods, pgs = world
-    state = Cache.from_snapshot(snapshot(nodes, hns, pods, pgs))
+    state = ClusterStore.from_snapshot(snapshot(nodes, hns, pods, pgs))
     ix = state.index
     result = run_session(state)
     new = {b.pod: b.node for b in result.bindings}

@@ -1,4 +1,4 @@
-"""Dry runs on the long-lived cache (``Cache.trial``): decisions as a real session's,
+"""Dry runs on the long-lived cache (``ClusterStore.trial``): decisions as a real session's,
 and afterwards nothing changed -- every table, ledger and order as before."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from hypothesis import given
 from tests.scheduler.helpers import add, cache_state, placed
 from tests.scheduler.test_sched_properties import SETTINGS, World, urgent, worlds
 
-from tierra.scheduler import Cache, Memory, SchedulerConfig, explain_gang, run_session
+from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, explain_gang, run_session
 from tierra.scheduler.testing import canonical, gang, pod, podgroup, queue, snapshot, topology
 
 
-def busy() -> Cache:
+def busy() -> ClusterStore:
     """The canonical cluster with a gang running, two that fit and one that cannot."""
     nodes, hns = canonical()
     running_pg, running = gang("running", 2, network_topology=topology(tier=1), gpu=8)
@@ -23,7 +23,9 @@ def busy() -> Cache:
     also_pg, also = gang("also", 4, network_topology=topology(tier=2), gpu=4)
     wide_pg, wide = gang("wide", 5, network_topology=topology(tier=1), gpu=8)
     pods = [*running, *fits, *also, *wide, pod("alone", gpu=1)]
-    return Cache.from_snapshot(snapshot(nodes, hns, pods, [running_pg, fits_pg, also_pg, wide_pg]))
+    return ClusterStore.from_snapshot(
+        snapshot(nodes, hns, pods, [running_pg, fits_pg, also_pg, wide_pg])
+    )
 
 
 def test_a_trial_decides_as_a_session_and_changes_nothing() -> None:
@@ -43,7 +45,9 @@ def test_later_gangs_in_a_trial_see_the_room_earlier_ones_took() -> None:
     nodes, hns = canonical()
     first_pg, first = gang("a-first", 4, network_topology=topology(tier=2), gpu=8)
     second_pg, second = gang("b-second", 6, network_topology=topology(tier=2), gpu=8)
-    cache = Cache.from_snapshot(snapshot(nodes, hns, [*first, *second], [first_pg, second_pg]))
+    cache = ClusterStore.from_snapshot(
+        snapshot(nodes, hns, [*first, *second], [first_pg, second_pg])
+    )
     with cache.trial():
         result = run_session(cache)
     assert len(result.bindings) == 4
@@ -60,7 +64,7 @@ def test_evictions_inside_a_trial_are_undone() -> None:
     low = [pod(f"low-{i}", group=f"low{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
     lows = [podgroup(f"low{i}", 1) for i in range(8)]
     pg, urgent = gang("urgent", 2, network_topology=topology(tier=1), gpu=8, priority=100)
-    cache = Cache.from_snapshot(snapshot(nodes, hns, [*low, *urgent], [*lows, pg]))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns, [*low, *urgent], [*lows, pg]))
     before = cache_state(cache)
     with cache.trial():
         tried = run_session(cache)
@@ -75,7 +79,7 @@ def test_reclaim_inside_a_trial_is_undone() -> None:
     pods = [pod(f"b{i}-0", group=f"b{i}", node_name=f"node-{i}", gpu=8) for i in range(8)]
     pgs = [podgroup(f"b{i}", 1, queue="b") for i in range(8)]
     pg, a_pods = gang("a-job", 2, network_topology=topology(tier=1), gpu=8, queue_name="a")
-    cache = Cache.from_snapshot(
+    cache = ClusterStore.from_snapshot(
         snapshot(nodes, hns, [*pods, *a_pods], [*pgs, pg], [queue("a"), queue("b")])
     )
     before = cache_state(cache)
@@ -101,7 +105,7 @@ def test_a_memory_relearns_after_a_trial() -> None:
     nodes, hns = canonical()
     small_pg, small = gang("small", 2, network_topology=topology(tier=1), gpu=8, priority=1)
     big_pg, big = gang("big", 8, network_topology=topology(tier=3), gpu=8)
-    cache = Cache.from_snapshot(snapshot(nodes, hns, [*small, *big], [small_pg, big_pg]))
+    cache = ClusterStore.from_snapshot(snapshot(nodes, hns, [*small, *big], [small_pg, big_pg]))
     memory = Memory()
     with cache.trial():
         tried = run_session(cache, memory=memory)
@@ -140,7 +144,7 @@ def test_a_trial_leaves_any_cache_as_it_was(first: World, second: World) -> None
     """Random clusters: a session places ``first``; ``second`` arrives at a higher priority
     (so the trial preempts). The trial decides what the real session then decides, and
     leaves every table as it found it."""
-    cache = Cache.from_snapshot(
+    cache = ClusterStore.from_snapshot(
         snapshot(first.nodes, first.hypernodes, first.pods, first.podgroups)
     )
     run_session(cache)

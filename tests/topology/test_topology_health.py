@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from tierra.api.hypernode import HyperNode, HyperNodeStatus, encode_hypernode
 from tierra.api.node import Condition, encode_node
 from tierra.cli import app
-from tierra.scheduler import Cache, SchedulerConfig, explain_gang
+from tierra.scheduler import ClusterStore, SchedulerConfig, explain_gang
 from tierra.scheduler.testing import canonical, gang, node, snapshot, topology
 from tierra.topology import Health, TopologyIndex
 
@@ -60,7 +60,9 @@ def test_a_link_problem_with_a_sick_node_is_described_once() -> None:
     assert text == "1 NotReady, links: 1 degraded (first: sw1/3 1xSDR)"
     # explain prints the same text, once, for a gang that tries s0 after healthier leaves
     pg, pods = gang("job", 1, network_topology=topology(tier=1), gpu=8)
-    state = Cache.from_snapshot(snapshot(nodes, with_condition(hns, "s0", LINKS), pods, [pg]))
+    state = ClusterStore.from_snapshot(
+        snapshot(nodes, with_condition(hns, "s0", LINKS), pods, [pg])
+    )
     _, exp = explain_gang(state, "default/job", SchedulerConfig())
     tier1 = {v.domain: v for t in exp.tiers if t.tier == 1 for v in t.resolved()}
     degraded, _, link = tier1["s0"].detail.partition("; ")
@@ -88,7 +90,7 @@ def test_tree_and_scheduler_use_the_same_rule(tmp_path: Path) -> None:
     assert detail(doc, "s1") == "" and detail(doc, "s5") == ""
     # the scheduler keeps a new tier-1 gang off s0 and a tier-2 gang off s4
     pg, pods = gang("job", 1, network_topology=topology(tier=1), gpu=8)
-    state = Cache.from_snapshot(snapshot(nodes, hns, pods, [pg]))
+    state = ClusterStore.from_snapshot(snapshot(nodes, hns, pods, [pg]))
     _, exp = explain_gang(state, "default/job")
     tier1 = {v.domain: v for t in exp.tiers if t.tier == 1 for v in t.resolved()}
     assert tier1["s0"].detail.startswith("degraded (NetworkUnavailable (SwitchDown))")

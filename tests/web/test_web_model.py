@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from tierra.api.node import Condition, Node, Taint, TaintEffect
 from tierra.api.snapshot import Snapshot, load_snapshot
 from tierra.cli import app
-from tierra.scheduler import Cache, explain_gang, schedule
-from tierra.scheduler.explain import best_first
+from tierra.scheduler import ClusterStore, explain_gang, schedule
+from tierra.scheduler.explain.reasons import best_first
 from tierra.scheduler.testing import pod
 from tierra.web.model import Dashboard, Source
 from tierra.web.store import Kind
@@ -115,7 +115,7 @@ def test_explain_ranks_and_cuts_as_tierra_explain() -> None:
     snap = load_snapshot([TRAINING])
     dash = dashboard(snap)
     _, doc = dash.dry.explain("default/too-wide", 2)
-    _, exp = explain_gang(Cache.from_snapshot(snap), "default/too-wide")
+    _, exp = explain_gang(ClusterStore.from_snapshot(snap), "default/too-wide")
     assert doc["summary"] == exp.summary and doc["status"] == "unschedulable"
     for mine, theirs in zip(doc["tiers"], exp.tiers, strict=True):
         ranked = [v.to_dict() for v in best_first(theirs.resolved())]

@@ -25,8 +25,8 @@ from tierra.cli.schedule import (
     config_or_exit,
     warn_unusable_trees,
 )
-from tierra.scheduler import Cache, Explanation, TierTrace, Verdict, explain_gang
-from tierra.scheduler.explain import best_first, tally
+from tierra.scheduler import ClusterStore, Explanation, TierTrace, Verdict, explain_gang
+from tierra.scheduler.explain.reasons import best_first, tally
 
 
 def _summary(rest: list[Verdict]) -> str:
@@ -85,7 +85,7 @@ def explain(
     key = gang if "/" in gang else f"default/{gang}"
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
-    cache = Cache.from_snapshot(snapshot)
+    cache = ClusterStore.from_snapshot(snapshot)
     warn_unusable_trees(cache)
     _, exp = explain_gang(cache, key, cfg)
     if exp.status == "unknown":

@@ -31,7 +31,7 @@ from tierra.cli.common import (
 )
 from tierra.errors import ConfigError, errors_only
 from tierra.scheduler import (
-    Cache,
+    ClusterStore,
     SchedulerConfig,
     SessionResult,
     load_config,
@@ -97,7 +97,7 @@ def note_other_schedulers(snapshot: Snapshot, config: SchedulerConfig) -> None:
         )
 
 
-def warn_unusable_trees(cache: Cache) -> None:
+def warn_unusable_trees(cache: ClusterStore) -> None:
     """Trees the scheduler will not use (cycles, second parents, ...), with why, on stderr."""
     for tree in cache.index.trees:
         if not tree.usable:
@@ -172,7 +172,7 @@ def schedule(
     snapshot = checked_snapshot(files)
     note_other_schedulers(snapshot, cfg)
     seen, devices, why = device_snapshot(snapshot, cfg.scheduler_names)
-    cache = Cache.from_snapshot(seen)
+    cache = ClusterStore.from_snapshot(seen)
     warn_unusable_trees(cache)
     result = run_session(cache, cfg)
     pods = {p.key: p for p in snapshot.pods}

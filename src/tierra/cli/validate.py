@@ -102,12 +102,12 @@ def _scheduler_problems(
 ) -> tuple[TopologyIndex, list[Problem]]:
     """The index, the queue tree's problems and what a session would refuse
     (``scheduler.refusals``), over the cache the scheduler builds (its index included)."""
-    from tierra.scheduler.cache import Cache  # noqa: PLC0415 - only for gangs to judge
     from tierra.scheduler.config import SchedulerConfig  # noqa: PLC0415
-    from tierra.scheduler.queue_tree import QueueTree, podgroup_queue_problems  # noqa: PLC0415
-    from tierra.scheduler.refusals import refusals  # noqa: PLC0415
+    from tierra.scheduler.explain.refusals import refusals  # noqa: PLC0415
+    from tierra.scheduler.queueing.queue_tree import QueueTree, podgroup_queue_problems  # noqa: PLC0415
+    from tierra.scheduler.state.store import ClusterStore  # noqa: PLC0415 - only for gangs to judge
 
-    cache = Cache.from_snapshot(snapshot)
+    cache = ClusterStore.from_snapshot(snapshot)
     config = SchedulerConfig().with_scheduler_names(scheduler_names)
     queues = QueueTree.build(snapshot.queues)
     return cache.index, [

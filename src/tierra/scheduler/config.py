@@ -24,7 +24,6 @@ names (or ``tier<N>``), ``node``, ``node/<nvidia.com/gpu.product>`` and ``cluste
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -34,9 +33,12 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.files import read_yaml
 from tierra.errors import ConfigError, InputError, Origin, Problem
-from tierra.scheduler.links import LinkRate, LinkTable, link_table
+from tierra.scheduler.constraints.health import DegradedMode
+from tierra.scheduler.constraints.protocol import Constraint
+from tierra.scheduler.constraints.registry import DEFAULT
 from tierra.scheduler.scoring import REGISTRY, Policy
 from tierra.scheduler.scoring.binpack import Binpack
+from tierra.scheduler.scoring.links import LinkRate, LinkTable, link_table
 from tierra.scheduler.scoring.lookahead import Lookahead
 from tierra.scheduler.scoring.topology import Topology
 
@@ -70,14 +72,6 @@ def parse_duration(value: object) -> float | None:
     return total if at == len(value) else None
 
 
-class DegradedMode(enum.StrEnum):
-    """What a new gang does with HyperNodes holding NotReady, cordoned or NoExecute nodes."""
-
-    AVOID = "avoid"  # use them only when no healthy domain of the same tier fits
-    EXCLUDE = "exclude"  # never place a new gang in them
-    IGNORE = "ignore"  # treat them like any other
-
-
 @dataclass(frozen=True, slots=True)
 class WeightedPolicy:
     policy: Policy
@@ -109,6 +103,8 @@ class SchedulerConfig:
     reclaim: bool = True  # a queue below its deserved share takes room back from others
     max_attempts_per_tier: int = 32  # placement trials per tier for gangs counts cannot settle
     links: LinkTable = ()  # link rates where HyperNodes carry no spec.link (``links.py``)
+    # the constraints asked, in order (``constraints/registry.py``); a test may pass its own
+    constraints: tuple[Constraint, ...] = DEFAULT
 
     def with_scheduler_names(self, names: tuple[str, ...]) -> SchedulerConfig:
         return replace(self, scheduler_names=names) if names else self

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
-from tierra.scheduler.cache import DEFAULT_QUEUE, Cache, gang_key, solo_queue
-from tierra.scheduler.constraints import from_annotations
-from tierra.scheduler.memory import Memory
+from tierra.scheduler.constraints.tier_limit import from_annotations
 from tierra.scheduler.result import Unschedulable
+from tierra.scheduler.state.memory import Memory
+from tierra.scheduler.state.store import DEFAULT_QUEUE, ClusterStore, gang_key, solo_queue
 from tierra.scheduler.status import unresolvable
 
 TASK_SPEC = "volcano.sh/task-spec"
@@ -156,7 +156,7 @@ def _sub_group_of(pod: Pod, policies: Sequence[SubGroupPolicy]) -> tuple[str, st
 
 
 def _problem(
-    pg: PodGroup, state: Cache, running: Sequence[Pod], pending: Sequence[Pod]
+    pg: PodGroup, state: ClusterStore, running: Sequence[Pod], pending: Sequence[Pod]
 ) -> str | None:
     if pg.queue != DEFAULT_QUEUE and pg.queue not in state.queues:
         known = ", ".join(sorted({DEFAULT_QUEUE, *state.queues}))
@@ -187,7 +187,7 @@ def _problem(
 def _build(
     key: str,
     pg: PodGroup | None,
-    state: Cache,
+    state: ClusterStore,
     pending: list[Pod],
     running: list[Pod],
 ) -> Gang:
@@ -197,59 +197,14 @@ def _build(
     if pg is not None and pg.priority_class_name in state.priority_classes:
         priority = state.priority_classes[pg.priority_class_name]  # as Volcano's cache
     if pg is None:
-        pod = pending[0]
-        return Gang(
-            key=key,
-            podgroup=None,
-            queue=solo_queue(pod),
-            priority=priority,
-            min_member=1,
-            min_task_member={},
-            min_sub_groups={},
-            topology=from_annotations(pod),
-            sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, from_annotations(pod)),),
-            running=(),
-            pending=tuple(pending),
-        )
+        return _alone(key, pending, priority)
     problem = _problem(pg, state, running, pending)
     policies = pg.sub_group_policies
-    by_id: dict[str, tuple[str, int, list[Pod], list[Pod]]] = {}
-    default_pending: list[Pod] = []
-    default_running: list[Pod] = []
-    for pods, is_running in ((pending, False), (running, True)):
-        for pod in pods:
-            found = _sub_group_of(pod, policies) if policies and problem is None else None
-            if found is None:
-                (default_running if is_running else default_pending).append(pod)
-                continue
-            sid, pname, index = found
-            entry = by_id.setdefault(sid, (pname, index, [], []))
-            (entry[3] if is_running else entry[2]).append(pod)
-    sizes = {p.name: p.sub_group_size for p in policies}
-    topo = {p.name: p.network_topology for p in policies}
+    by_id, default_pending, default_running = _by_sub_group(
+        pending, running, policies if problem is None else ()
+    )
     min_groups = {p.name: p.min_sub_groups for p in policies if p.min_sub_groups > 0}
-    groups: list[SubGroup] = []
-    running_whole: Counter[str] = Counter()
-    for pname in (p.name for p in policies):
-        mine = sorted(
-            ((sid, e) for sid, e in by_id.items() if e[0] == pname),
-            key=lambda kv: (kv[1][1], natural_key(kv[0])),
-        )
-        ready = sum(1 for _, e in mine if len(e[3]) >= sizes[pname])
-        wanted = max(0, min_groups.get(pname, 0) - ready)
-        for sid, (_, index, pend, run) in mine:
-            if not pend:
-                if len(run) >= sizes[pname]:
-                    running_whole[pname] += 1
-                continue
-            required = wanted > 0 and len(run) < sizes[pname]
-            if required:
-                wanted -= 1
-            groups.append(
-                SubGroup(
-                    sid, pname, index, tuple(pend), tuple(run), sizes[pname], required, topo[pname]
-                )
-            )
+    groups, running_whole = _policy_groups(policies, by_id, min_groups)
     if problem is None:
         for pname, m in min_groups.items():
             formed = sum(1 for e in by_id.values() if e[0] == pname)
@@ -290,7 +245,81 @@ def _build(
     )
 
 
-def _cached(cache: Cache, memory: Memory, key: str, alone: bool) -> Gang | None:
+def _alone(key: str, pending: list[Pod], priority: int) -> Gang:
+    """A pod without a PodGroup: a gang of one, its topology from Volcano's annotations."""
+    pod = pending[0]
+    return Gang(
+        key=key,
+        podgroup=None,
+        queue=solo_queue(pod),
+        priority=priority,
+        min_member=1,
+        min_task_member={},
+        min_sub_groups={},
+        topology=from_annotations(pod),
+        sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, from_annotations(pod)),),
+        running=(),
+        pending=tuple(pending),
+    )
+
+
+_Entry = tuple[str, int, list[Pod], list[Pod]]  # policy, its index, pending, running
+
+
+def _by_sub_group(
+    pending: list[Pod], running: list[Pod], policies: Sequence[SubGroupPolicy]
+) -> tuple[dict[str, _Entry], list[Pod], list[Pod]]:
+    """Pods by sub-group id (no policies: every pod is a default one), and the default
+    sub-group's pending and running pods."""
+    by_id: dict[str, _Entry] = {}
+    default_pending: list[Pod] = []
+    default_running: list[Pod] = []
+    for pods, is_running in ((pending, False), (running, True)):
+        for pod in pods:
+            found = _sub_group_of(pod, policies) if policies else None
+            if found is None:
+                (default_running if is_running else default_pending).append(pod)
+                continue
+            sid, pname, index = found
+            entry = by_id.setdefault(sid, (pname, index, [], []))
+            (entry[3] if is_running else entry[2]).append(pod)
+    return by_id, default_pending, default_running
+
+
+def _policy_groups(
+    policies: Sequence[SubGroupPolicy], by_id: dict[str, _Entry], min_groups: dict[str, int]
+) -> tuple[list[SubGroup], Counter[str]]:
+    """The sub-groups with pending pods, policy by policy (``required`` while the policy is
+    short of ``minSubGroups`` whole ones), and per policy how many are whole by running
+    pods alone."""
+    sizes = {p.name: p.sub_group_size for p in policies}
+    topo = {p.name: p.network_topology for p in policies}
+    groups: list[SubGroup] = []
+    running_whole: Counter[str] = Counter()
+    for pname in (p.name for p in policies):
+        mine = sorted(
+            ((sid, e) for sid, e in by_id.items() if e[0] == pname),
+            key=lambda kv: (kv[1][1], natural_key(kv[0])),
+        )
+        ready = sum(1 for _, e in mine if len(e[3]) >= sizes[pname])
+        wanted = max(0, min_groups.get(pname, 0) - ready)
+        for sid, (_, index, pend, run) in mine:
+            if not pend:
+                if len(run) >= sizes[pname]:
+                    running_whole[pname] += 1
+                continue
+            required = wanted > 0 and len(run) < sizes[pname]
+            if required:
+                wanted -= 1
+            groups.append(
+                SubGroup(
+                    sid, pname, index, tuple(pend), tuple(run), sizes[pname], required, topo[pname]
+                )
+            )
+    return groups, running_whole
+
+
+def _cached(cache: ClusterStore, memory: Memory, key: str, alone: bool) -> Gang | None:
     """The gang built for ``key`` in an earlier session, if nothing it reads changed since
     (its PodGroup and pods: ``gang_changed_at``; queues, nodes: ``freed_at``)."""
     hit = memory.built.get(key)
@@ -303,7 +332,7 @@ def _cached(cache: Cache, memory: Memory, key: str, alone: bool) -> Gang | None:
 
 
 def collect(
-    cache: Cache, scheduler_names: Sequence[str], memory: Memory
+    cache: ClusterStore, scheduler_names: Sequence[str], memory: Memory
 ) -> tuple[list[Gang], list[Unschedulable]]:
     """Every gang with pending pods of ours, and reasons for pods naming no PodGroup.
 
@@ -355,7 +384,7 @@ def collect(
     return gangs, orphans
 
 
-def rebuild(state: Cache, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
+def rebuild(state: ClusterStore, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
     """``gang`` as the state holds it now (after evictions earlier in the session)."""
     if gang.podgroup is None:
         return gang

@@ -8,10 +8,11 @@ status, ``queue_status.py``). Bindings hold complete gangs only.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from tierra.scheduler.queue_status import QueueStatus
+from tierra.scheduler.queueing.queue_status import QueueStatus
 from tierra.scheduler.status import Code, Status
 
 
@@ -44,13 +45,38 @@ class Unschedulable:
         return {"podGroup": self.podgroup, "reason": self.reason}
 
 
+class EvictionKind(enum.StrEnum):
+    """Why a pod was evicted: for a higher-priority gang, or for a queue below its share."""
+
+    PREEMPT = "preempt"
+    RECLAIM = "reclaim"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionCause:
+    """What one gang's eviction was, as data (``explain.words.eviction_reason`` words it):
+    its kind, the gang it made room for (its priority, its queue), the domain, and for
+    reclaim the resource compared and the queues that gave room."""
+
+    kind: EvictionKind
+    by: str
+    priority: int
+    queue: str
+    domain: int
+    resource: int = 0
+    givers: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Eviction:
-    """A running pod removed to make room for a higher-priority gang."""
+    """A running pod removed to make room for another gang: ``kind`` says why and ``by``
+    for which gang (``reason`` is the sentence users read)."""
 
     pod: str
     node: str
     reason: str
+    kind: EvictionKind = EvictionKind.PREEMPT
+    by: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"pod": self.pod, "node": self.node, "reason": self.reason}

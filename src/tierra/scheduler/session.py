@@ -21,7 +21,7 @@ The recipe, per session (``run_session``):
    ``QueueStatus``.
 
 A gang that failed in an earlier session is skipped, with its earlier status, while
-nothing it depends on has changed (``Cache.unchanged_since``; the failures are kept in
+nothing it depends on has changed (``ClusterStore.unchanged_since``; the failures are kept in
 the ``Memory`` beside the cache): no node, HyperNode or queue changed, nothing of its
 own changed, and no room was freed where it could help. Only failures that must repeat
 are remembered (``Status.must_repeat``): input that cannot be honoured, and placement
@@ -49,73 +49,75 @@ from dataclasses import replace
 
 import numpy as np
 
-from tierra.api.natural import natural_key
 from tierra.api.snapshot import Snapshot
-from tierra.scheduler.allocate import Allocator
-from tierra.scheduler.cache import Cache, gang_key
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.constraints import resolve
-from tierra.scheduler.demand import Demands
-from tierra.scheduler.explain import Explanation, Trace, domain_name
+from tierra.scheduler.constraints.registry import hooks
+from tierra.scheduler.constraints.tier_limit import resolve
+from tierra.scheduler.eviction.evict import Evictor
+from tierra.scheduler.eviction.preemption import queue_of
+from tierra.scheduler.explain import words
+from tierra.scheduler.explain.reasons import Explanation, Trace
 from tierra.scheduler.gang import Gang, collect, rebuild
-from tierra.scheduler.memory import Failure, Memory
-from tierra.scheduler.node_choice import lowest_common
-from tierra.scheduler.plan import GangPlan, make_plan
-from tierra.scheduler.preemption import Preemptor, queue_of
-from tierra.scheduler.queues import QueueBook, gang_order
-from tierra.scheduler.quota import Budget
-from tierra.scheduler.reclaim import Reclaimer
-from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult, Unschedulable
-from tierra.scheduler.status import Status, queue_limited
-from tierra.scheduler.transaction import Transaction
+from tierra.scheduler.placement.allocate import Allocator
+from tierra.scheduler.placement.demand import Demands
+from tierra.scheduler.placement.distribution import lowest_common
+from tierra.scheduler.placement.plan import make_plan
+from tierra.scheduler.queueing.queues import QueueBook, gang_order
+from tierra.scheduler.result import (
+    Binding,
+    Decision,
+    Eviction,
+    EvictionCause,
+    SessionResult,
+    Unschedulable,
+)
+from tierra.scheduler.state.memory import Memory
+from tierra.scheduler.state.requeue import Requeue
+from tierra.scheduler.state.store import ClusterStore, gang_key
+from tierra.scheduler.state.transaction import Transaction
+from tierra.scheduler.status import Code, Status, queue_limited
 from tierra.topology.index import IntArray
-
-NOTHING_TO_EVICT = {
-    "preempt": "no allowed domain frees enough room by evicting lower-priority pods",
-    "reclaim": "no allowed domain frees enough room by evicting whole gangs of queues above "
-    "their shares without taking one below its share or leaving it poorer than this queue",
-}
 
 
 class _Session:
-    """The mutable bookkeeping of one session and its steps."""
+    """One session's bookkeeping (decisions so far) and the recipe that drives the parts:
+    requeue (``state/requeue.py``), plan, admit and place (``placement/``), evict
+    (``eviction/evict.py``); every sentence is made in ``explain/``."""
 
     def __init__(
         self,
-        cache: Cache,
+        store: ClusterStore,
         config: SchedulerConfig,
         memory: Memory,
         now: float | None = None,
         on_decision: Callable[[Decision], None] | None = None,
     ) -> None:
-        self.cache = cache
+        self.cache = store
         self.config = config
-        self.memory = memory
-        self.now = now
         self.on_decision = on_decision
         self.decisions: list[Decision] = []
-        memory.attach(cache, config)
+        memory.attach(store, config)
         self.bindings: list[Binding] = []
         self.unschedulable: list[Unschedulable] = []
         self.evictions: list[Eviction] = []
         self.bound_now: set[str] = set()
         self.preempted: set[str] = set()  # gangs that lost pods in this session
-        self.txn = Transaction(cache.capacity)
-        self.demands = Demands(cache)
-        self.allocator = Allocator(cache, config, self.txn, self.demands)
-        self.preemptor = Preemptor(cache, config, self.allocator, self.bound_now)
-        self.reclaimer = Reclaimer(cache, config, self.allocator, self.bound_now)
+        self.txn = Transaction(store.capacity)
+        self.demands = Demands(store, config.constraints)
+        self.admitters = hooks(config.constraints).admit
+        self.allocator = Allocator(store, config, self.txn, self.demands)
+        self.evictor = Evictor(
+            store, config, self.allocator, memory=memory, bound_now=self.bound_now, now=now
+        )
+        self.requeue = Requeue(store, memory, now)
         self.book: QueueBook | None = None
-        self.notes: list[str] = []  # explain: what eviction would do or why it cannot
-        self._reclaim_hint: dict[str, bool] = {}  # queue -> may reclaim (until a commit)
 
     def run(self, explain: str | None) -> tuple[SessionResult, Explanation | None]:
         # 1. gangs
-        gangs, orphans = collect(self.cache, self.config.scheduler_names, self.memory)
+        gangs, orphans = collect(self.cache, self.config.scheduler_names, self.requeue.memory)
         self.unschedulable.extend(orphans)
         self.allocator.use_view(self.cache.scoring_view(self.config.links))
-        self._forget_failures({g.key for g in gangs})
-        self._track_waiting({g.key for g in gangs})
+        self.requeue.start({g.key for g in gangs})
         # 2. queues
         waiting_queues = {g.queue for g in gangs}
         book = self.book = QueueBook(self.cache, self._queue_demands(gangs), waiting_queues)
@@ -141,12 +143,13 @@ class _Session:
             trace = Trace() if gang.key == explain else None
             started, marks = time.perf_counter(), (len(self.bindings), len(self.evictions))
             status = self.place(gang, book, trace)
-            self._remember(gang, status)
+            self.requeue.remember(gang.key, status)
             self._decided(gang.key, status, started, marks)
             if not status.ok:
                 self.unschedulable.append(Unschedulable(gang.key, status))
-            elif status.reason:  # placed, but members beyond the minimum its queue keeps out
-                self.unschedulable.append(Unschedulable(gang.key, queue_limited(status.reason)))
+            elif status.kept_by is not None:  # placed; members beyond the minimum wait
+                reason = words.kept_out(status.kept_out, status.kept_by)
+                self.unschedulable.append(Unschedulable(gang.key, queue_limited(reason)))
             if trace is not None:
                 explained = self._explanation(gang, status, trace)
         # 4. decisions
@@ -193,211 +196,57 @@ class _Session:
                     total += vec
         return out
 
-    # -- what earlier sessions found ------------------------------------------------
-
-    def _forget_failures(self, waiting: set[str]) -> None:
-        """Drop failures of gangs no longer waiting."""
-        failures = self.memory.failures
-        for key in [k for k in failures if k not in waiting]:
-            del failures[key]
-
-    def _track_waiting(self, waiting: set[str]) -> None:
-        """Note when each gang was first seen waiting (the preemption delay counts from it)."""
-        since = self.memory.waiting_since
-        for key in [k for k in since if k not in waiting]:
-            del since[key]
-        if self.now is not None:
-            for key in waiting:
-                since.setdefault(key, self.now)
-
-    def _delay_left(self, gang: Gang) -> float:
-        """Seconds ``gang`` must still wait before it may evict anything."""
-        delay = self.config.preemption_delay
-        if delay <= 0 or self.now is None:
-            return 0.0
-        since = self.memory.waiting_since.get(gang.key, self.now)
-        return max(0.0, delay - (self.now - since))
-
-    def _may_preempt(self, gang: Gang) -> bool:
-        lowest = min(self.cache.running_priorities(), default=gang.priority)
-        return self.config.preemption and gang.priority > lowest
-
-    def _may_reclaim(self, gang: Gang) -> bool:
-        """Whether reclaim could help ``gang`` (a cheap test: something is short, its queue
-        holds less than its share of it, and another queue more)."""
-        book = self.book
-        if not self.config.reclaim or book is None:
-            return False
-        found = self._reclaim_hint.get(gang.queue)
-        if found is None:
-            short = book.contended()
-            found = (
-                bool(short.any())
-                and book.below_share(gang.queue, short)
-                and any(q != gang.queue and book.above_share(q, short) for q in book.tree.order)
-            )
-            self._reclaim_hint[gang.queue] = found
-        return found
-
     def _skip(self, gang: Gang) -> bool:
         """Report ``gang`` with its earlier status if nothing it needs has changed."""
-        cache = self.cache
-        failed = self.memory.failures.get(gang.key)
-        if failed is None or not self.memory.skip_unchanged:
+        ev = self.evictor
+        earlier = self.requeue.earlier(
+            gang.key, lambda: ev.may_preempt(gang) or ev.may_reclaim(gang, self.book)
+        )
+        if earlier is None:
             return False
-        if not cache.unchanged_since(gang.key, failed.at):
-            return False
-        if self._may_preempt(gang) or self._may_reclaim(gang):
-            return False
-        if failed.status.searched is not None and self._room_freed(failed):
-            return False
-        self.unschedulable.append(Unschedulable(gang.key, failed.status))
+        self.unschedulable.append(Unschedulable(gang.key, earlier))
         return True
-
-    def _room_freed(self, failed: Failure) -> bool:
-        """Whether room freed since ``failed`` could let a domain it searched pass its counts."""
-        cache, searched = self.cache, failed.status.searched
-        assert searched is not None
-        ix, lay, cap = cache.index, cache.layouts, cache.capacity
-        freed = cache.dom_freed_at > failed.at  # domains holding a node freed since
-        limit, region = searched.limit, searched.region
-        if limit.flat:  # counted node by node over the region only
-            if not freed[region]:
-                return False
-            inside = ix.real_nodes[region] if region != ix.root else slice(None)
-            free = np.maximum(cap.node_alloc[inside] - cap.node_used[inside], 0).sum(axis=0)
-            return bool((free >= searched.needs_array()).all())
-        doms = np.flatnonzero(freed)
-        if len(doms) == 0:
-            return False
-        ok = limit.allowed(ix, doms)
-        ok &= (lay.tin[region] <= lay.tin[doms]) & (lay.tin[doms] < lay.tout[region])
-        ok_doms = doms[ok]
-        if len(ok_doms) == 0:
-            return False
-        free = cap.dom_alloc[ok_doms] - cap.dom_used[ok_doms]
-        fits = (free[:, None, :] >= searched.needs_array()[None, :, :]).all(axis=(1, 2))
-        return bool(fits.any())
-
-    def _remember(self, gang: Gang, status: Status) -> None:
-        """Keep a failure that must repeat until something changes; forget any other."""
-        if status.must_repeat:
-            self.memory.failures[gang.key] = Failure(status, self.cache.clock)
-        else:
-            self.memory.failures.pop(gang.key, None)
 
     # -- one gang -----------------------------------------------------------------------
 
     def place(self, gang: Gang, book: QueueBook, trace: Trace | None) -> Status:
-        """Plan, admit, place (and preempt) one gang; committed when placed."""
+        """Plan, admit, place (and evict for) one gang; kept when placed."""
         plan = make_plan(self.cache, gang, self.demands)
         if isinstance(plan, Status):
             return plan
-        admitted = book.admit(gang.queue, plan.demand.total)
-        if not admitted.ok:
-            return admitted
+        cycle = self.allocator.begin(gang, book)
+        for c in self.admitters:
+            refused = c.admit(cycle, plan.demand)
+            if refused is not None:
+                return refused
         budget = book.budget(gang.queue, plan.demand.total)
         status = self.allocator.allocate(plan, trace, budget)
         if status.ok:
-            self.commit(gang, book, "")
+            self.commit(gang, book, None)
             return status
         self.txn.rollback()
-        evicted = self._evict(plan, book, budget, explain=trace is not None)
-        if isinstance(evicted, str):  # it may evict once the preemption delay has passed
-            return replace(status, reason=f"{status.reason}; {evicted}")
-        return evicted if evicted is not None else status
-
-    def _evict(
-        self, plan: GangPlan, book: QueueBook, budget: Budget | None, *, explain: bool
-    ) -> Status | str | None:
-        """Preempt, else reclaim, for a gang that fits nowhere: its status when placed
-        (committed), a note when the preemption delay holds it back, else None."""
-        gang = plan.gang
-        kinds = ["preempt"] if self._may_preempt(gang) else []
-        if self.config.reclaim:
-            refused = self.reclaimer.refusal(plan, book)
-            if refused is None and not self._may_reclaim(gang):
-                refused = "no other queue holds more than its share of what it asks for"
-            if refused is None:
-                kinds.append("reclaim")
-            elif explain:
-                self.notes.append(f"reclaim: not possible, {refused}")
-        if not kinds:
-            return None
-        left = self._delay_left(gang)
-        if left > 0:
-            if explain:
-                self._would(plan, book, budget, kinds, left)
-            return (
-                f"it may {' or '.join(kinds)} once it has waited the preemption delay "
-                f"({left:.0f} s of {self.config.preemption_delay:g} s left)"
-            )
-        for kind in kinds:
-            found = self._try_evict(kind, plan, book, budget)
-            if found.ok and found.domain is not None:
-                self.commit(gang, book, self._eviction_reason(kind, gang, book, found.domain))
-                if self.now is not None:  # the delay counts again from here (KAI)
-                    self.memory.waiting_since[gang.key] = self.now
-                return found
-            self.txn.rollback()
-            if explain:
-                self.notes.append(f"{kind}: tried, {NOTHING_TO_EVICT[kind]}")
-        return None
-
-    def _try_evict(
-        self, kind: str, plan: GangPlan, book: QueueBook, budget: Budget | None
-    ) -> Status:
-        if kind == "preempt":
-            return self.preemptor.preempt(plan, budget)
-        return self.reclaimer.reclaim(plan, book, budget)
-
-    def _would(
-        self, plan: GangPlan, book: QueueBook, budget: Budget | None, kinds: list[str], left: float
-    ) -> None:
-        """Explain: what preempting or reclaiming would evict now (tried, then undone)."""
-        for kind in kinds:
-            found = self._try_evict(kind, plan, book, budget)
-            if found.ok and found.domain is not None:
-                victims = ", ".join(
-                    f"{key} on {self.cache.index.node_names[node]}"
-                    for key, node, _ in self.txn.evicted
-                )
-                why = self._eviction_reason(kind, plan.gang, book, found.domain)
-                self.notes.append(
-                    f"{kind}: would evict {victims} ({why}) once the preemption delay has "
-                    f"passed ({left:.0f} s left)"
-                )
-                self.txn.rollback()
-                return
-            self.txn.rollback()
-
-    def _eviction_reason(self, kind: str, gang: Gang, book: QueueBook, domain: int) -> str:
-        where = domain_name(self.cache, domain)
-        if kind == "preempt":
-            return f"preempted by {gang.key} (priority {gang.priority}) to make room in {where}"
-        dims = self.reclaimer.dims
-        gpu = book.axis.index.get("nvidia.com/gpu")
-        i = gpu if gpu is not None and dims[gpu] else int(np.flatnonzero(dims)[0])
-        givers = sorted(
-            {queue_of(self.cache, key) for key, _, _ in self.txn.evicted}, key=natural_key
+        evicted = self.evictor.evict(
+            plan, book, budget, lambda g, cause: self.commit(g, book, cause), explain=bool(trace)
         )
-        return (
-            f"reclaimed by {gang.key} to make room in {where}: "
-            f"{book.share_text(gang.queue, i)} is below its share, "
-            + ", ".join(book.share_text(v, i) for v in givers)
-            + (" is" if len(givers) == 1 else " are")
-            + " above"
-        )
+        if evicted is None:
+            return status
+        if evicted.code is Code.WAIT:  # it may evict once the preemption delay has passed
+            return replace(status, code=Code.WAIT, reason=f"{status.reason}; {evicted.reason}")
+        return evicted
 
-    def commit(self, gang: Gang, book: QueueBook, eviction_reason: str) -> None:
-        """Record the transaction as decisions and keep it in the cache."""
+    def commit(self, gang: Gang, book: QueueBook, cause: EvictionCause | None) -> None:
+        """Record the transaction as decisions and keep it in the store."""
         cache, txn = self.cache, self.txn
-        for key, node, vec in txn.evicted:
-            self.evictions.append(Eviction(key, cache.index.node_names[node], eviction_reason))
-            victim = gang_key(cache.pods[key])
-            if victim is not None:
-                self.preempted.add(victim)
-            book.charge(queue_of(cache, key), -vec)
+        if txn.evicted:
+            assert cause is not None
+            reason = words.eviction_reason(cache, cause, book)
+            for key, node, vec in txn.evicted:
+                node_name = cache.index.node_names[node]
+                self.evictions.append(Eviction(key, node_name, reason, cause.kind, cause.by))
+                victim = gang_key(cache.pods[key])
+                if victim is not None:
+                    self.preempted.add(victim)
+                book.charge(queue_of(cache, key), -vec)
         nodes = [n for _, n, _ in txn.assigned]
         nodes += [cache.node_of[p.key] for p in gang.running if p.key in cache.node_of]
         common = lowest_common(cache, nodes)
@@ -411,33 +260,25 @@ class _Session:
             total += vec
         book.charge(gang.queue, total)
         cache.commit(txn)
-        self._reclaim_hint.clear()  # shares moved
+        self.evictor.moved()
 
     def _explanation(self, gang: Gang, status: Status, trace: Trace) -> Explanation:
         limit = resolve(gang.topology, self.cache.index, "spec.networkTopology")
         constraint = limit.reason if isinstance(limit, Status) else limit.text
         tiers = trace.ordered()
-        notes = tuple(self.notes)
+        notes = tuple(self.evictor.notes)
         if not status.ok:
             return Explanation(gang.key, "unschedulable", status.reason, constraint, tiers, notes)
         mine = {p.key for p in gang.pending}
         bound = [b for b in self.bindings if b.pod in mine]
-        where = bound[0].hypernode if bound and bound[0].hypernode else "the whole cluster"
-        evicted = [e for e in self.evictions if e.reason.startswith(f"preempted by {gang.key} ")]
-        reclaimed = [e for e in self.evictions if e.reason.startswith(f"reclaimed by {gang.key} ")]
-        summary = f"{len(bound)} of {len(gang.pending)} pending pods bound, within {where}"
-        if evicted:
-            summary += f", after evicting {len(evicted)} lower-priority pods"
-        if reclaimed:
-            n = len(reclaimed)
-            summary += f", after reclaiming {n} pod{'s' if n != 1 else ''}: {reclaimed[0].reason}"
-        if status.reason:  # members beyond the minimum its queue keeps out
-            summary += f"; {status.reason}"
+        summary = words.scheduled_summary(
+            gang.key, len(gang.pending), bound, self.evictions, status
+        )
         return Explanation(gang.key, "scheduled", summary, constraint, tiers, notes)
 
 
 def run_session(
-    cache: Cache,
+    cache: ClusterStore,
     config: SchedulerConfig | None = None,
     *,
     memory: Memory | None = None,
@@ -460,11 +301,11 @@ def run_session(
 
 def schedule(snapshot: Snapshot, config: SchedulerConfig | None = None) -> SessionResult:
     """Convenience: build a cache from ``snapshot`` and run one session."""
-    return run_session(Cache.from_snapshot(snapshot), config)
+    return run_session(ClusterStore.from_snapshot(snapshot), config)
 
 
 def explain_gang(
-    cache: Cache,
+    cache: ClusterStore,
     key: str,
     config: SchedulerConfig | None = None,
     *,

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from tierra.scheduler.constraints import TierLimit
+    from tierra.scheduler.constraints.tier_limit import TierLimit
+    from tierra.scheduler.queueing.quota import BudgetRefusal
     from tierra.topology.index import IntArray
 
 
@@ -44,6 +45,10 @@ class Code(enum.Enum):
     """Its queue may not take it now (capability, guarantee, fair share). Shares move
     with every other queue's gangs: re-tried every session."""
 
+    WAIT = "Wait"
+    """It fits nowhere now, but could preempt or reclaim once it has waited the
+    preemption delay (kube-scheduler's Wait): re-tried every session."""
+
 
 @dataclass(frozen=True, slots=True)
 class Searched:
@@ -67,6 +72,10 @@ class Status:
     reason: str = ""
     searched: Searched | None = None
     domain: int | None = None  # SUCCESS: the domain chosen for the gang's required pods
+    # SUCCESS: pending pods beyond the minimum its queue's limits kept out, and the first
+    # limit that did (worded by ``explain.words.kept_out``)
+    kept_out: int = 0
+    kept_by: BudgetRefusal | None = None
 
     @property
     def ok(self) -> bool:
@@ -99,3 +108,7 @@ def attempt_failed(reason: str) -> Status:
 
 def queue_limited(reason: str) -> Status:
     return Status(Code.QUEUE_LIMITED, reason)
+
+
+def wait(reason: str) -> Status:
+    return Status(Code.WAIT, reason)

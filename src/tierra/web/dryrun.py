@@ -1,11 +1,11 @@
 """The scheduler cache behind the dashboard's dry runs, kept and fed like a scheduler's.
 
 Why a pending gang waits is what a scheduling session would decide now. Building a
-``Cache`` from a snapshot for every dry run took 10 s at 100,000 nodes, so the dashboard
+``ClusterStore`` from a snapshot for every dry run took 10 s at 100,000 nodes, so the dashboard
 keeps one, as the Kubernetes scheduler does: built once from a snapshot of the store
 and then fed every change the store takes, through the cache's own ``upsert_*`` /
 ``remove_*`` calls. Each dry run (and each explain) is a session inside
-``Cache.trial()``: it decides as a real session would and leaves the cache as it was.
+``ClusterStore.trial()``: it decides as a real session would and leaves the cache as it was.
 A ``Memory`` kept beside it reuses each gang as built while nothing of it changes; it
 does not skip gangs whose failure must repeat (a scheduler does): the page shows the
 reason a session gives now, counts included, not the one an earlier session gave.
@@ -32,7 +32,7 @@ from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
 from tierra.errors import Problem, Severity
-from tierra.scheduler import Cache, Memory, SchedulerConfig, explain_gang, run_session
+from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, explain_gang, run_session
 from tierra.web.gangs import Analysis, explanation_doc
 from tierra.web.store import Change, Kind, Store, key_of
 
@@ -54,7 +54,7 @@ class DryRuns:
     def __init__(self, store: Store, config: SchedulerConfig) -> None:
         self.config = config
         self._store = store  # read in the event loop only (``note``)
-        self._cache: Cache | None = None
+        self._cache: ClusterStore | None = None
         self._memory = Memory(skip_unchanged=False)
         self._hypernodes: dict[str, HyperNode] = {}  # as the store keys them
         self._notes = threading.Lock()  # guards the four below
@@ -99,7 +99,7 @@ class DryRuns:
 
     # -- feeding the cache (in the worker, holding ``_running``) -------------------------
 
-    def _up_to_date(self) -> tuple[Cache, int]:
+    def _up_to_date(self) -> tuple[ClusterStore, int]:
         with self._notes:  # a seed and the changes after it, taken together
             seed, self._seed = self._seed, None
             changes, self._noted = self._noted, []
@@ -117,12 +117,14 @@ class DryRuns:
             cache = self._build(_objects(cache), problems)
         return cache, version
 
-    def _build(self, snapshot: Snapshot, problems: tuple[Problem, ...]) -> Cache:
+    def _build(self, snapshot: Snapshot, problems: tuple[Problem, ...]) -> ClusterStore:
         hns = tuple(first_of_each_name(self._hypernodes))
-        self._cache = Cache.from_snapshot(replace(snapshot, hypernodes=hns, problems=problems))
+        self._cache = ClusterStore.from_snapshot(
+            replace(snapshot, hypernodes=hns, problems=problems)
+        )
         return self._cache
 
-    def _apply(self, cache: Cache, changes: list[Change]) -> bool:
+    def _apply(self, cache: ClusterStore, changes: list[Change]) -> bool:
         """Feed ``changes`` to ``cache``; True when HyperNodes moved."""
         hypernodes_moved = False
         with cache.batch():
@@ -163,7 +165,7 @@ def _hypernode_errors(problems: Sequence[Problem]) -> list[Problem]:
     return [p for p in problems if p.severity is Severity.ERROR and p.obj.startswith("HyperNode/")]
 
 
-def _objects(cache: Cache) -> Snapshot:
+def _objects(cache: ClusterStore) -> Snapshot:
     """What ``cache`` holds, as a snapshot to build a fresh one from (when the problems
     its index was built with changed, which no ``upsert`` can say)."""
     return Snapshot(

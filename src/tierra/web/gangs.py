@@ -18,7 +18,7 @@ from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup
 from tierra.scheduler import Explanation, SchedulerConfig, SessionResult, TierTrace
-from tierra.scheduler.explain import best_first, tally
+from tierra.scheduler.explain.reasons import best_first, tally
 from tierra.web.store import Store, gang_of
 from tierra.web.view import TopologyView
 

@@ -1,6 +1,6 @@
 """``tierra scheduler``: the gang scheduler running against a cluster.
 
-Informers feed the core's long-lived ``Cache`` (``feed.py``); sessions run one at a time,
+Informers feed the core's long-lived ``ClusterStore`` (``feed.py``); sessions run one at a time,
 when something changed (debounced by ``batch_delay``) and every ``period``, in a worker
 thread while changes are held; the binder applies each gang's decision as soon as the
 session makes it, while the session decides the rest and while the next one runs
@@ -38,11 +38,11 @@ from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
 from tierra.kube.scheduler.queues import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
-from tierra.scheduler.cache import Cache
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.memory import Memory
 from tierra.scheduler.result import Decision, SessionResult
 from tierra.scheduler.session import run_session
+from tierra.scheduler.state.memory import Memory
+from tierra.scheduler.state.store import ClusterStore
 
 log = logging.getLogger(__name__)
 GPU_MARK = "gpu"
@@ -77,7 +77,7 @@ class SchedulerComponent:
         self.kube = kube
         self.options = options
         self.metrics = Metrics()
-        self.cache = Cache()
+        self.cache = ClusterStore()
         self.memory = Memory()
         self._wake = asyncio.Event()
         self.feed: Feed | None = None

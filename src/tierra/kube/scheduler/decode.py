@@ -99,7 +99,7 @@ def pod(raw: dict[str, Any]) -> LivePod:
 
 
 def hypernode(raw: dict[str, Any]) -> tuple[HyperNode, tuple[Problem, ...]]:
-    """The HyperNode and what is wrong with it (``Cache.upsert_hypernode`` takes both)."""
+    """The HyperNode and what is wrong with it (``ClusterStore.upsert_hypernode`` takes both)."""
     return _decoded(decode_hypernode, raw)
 
 

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 
 class CacheApi(Protocol):
-    """The part of ``tierra.scheduler.cache.Cache`` the Kubernetes layer uses."""
+    """The part of ``tierra.scheduler.state.store.ClusterStore`` the Kubernetes layer uses."""
 
     pods: dict[str, Pod]
     podgroups: dict[str, PodGroup]

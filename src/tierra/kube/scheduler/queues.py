@@ -21,7 +21,7 @@ from typing import Any
 from tierra.kube import resources as r
 from tierra.kube.client import MERGE_PATCH, ApiError, Kube
 from tierra.kube.scheduler.metrics import Metrics
-from tierra.scheduler.queue_status import volcano_status_patches
+from tierra.scheduler.queueing.queue_status import volcano_status_patches
 from tierra.scheduler.result import SessionResult
 
 log = logging.getLogger(__name__)

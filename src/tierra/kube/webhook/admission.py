@@ -48,8 +48,8 @@ from tierra.api.node import Node
 from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.errors import Problem, Severity
-from tierra.scheduler.cache import Cache
-from tierra.scheduler.refusals import podgroup_refusals
+from tierra.scheduler.explain.refusals import podgroup_refusals
+from tierra.scheduler.state.store import ClusterStore
 from tierra.topology.index import TopologyIndex
 
 OVERLAY_SECONDS = 30.0
@@ -130,7 +130,7 @@ class Judge:
         self._clock = clock
         # The nodes, and the HyperNodes a PodGroup's topology is resolved against (which
         # generations of the forests, and which label domains, it was last given).
-        self._cache = Cache()
+        self._cache = ClusterStore()
         self._cache_key: tuple[tuple[int, ...], tuple[str, ...]] | None = None
         self._merged: tuple[tuple[int, ...], list[HyperNode]] | None = None
         self._listing: contextlib.ExitStack | None = None

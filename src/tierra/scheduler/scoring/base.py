@@ -15,9 +15,9 @@ from typing import Protocol
 import numpy as np
 
 from tierra.api.fields import Fields
-from tierra.scheduler.layout import Layouts
-from tierra.scheduler.links import LinkCosts
-from tierra.scheduler.mix import ShapeShare
+from tierra.scheduler.scoring.links import LinkCosts
+from tierra.scheduler.scoring.mix import ShapeShare
+from tierra.scheduler.state.layout import Layouts
 from tierra.topology.arrays import FloatArray
 from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray, TopologyIndex

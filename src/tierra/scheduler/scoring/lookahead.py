@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tierra.api.fields import Fields
-from tierra.scheduler.links import LinkCosts
-from tierra.scheduler.mix import ShapeShare
 from tierra.scheduler.scoring.base import View, reject_unknown
+from tierra.scheduler.scoring.links import LinkCosts
+from tierra.scheduler.scoring.mix import ShapeShare
 from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
 

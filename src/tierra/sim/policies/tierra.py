@@ -1,6 +1,6 @@
 """tierra's own placement: the real scheduler (``tierra.scheduler``), not a model of it.
 
-The adapter keeps one ``Cache`` (and the ``Memory`` beside it) for the whole run and
+The adapter keeps one ``ClusterStore`` (and the ``Memory`` beside it) for the whole run and
 feeds it what happens through the same calls the Kubernetes scheduler uses: a job's
 PodGroup and pending pods when it arrives, pod removals when it ends, node readiness
 when a node fails or recovers. Each session is ``run_session``, which keeps its own
@@ -16,8 +16,8 @@ from tierra.api.meta import ObjectMeta
 from tierra.api.node import Node
 from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
-from tierra.scheduler import Cache, Memory, SchedulerConfig, run_session
-from tierra.scheduler.links import LinkRate, link_table
+from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, run_session
+from tierra.scheduler.scoring.links import LinkRate, link_table
 from tierra.sim.clusters import SimCluster
 from tierra.sim.clusters._build import GPU
 from tierra.sim.cost import BoundCost
@@ -55,7 +55,7 @@ class TierraPolicy:
         snapshot = Snapshot(
             nodes=cluster.nodes, hypernodes=cluster.hypernodes, pods=running, queues=queues
         )
-        self.cache = Cache.from_snapshot(snapshot)
+        self.cache = ClusterStore.from_snapshot(snapshot)
         self.memory = Memory()
         self.node_ix = cluster.index.node_ix
         del seed  # the scheduler is deterministic

@@ -1,0 +1,199 @@
+"""The constraint protocol: what one constraint may say about one gang's placement.
+
+A constraint is one object (a frozen dataclass, so configurations compare by value)
+with a ``name`` and any of the hooks below; a hook it does not define says nothing.
+The session asks every constraint of its registry (``registry.py``; ``SchedulerConfig.
+constraints``) in registry order, at fixed points of one gang's trip, the extension
+points of kube-scheduler's framework (``pkg/scheduler/framework/interface.go``) bent to
+gangs and domains:
+
+=================  ==========================================  =========================
+hook               asked                                        kube-scheduler
+=================  ==========================================  =========================
+``admit``          once per gang, after its plan                PreFilter
+``node_mask``      once per pod shape (pods with equal          Filter (static part),
+                   ``mask_key``), when the plan is made         cached per shape
+``candidates``     per tier of the domain search, over the      Filter, on domains
+                   tier's domains at once (arrays)
+``node_caps``      per pod shape, over a domain's nodes at      Filter with counts
+                   once, whenever fit counts are taken
+``domain_scores``  per tier, over its candidates               Score (domains)
+``node_scores``    over nodes, on the flat path                 Score (nodes)
+``reserve``        once a domain holds the gang, before the     Reserve / Unreserve
+                   session keeps it; undone with the attempt
+``describe``       only by ``explain``, to word a ``Refusal``   Status message
+=================  ==========================================  =========================
+
+Rules every hook keeps:
+
+* Read-only over the store (``Cycle.store``): it holds the objects, the ledgers and
+  every placement this session kept so far (assumed bindings), and does not change
+  while the session runs. The gang being placed is in ``Cycle.overlay`` (the
+  session's transaction: ``assigned`` pods and ``evicted`` victims of this attempt).
+* Arrays in, arrays out: a hook gets every domain or node of a step at once and answers
+  with one array; no Python loop over nodes on the hot path.
+* Words are not made here: a hook that rules something out returns a ``Refusal``
+  (structured), and ``describe`` turns it into text only when explain asks.
+* Per-attempt state goes in ``Cycle.data`` under the constraint's name (CycleState).
+  A ``reserve`` that writes anything outside ``Cycle.data`` registers its undo with
+  ``Cycle.overlay.on_undo`` so a rolled-back attempt (or a trial) leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tierra.api.pod import Pod
+    from tierra.scheduler.config import SchedulerConfig
+    from tierra.scheduler.constraints.tier_limit import TierLimit
+    from tierra.scheduler.gang import Gang
+    from tierra.scheduler.placement.demand import Demand, Shape
+    from tierra.scheduler.queueing.queues import QueueBook
+    from tierra.scheduler.scoring.base import View
+    from tierra.scheduler.state.store import ClusterStore
+    from tierra.scheduler.state.transaction import Transaction
+    from tierra.scheduler.status import Status
+    from tierra.topology.arrays import BoolArray, FloatArray
+    from tierra.topology.index import IntArray
+
+Value = str | int | float
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a constraint ruled domains or nodes out, as data: worded by explain later.
+
+    ``by`` is the refusing constraint (its ``describe`` words this); ``what`` a short
+    code of its own choosing (``"tier"``, ``"degraded"``, ``"per-node cap"``); ``count``
+    how many domains or nodes it ruled out where it was asked; ``values`` whatever its
+    ``describe`` needs (numbers, names), as ``(key, value)`` pairs."""
+
+    by: Constraint
+    what: str
+    count: int = 0
+    values: tuple[tuple[str, Value], ...] = ()
+
+    @property
+    def constraint(self) -> str:
+        return self.by.name
+
+    def value(self, key: str) -> Value | None:
+        return next((v for k, v in self.values if k == key), None)
+
+    def words(self, store: ClusterStore, domain: int | None = None) -> str:
+        """This refusal as a person reads it (explain only: off the hot path)."""
+        return self.by.describe(self, store, domain)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMask:
+    """The nodes one pod shape may use, and how many nodes each reason took away."""
+
+    mask: BoolArray  # over every node of the index
+    excluded: tuple[tuple[str, int], ...] = ()  # (why, how many nodes), for explain
+
+    def describe(self) -> str:
+        return ", ".join(f"{n} {why}" for why, n in self.excluded)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidacy:
+    """One constraint's word on one tier's domains (arrays over the domains asked).
+
+    ``allowed``: False rules a domain out before anything is counted there (it is not a
+    candidate at all; a tier limit). ``excluded``: False rules it out after counting
+    (explain still names it as the best miss: "it fits, but is degraded"). ``later``:
+    True tries it after the others of the same reach (degraded, avoided)."""
+
+    allowed: BoolArray | None = None
+    excluded: BoolArray | None = None
+    later: BoolArray | None = None
+    refusal: Refusal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """What one domain search is for: a gang's core, or one of its sub-groups."""
+
+    demand: Demand
+    limit: TierLimit  # the unit's tier limit (a sub-group's within its gang's)
+    region: int  # the domain searched inside
+    sticky: int | None  # the lowest domain holding the unit's running pods
+    new_gang: bool  # no pod of the gang runs yet
+    scope: str  # "gang", or the sub-group's label (explain)
+
+
+@dataclass(slots=True)
+class Cycle:
+    """One gang's placement attempt: the store (read-only), the session's overlay (this
+    attempt's tentative placements), and per-constraint scratch data (CycleState)."""
+
+    store: ClusterStore
+    config: SchedulerConfig
+    overlay: Transaction
+    view: View  # what the session scores with (link rates, shape mix), fixed for it
+    gang: Gang | None = None  # the gang being placed (None only between gangs)
+    queues: QueueBook | None = None  # the session's queue book (``admit`` reads it)
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Constraint:
+    """Base of every constraint: each hook says nothing unless a subclass defines it.
+
+    Subclasses are frozen dataclasses with a class attribute ``name``; see the module
+    docstring for when each hook is asked and what it may do."""
+
+    __slots__ = ()
+    name: str = "constraint"
+
+    def admit(self, cycle: Cycle, demand: Demand) -> Status | None:
+        """Whether the gang may be placed at all now (None: yes); before any search."""
+        return None
+
+    def mask_key(self, pod: Pod) -> Hashable:
+        """What of ``pod`` this constraint's ``node_mask`` reads: pods with equal keys
+        share a shape (one mask, one count per node)."""
+        return None
+
+    def node_mask(self, store: ClusterStore, pod: Pod) -> NodeMask | None:
+        """The nodes a pod like ``pod`` may use (None: every node)."""
+        return None
+
+    def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
+        """This constraint's word on ``domains`` (all of tier ``tier`` inside the region)."""
+        return None
+
+    def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
+        """At most how many more pods of ``shape`` each of ``nodes`` may take now
+        (None: no cap). Asked whenever fit counts are taken, so it may read what
+        ``cycle.overlay`` placed already."""
+        return None
+
+    def cap_refusal(self, cycle: Cycle, capped: int) -> Refusal | None:
+        """Why ``capped`` nodes of a search counted fewer pods than they have room for."""
+        return None
+
+    def domain_scores(
+        self, cycle: Cycle, request: IntArray, domains: IntArray, sticky: int | None
+    ) -> FloatArray | None:
+        """A share of each candidate domain's score (added; higher is better)."""
+        return None
+
+    def node_scores(
+        self, cycle: Cycle, request: IntArray, nodes: IntArray, region: int
+    ) -> FloatArray | None:
+        """A share of each node's score on the flat path (added; higher is better)."""
+        return None
+
+    def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:
+        """Take what the placed pods need beyond room (devices, volumes) or refuse; the
+        attempt is rolled back on a refusal (and the next candidate domain tried)."""
+        return None
+
+    def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
+        """``refusal`` in words (explain only), for ``domain`` when one is named."""
+        pairs = ", ".join(f"{k} {v}" for k, v in refusal.values)
+        return f"{refusal.what} ({self.name}{': ' + pairs if pairs else ''})"

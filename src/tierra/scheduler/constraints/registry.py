@@ -1,0 +1,61 @@
+"""The constraints a session asks, listed here by hand, in the order they are asked.
+
+Nothing registers itself on import: a constraint is used when it is in the tuple a
+``SchedulerConfig`` carries (``constraints``, ``DEFAULT`` unless a caller passes its
+own, as a test does with a constraint of its own). ``hooks`` sorts a registry by the
+hooks each constraint defines, once per registry, so the hot path loops only over the
+constraints that have something to say there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from tierra.scheduler.constraints.eligibility import NodeEligibility
+from tierra.scheduler.constraints.health import DegradedDomains
+from tierra.scheduler.constraints.protocol import Constraint
+from tierra.scheduler.constraints.queue_capability import QueueCapability
+from tierra.scheduler.constraints.scores import PolicyScores
+from tierra.scheduler.constraints.tier_limit import TierLimits
+
+DEFAULT: tuple[Constraint, ...] = (
+    QueueCapability(),
+    NodeEligibility(),
+    TierLimits(),
+    DegradedDomains(),
+    PolicyScores(),
+)
+
+HOOKS = (
+    "admit",
+    "node_mask",
+    "candidates",
+    "node_caps",
+    "domain_scores",
+    "node_scores",
+    "reserve",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """A registry's constraints per hook (those that define it), in registry order."""
+
+    admit: tuple[Constraint, ...]
+    node_mask: tuple[Constraint, ...]
+    candidates: tuple[Constraint, ...]
+    node_caps: tuple[Constraint, ...]
+    domain_scores: tuple[Constraint, ...]
+    node_scores: tuple[Constraint, ...]
+    reserve: tuple[Constraint, ...]
+
+
+def _defines(c: Constraint, hook: str) -> bool:
+    return getattr(type(c), hook) is not getattr(Constraint, hook)
+
+
+@cache
+def hooks(registry: tuple[Constraint, ...]) -> Hooks:
+    """``registry`` sorted by hook (kept per registry: constraints compare by value)."""
+    return Hooks(*(tuple(c for c in registry if _defines(c, h)) for h in HOOKS))

@@ -1,0 +1,203 @@
+"""Tier limits: which domains a gang or sub-group may occupy, resolved per tree.
+
+Volcano's ``networkTopology`` turns into a ``TierLimit`` once per session:
+
+* ``hard`` + ``highestTierAllowed: k``: any HyperNode of tier <= k; the whole cluster
+  only if the virtual root's tier is <= k.
+* ``hard`` + ``highestTierName``: the name is looked up *per tree* (trees of different
+  depths may give one name different tiers). A name no usable tree knows fails closed
+  with a reason, where Volcano silently drops the constraint.
+* ``soft``: every tier up to the whole cluster, lowest first (Volcano >= 1.15).
+* ``hard`` with no tier, or no ``networkTopology``: no constraint (Volcano's flat path).
+* ``preferredTierAllowed`` / ``preferredTierName`` (tierra): the tier the gang would
+  rather fit in; inside a wider domain, pods are packed into as few preferred-tier
+  domains as possible. Preferred alone (no highest tier) behaves as soft + preferred.
+
+A sub-group's limit never exceeds its gang's (``narrow``); a soft sub-group takes its
+gang's limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tierra.api.pod import Pod
+from tierra.api.podgroup import NetworkTopology, TopologyMode
+from tierra.scheduler.constraints.protocol import Ask, Candidacy, Constraint, Cycle, Refusal
+from tierra.scheduler.status import Status, unresolvable
+from tierra.topology.arrays import BoolArray, tier_allowed
+from tierra.topology.index import IntArray, TopologyIndex
+
+if TYPE_CHECKING:
+    from tierra.scheduler.state.store import ClusterStore
+
+MODE_ANNOTATION = "volcano.sh/network-topology-mode"
+TIER_ANNOTATION = "volcano.sh/network-topology-highest-tier"
+
+
+@dataclass(frozen=True, slots=True)
+class TierLimit:
+    """The domains a gang or sub-group may span.
+
+    ``tree_max[t]`` is the highest tier allowed in tree ``t`` (-1: none of that tree);
+    ``root`` says whether the whole cluster may hold it; ``flat`` means no topology
+    constraint at all (nodes are chosen directly, packed into used domains).
+    """
+
+    flat: bool
+    tree_max: tuple[int, ...]
+    root: bool
+    preferred: tuple[int, ...] | None
+    text: str
+
+    def allowed(self, index: TopologyIndex, domains: IntArray) -> BoolArray:
+        """Which ``domains`` this limit allows (``topology.arrays.tier_allowed``)."""
+        return tier_allowed(index, domains, self.tree_max, self.root)
+
+    def highest_allowed(self, index: TopologyIndex, h: int) -> int | None:
+        """The highest domain above ``h`` (itself included) this limit allows, if any.
+
+        Tiers only grow going up, so the allowed ancestors are a run starting at ``h``."""
+        chain = np.asarray(index.ancestors(h), dtype=np.int64)
+        ok = chain[self.allowed(index, chain)]
+        return int(ok[-1]) if len(ok) else None
+
+    def highest(self, index: TopologyIndex) -> int:
+        """The highest tier allowed anywhere (the root's tier if the root is allowed)."""
+        if self.root:
+            return index.root_tier
+        return max(self.tree_max, default=-1)
+
+
+def flat(index: TopologyIndex) -> TierLimit:
+    return TierLimit(
+        flat=True,
+        tree_max=(index.root_tier,) * len(index.trees),
+        root=True,
+        preferred=None,
+        text="no networkTopology",
+    )
+
+
+def _known_names(index: TopologyIndex) -> str:
+    names = sorted({n for t in index.trees if t.usable for n in t.tier_names})
+    return ", ".join(names) if names else "none: no HyperNode sets spec.tierName"
+
+
+def _by_name(index: TopologyIndex, name: str) -> tuple[int, ...]:
+    return tuple(t.tier_names.get(name, -1) if t.usable else -1 for t in index.trees)
+
+
+def resolve(
+    nt: NetworkTopology | None, index: TopologyIndex, where: str = "networkTopology"
+) -> TierLimit | Status:
+    """The limit ``nt`` stands for, or why it cannot be honoured (fail closed)."""
+    if nt is None:
+        return flat(index)
+    n = len(index.trees)
+    top = index.root_tier
+    preferred: tuple[int, ...] | None = None
+    if nt.preferred_tier_allowed is not None:
+        preferred = (nt.preferred_tier_allowed,) * n
+    elif nt.preferred_tier_name is not None:
+        preferred = _by_name(index, nt.preferred_tier_name)
+        if all(p < 0 for p in preferred):
+            return unresolvable(
+                f"{where}.preferredTierName {nt.preferred_tier_name!r} names no tier "
+                f"(known tier names: {_known_names(index)})"
+            )
+    has_highest = nt.highest_tier_allowed is not None or nt.highest_tier_name is not None
+    if nt.mode is TopologyMode.SOFT or (not has_highest and preferred is not None):
+        return TierLimit(
+            flat=False, tree_max=(top,) * n, root=True, preferred=preferred, text="mode: soft"
+        )
+    if nt.highest_tier_allowed is not None:
+        k = nt.highest_tier_allowed
+        return TierLimit(
+            flat=False,
+            tree_max=(k,) * n,
+            root=top <= k,
+            preferred=preferred,
+            text=f"highestTierAllowed: {k}",
+        )
+    if nt.highest_tier_name is not None:
+        name = nt.highest_tier_name
+        tiers = _by_name(index, name)
+        if all(t < 0 for t in tiers):
+            return unresolvable(
+                f"{where}.highestTierName {name!r} names no tier (known tier names: "
+                f"{_known_names(index)}); the gang waits rather than run unconstrained"
+            )
+        return TierLimit(
+            flat=False,
+            tree_max=tiers,
+            root=False,
+            preferred=preferred,
+            text=f"highestTierName: {name}",
+        )
+    return flat(index)  # Volcano: hard with no tier is no constraint
+
+
+def narrow(inner: TierLimit, outer: TierLimit) -> TierLimit:
+    """A sub-group's limit inside its gang's: never wider than the gang's."""
+    if inner.flat:
+        return outer
+    if outer.flat:
+        return inner
+    if inner.root and inner.text == "mode: soft":  # soft sub-group: the gang's limit
+        return TierLimit(
+            flat=False,
+            tree_max=outer.tree_max,
+            root=outer.root,
+            preferred=inner.preferred or outer.preferred,
+            text=outer.text,
+        )
+    tree_max = tuple(min(a, b) for a, b in zip(inner.tree_max, outer.tree_max, strict=True))
+    narrowed = tree_max != inner.tree_max or (inner.root and not outer.root)
+    return TierLimit(
+        flat=False,
+        tree_max=tree_max,
+        root=inner.root and outer.root,
+        preferred=inner.preferred or outer.preferred,
+        text=f"{inner.text}, within the gang's {outer.text}" if narrowed else inner.text,
+    )
+
+
+def from_annotations(pod: Pod) -> NetworkTopology | None:
+    """Volcano's pod annotations for groups made from plain pods (mode, highest tier)."""
+    ann = pod.meta.annotations
+    if MODE_ANNOTATION not in ann and TIER_ANNOTATION not in ann:
+        return None
+    mode_text = ann.get(MODE_ANNOTATION, "hard").lower()
+    mode = TopologyMode.SOFT if mode_text == "soft" else TopologyMode.HARD
+    tier: int | None
+    try:
+        tier = int(ann[TIER_ANNOTATION]) if TIER_ANNOTATION in ann else None
+    except ValueError:
+        tier = None  # Volcano ignores a tier that is not a number
+    return NetworkTopology(mode=mode, highest_tier_allowed=tier)
+
+
+@dataclass(frozen=True, slots=True)
+class TierLimits(Constraint):
+    """Candidacy by tier: a domain is a candidate only if the unit's limit allows its
+    tier in its tree (hard and soft limits, by number or by name; a sub-group's limit is
+    narrowed within its gang's by ``narrow``, so one check serves both)."""
+
+    name = "tier-limit"
+
+    def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
+        allowed = ask.limit.allowed(cycle.store.index, domains)
+        refusal = Refusal(
+            self,
+            "tier",
+            len(domains) - int(allowed.sum()),
+            (("tier", tier), ("limit", ask.limit.text)),
+        )
+        return Candidacy(allowed=allowed, refusal=refusal)
+
+    def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
+        return f"tier {refusal.value('tier')} not allowed ({refusal.value('limit')})"

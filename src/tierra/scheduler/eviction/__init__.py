@@ -1,0 +1,1 @@
+"""Room made by evicting: preemption by priority, reclaim by queue share."""

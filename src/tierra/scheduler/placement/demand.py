@@ -1,0 +1,105 @@
+"""What a set of pods asks for, on the cache's ledger axis: shapes and their total.
+
+A ``Demand`` groups pods by request and node constraints (a ``Shape`` each, with the
+nodes those constraints allow), so the domain search counts node by node once per shape,
+not once per pod. ``Demands`` builds them for one session, caching request vectors by
+request (a gang's pods repeat the same few).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tierra.api.pod import Pod
+from tierra.scheduler.constraints.protocol import Constraint, NodeMask
+from tierra.scheduler.constraints.registry import DEFAULT, hooks
+from tierra.scheduler.state.store import ClusterStore
+from tierra.scheduler.status import Status, unresolvable
+from tierra.topology.index import IntArray
+
+GPU = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Pods sharing one request and one set of node constraints."""
+
+    vec: IntArray
+    eligibility: NodeMask  # every node-mask constraint's, and-ed
+    pods: tuple[Pod, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """Shapes largest first (GPUs, then cpu, then memory), their total and ``minResources``."""
+
+    shapes: tuple[Shape, ...]
+    total: IntArray
+    floor: IntArray | None = None  # minResources, checked against roll-ups
+
+    @property
+    def count(self) -> int:
+        return sum(len(s.pods) for s in self.shapes)
+
+
+class Demands:
+    """Request vectors and demands over one cache's ledger axis, for one session."""
+
+    def __init__(self, cache: ClusterStore, constraints: tuple[Constraint, ...] = DEFAULT) -> None:
+        self.cache = cache
+        self.masks = hooks(constraints).node_mask
+        self._vecs: dict[tuple[tuple[str, int], ...], IntArray | Status] = {}
+
+    def vector(self, pod: Pod) -> IntArray | Status:
+        """The pod's request on the ledger axis, or why it cannot be expressed there."""
+        key = tuple(pod.requests.items())
+        found = self._vecs.get(key)
+        if found is None:
+            axis = self.cache.capacity.axis
+            missing = axis.missing(pod.requests)
+            if missing:
+                found = unresolvable(f"requests {', '.join(missing)}, which no node offers")
+            else:
+                found = self.cache.request_vector(pod)
+            self._vecs[key] = found
+        return found
+
+    def of(self, pods: Sequence[Pod], floor: IntArray | None = None) -> Demand | Status:
+        """The demand of ``pods`` (with ``floor`` as its minResources)."""
+        groups: dict[tuple[Hashable, ...], list[Pod]] = {}
+        vecs: dict[tuple[Hashable, ...], IntArray] = {}
+        for pod in pods:
+            vec = self.vector(pod)
+            if isinstance(vec, Status):
+                return unresolvable(f"pod {pod.key} {vec.reason}")
+            k = (vec.tobytes(), *(c.mask_key(pod) for c in self.masks))
+            groups.setdefault(k, []).append(pod)
+            vecs[k] = vec
+        axis = self.cache.capacity.axis
+        total = np.zeros(len(axis), dtype=np.int64)
+        shapes = []
+        for k, members in groups.items():
+            vec = vecs[k]
+            total += vec * len(members)
+            shapes.append(Shape(vec, self.node_mask(members[0]), tuple(members)))
+        gpu = axis.index.get(GPU, 0)
+        shapes.sort(key=lambda s: (-int(s.vec[gpu]), -int(s.vec[0]), -int(s.vec[1])))
+        return Demand(tuple(shapes), total, floor)
+
+    def node_mask(self, pod: Pod) -> NodeMask:
+        """The nodes ``pod`` may use: every node-mask constraint's mask, and-ed (the one
+        mask itself when only one constraint has a word, so caches keyed by it hold)."""
+        found: NodeMask | None = None
+        for c in self.masks:
+            m = c.node_mask(self.cache, pod)
+            if m is None:
+                continue
+            found = (
+                m if found is None else NodeMask(found.mask & m.mask, found.excluded + m.excluded)
+            )
+        if found is None:
+            found = NodeMask(np.ones(len(self.cache.index.node_names), dtype=bool))
+        return found

@@ -1,0 +1,242 @@
+"""Node choice inside a domain: which nodes get a gang's pods, once its domain is chosen.
+
+Two ways, both writing through the session's transaction:
+
+* ``distribute`` (gangs with a topology constraint): as few sub-domains as possible,
+  best fit top down -- at each level the child that holds everything with the least
+  room to spare, or else the child with the most room, then recurse to nodes. Healthy
+  children come before degraded ones. So a sub-group lands in the lowest common domain
+  that holds it, and partly used domains are filled before empty ones are broken.
+* ``pack_flat`` (gangs without one): nodes one at a time by policy score, Volcano's
+  flat path, which packs pods into domains already in use (binpack's fading score).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tierra.api.pod import Pod
+from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.constraints.protocol import Cycle
+from tierra.scheduler.constraints.registry import hooks
+from tierra.scheduler.placement.demand import Demand, Shape
+from tierra.scheduler.placement.flat_state import FlatState, FlatStates
+from tierra.scheduler.placement.search import capped
+from tierra.scheduler.scoring.base import View
+from tierra.scheduler.state.store import ClusterStore
+from tierra.scheduler.state.transaction import Transaction
+from tierra.topology.arrays import FloatArray
+from tierra.topology.index import IntArray
+
+
+def lowest_common(cache: ClusterStore, nodes: Sequence[int] | IntArray) -> int | None:
+    """The lowest usable domain holding every node (the root if none), None if no nodes."""
+    if len(nodes) == 0:
+        return None
+    arr = np.unique(np.asarray(nodes, dtype=np.int64))
+    ix = cache.index
+    if len(arr) == 1:  # a lone pod's: every domain holding its node
+        common = ix.domains_of(int(arr[0]))
+    else:
+        _, doms = cache.layouts.node_entries(arr)
+        cnt = np.bincount(doms, minlength=ix.root + 1)
+        common = np.flatnonzero(cnt == len(arr))
+    common = common[(common == ix.root) | ix.usable[common]]
+    order = np.lexsort((common, ix.tier[common]))
+    return int(common[order[0]])
+
+
+class NodeChoice:
+    """Chooses nodes inside domains and places pods there through ``txn``."""
+
+    def __init__(
+        self,
+        cache: ClusterStore,
+        config: SchedulerConfig,
+        txn: Transaction,
+        view: View | None = None,
+    ) -> None:
+        self.cache = cache
+        self.config = config
+        self.txn = txn
+        # the gang's attempt (the allocator starts one per gang); scores read its view
+        self.cycle = Cycle(cache, config, txn, view or cache.view)
+        self.caps = hooks(config.constraints).node_caps
+        self.flat = FlatStates(cache, txn, self.node_scores)
+
+    @property
+    def view(self) -> View:
+        """The session's scoring view (link rates, shape mix)."""
+        return self.cycle.view
+
+    @view.setter
+    def view(self, view: View) -> None:
+        self.cycle.view = view
+
+    def counts_in(self, h: int, shape: Shape) -> IntArray:
+        """Pods of ``shape`` each node of ``h`` may take now (room, then node caps)."""
+        ix = self.cache.index
+        full = np.zeros(len(ix.node_names), dtype=np.int64)
+        if h == ix.root:
+            full = self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask)
+            if self.caps:
+                capped(self.cycle, shape, np.arange(len(full), dtype=np.int64), full)
+            return full
+        nodes = ix.real_nodes[h]
+        counts = self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask, nodes)
+        if self.caps:
+            capped(self.cycle, shape, nodes, counts)
+        full[nodes] = counts
+        return full
+
+    def distribute(self, h: int, need: int, per_node: IntArray) -> list[tuple[int, int]]:
+        """Up to ``need`` pods over ``h``'s nodes, in as few sub-domains as possible."""
+        out: list[tuple[int, int]] = []
+        self._fill(h, need, per_node, out)
+        return out
+
+    def _fill(self, h: int, need: int, per_node: IntArray, out: list[tuple[int, int]]) -> int:
+        """Best fit, top down: the tightest unit holding the rest, else the roomiest."""
+        cache = self.cache
+        ix = cache.index
+        if need <= 0:
+            return 0
+        healthy: list[tuple[int, int, int]] = []  # (count, order, id); id < 0: a node
+        degraded: list[tuple[int, int, int]] = []
+        kids = ix.children[h]
+        bad = cache.health.degraded_domains(np.array(kids, dtype=np.int64)).tolist() if kids else []
+        for c, is_bad in zip(kids, bad, strict=True):
+            cnt = int(per_node[ix.real_nodes[c]].sum())
+            if cnt > 0:
+                (degraded if is_bad else healthy).append((cnt, c, c))
+        direct = cache.layouts.loose_nodes if h == ix.root else ix.direct_nodes[h]
+        if len(direct):
+            dc = per_node[direct]
+            some = dc > 0
+            base = ix.root + 1
+            healthy.extend(
+                (cnt, base + n, -1 - n)
+                for n, cnt in zip(direct[some].tolist(), dc[some].tolist(), strict=True)
+            )
+        healthy.sort(key=lambda u: (-u[0], u[1]))
+        degraded.sort(key=lambda u: (-u[0], u[1]))
+        placed = 0
+        while placed < need and (healthy or degraded):
+            rest = need - placed
+            pick = None
+            for units in (healthy, degraded):
+                if units and units[0][0] >= rest:  # the tightest that holds the rest
+                    i = 0
+                    while i + 1 < len(units) and units[i + 1][0] >= rest:
+                        i += 1
+                    while i > 0 and units[i - 1][0] == units[i][0]:
+                        i -= 1
+                    pick = units.pop(i)
+                    break
+            if pick is None:  # none holds the rest: the roomiest
+                pick = (healthy or degraded).pop(0)
+            cnt, _, uid = pick
+            if uid < 0:
+                n = -1 - uid
+                k = min(cnt, rest, int(per_node[n]))
+                if k > 0:
+                    out.append((n, k))
+                    per_node[n] -= k
+                    placed += k
+            else:
+                placed += self._fill(uid, min(cnt, rest), per_node, out)
+        return placed
+
+    def place_in(self, h: int, demand: Demand) -> bool:
+        """Place every pod of ``demand`` inside domain ``h`` (False: nothing is kept)."""
+        mark = self.txn.mark()
+        for shape in demand.shapes:
+            per_node = self.counts_in(h, shape)
+            plan = self.distribute(h, len(shape.pods), per_node)
+            if sum(k for _, k in plan) < len(shape.pods):
+                self.txn.rollback(mark)
+                return False
+            self.txn.place_plan(shape.pods, plan, shape.vec)
+        return True
+
+    def place_near(self, shape: Shape, pods: Sequence[Pod], near: int, region: int) -> int:
+        """As many of ``pods`` as fit, in the lowest ancestors of ``near`` within ``region``."""
+        ix = self.cache.index
+        placed = 0
+        for x in ix.ancestors(near):
+            if placed >= len(pods):
+                break
+            if x != region and not self.cache.layouts.inside(x, region):
+                break
+            per_node = self.counts_in(x, shape)
+            plan = self.distribute(x, len(pods) - placed, per_node)
+            self.txn.place_plan(pods[placed:], plan, shape.vec)
+            placed += sum(k for _, k in plan)
+            if x == region:
+                break
+        return placed
+
+    # -- the flat path ----------------------------------------------------------------
+
+    def node_scores(self, vec: IntArray, nodes: IntArray, region: int) -> FloatArray:
+        """Every scoring constraint's share of each node's score, summed."""
+        total: FloatArray | None = None
+        for c in hooks(self.config.constraints).node_scores:
+            part = c.node_scores(self.cycle, vec, nodes, region)
+            if part is not None:
+                total = part if total is None else total + part
+        return total if total is not None else np.zeros(len(nodes), dtype=np.float64)
+
+    def _limits(self, state: FlatState, shape: Shape) -> tuple[IntArray, FloatArray]:
+        """The flat state's counts and scores under the node caps (the state's own arrays
+        when no constraint caps nodes: the state is kept between gangs, caps are not)."""
+        if not self.caps:
+            return state.counts, state.live
+        counts = state.counts.copy()
+        capped(self.cycle, shape, state.nodes, counts)
+        return counts, np.where(counts > 0, state.live, -np.inf)
+
+    def pack_flat(self, shape: Shape, pods: Sequence[Pod], region: int, partial: bool) -> int:
+        """Choose nodes by policy score (Volcano's flat path), packing into used domains.
+
+        Exact greedy, pod by pod, without rescoring every node after every pod: nodes
+        held by the same domains form a group (a leaf's nodes). Placing a pod in group G
+        raises every G node's score at least as much as any other node's (packing
+        policies grow with domain fill), so while G's next node scored at least as well
+        as the best node outside G before, it still does: fill G in score order, then
+        rescore only the nodes whose domains changed. Spreading policies (which do not
+        pack) rescore after every pod. The counts and scores are kept for the session's
+        next gangs (``flat_state.py``), so a lone pod rescores only what changed.
+        """
+        state = self.flat.get(shape, region, self.view)
+        nodes, group = state.nodes, state.group
+        counts, live = self._limits(state, shape)
+        avail = int(counts.sum())
+        need = len(pods)
+        if avail < need and not partial:
+            return 0
+        need = min(need, avail)
+        packs = all(wp.policy.packs for wp in self.config.policies if wp.weight)
+        placed = 0
+        while placed < need:
+            i = int(np.argmax(live))
+            batch = [i]
+            if packs and need - placed > 1:
+                members = np.flatnonzero((group == group[i]) & (counts > 0))
+                saved = live[members].copy()
+                live[members] = -np.inf
+                outside = float(live.max())
+                live[members] = saved
+                order = members[np.lexsort((members, -saved))]
+                batch = order[live[order] >= outside].tolist() or [i]
+            for j in batch:
+                if placed >= need:
+                    break
+                k = min(int(counts[j]), need - placed) if packs else 1
+                self.txn.place(list(pods[placed : placed + k]), int(nodes[j]), shape.vec)
+                placed += k
+            self.flat.refresh(state, shape, region)
+            counts, live = self._limits(state, shape)
+        return placed

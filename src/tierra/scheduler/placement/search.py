@@ -1,0 +1,519 @@
+"""Candidate domains for a gang or sub-group: the fastest placement first, then the cheapest.
+
+For each tier the limit allows (ascending, the whole cluster last when allowed), the
+domains inside the search region are checked with arrays only:
+
+1. allowed: the tier is within the limit *of the domain's tree*;
+2. roll-up: the domain's free resources cover the demand (and ``minResources``) --
+   a necessary condition read from the per-domain ledger, no node is visited;
+3. counts: pods of each shape that fit node by node, summed per domain with one
+   cumulative sum over the tier layout, cover the demand;
+4. health: for a new gang, degraded domains are dropped (``exclude``) or tried after
+   the healthy ones of the same tier (``avoid``).
+
+Survivors are ordered by what the placement would cost (``links.py``: the same link
+rates the simulator's cost model uses), not by tier number alone:
+
+1. healthy first;
+2. reach, descending: the bandwidth the gang gets there -- the domain's own, or a
+   node's when one node inside holds the whole gang (node choice puts it there). So a
+   faster domain of a higher tier (an NVL72 rack beside one H100 node) wins, and where
+   tiers are as fast as each other (a non-blocking fabric) the lower tier is not
+   preferred for its number;
+3. fewest preferred-tier domains needed (``preferred`` limits);
+4. for a sub-group, whole sub-groups: a domain this gang already uses, then the
+   tightest one holding every sub-group still to place, else the one holding most
+   (Kueue's slices); so the gang's sub-groups share as few domains as they can;
+5. cost, ascending: the weighted count of the nodes and sub-domains the gang needs
+   inside (greedy, largest first) plus the domain itself -- within one tier a less
+   full domain that holds the gang in fewer nodes and leaves beats the fullest;
+6. policy score, descending (binpack, fragmentation look-ahead, ...); then tier, name.
+
+Tiers are still walked lowest first and lazily: a tier's candidates are handed out once
+no tier above can reach more (``LinkCosts.new_reach``), which on a tree whose tiers get
+slower upward is exactly "lowest feasible tier first" (Volcano's ``soft``). Hard limits
+are untouched: a tier the limit forbids is never searched. For a gang whose pods already
+run, candidates are ordered by how low their common ancestor with the running pods is,
+so new pods stay near old ones (Volcano's sticky domain). Every tier also records its
+best miss (the domain holding the most pods, and which resource ran short), which
+becomes the gang's reason if nothing fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.constraints.protocol import Ask, Candidacy, Constraint, Cycle, Refusal
+from tierra.scheduler.constraints.registry import hooks
+from tierra.scheduler.constraints.tier_limit import TierLimit
+from tierra.scheduler.explain.reasons import (
+    Miss,
+    TierTrace,
+    Trace,
+    Verdict,
+    describe_shortfall,
+    short_of,
+)
+from tierra.scheduler.placement.demand import Demand, Shape
+from tierra.scheduler.state.store import ClusterStore
+from tierra.topology.arrays import BoolArray, FloatArray
+from tierra.topology.index import IntArray
+
+
+def combined_domain_scores(
+    cycle: Cycle, request: IntArray, domains: IntArray, sticky: int | None
+) -> FloatArray:
+    """Every scoring constraint's share of each domain's score, summed."""
+    total: FloatArray | None = None
+    for c in hooks(cycle.config.constraints).domain_scores:
+        part = c.domain_scores(cycle, request, domains, sticky)
+        if part is not None:
+            total = part if total is None else total + part
+    return total if total is not None else np.zeros(len(domains), dtype=np.float64)
+
+
+def capped(cycle: Cycle, shape: Shape, nodes: IntArray, counts: IntArray) -> list[Refusal]:
+    """Lower ``counts`` (pods of ``shape`` per node of ``nodes``) to every constraint's
+    per-node cap, in place; the refusals of those that lowered any."""
+    out: list[Refusal] = []
+    for c in hooks(cycle.config.constraints).node_caps:
+        caps = c.node_caps(cycle, shape, nodes)
+        if caps is None:
+            continue
+        over = counts > caps
+        if over.any():
+            np.minimum(counts, np.maximum(caps, 0), out=counts)
+            refusal = c.cap_refusal(cycle, int(over.sum()))
+            if refusal is not None:
+                out.append(refusal)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Slices:
+    """A sub-group's search inside its gang's domain: ``rest`` sub-groups of ``size`` pods
+    (this one included) still to place, and the domains the gang's pods already use."""
+
+    size: int
+    rest: int
+    used: frozenset[int]
+
+
+def _ranges(start: IntArray, end: IntArray) -> tuple[IntArray, IntArray]:
+    """Every index of every ``[start, end)`` range, and which range it came from."""
+    lens = end - start
+    total = int(lens.sum())
+    group = np.repeat(np.arange(len(start), dtype=np.int64), lens)
+    first = np.cumsum(lens) - lens
+    return np.arange(total, dtype=np.int64) - first[group] + start[group], group
+
+
+def cover_cost(
+    values: IntArray, weights: FloatArray, group: IntArray, groups: int, need: int
+) -> FloatArray:
+    """Per group, the summed weight of the fewest members whose values reach ``need``,
+    taken largest first (lighter first among equals); all of them if they never do."""
+    out = np.zeros(groups, dtype=np.float64)
+    if len(values) == 0:
+        return out
+    order = np.lexsort((weights, -values, group))
+    v, w, g = values[order], weights[order], group[order]
+    cv, cw = np.cumsum(v), np.cumsum(w)
+    start = np.searchsorted(g, np.arange(groups, dtype=np.int64))
+    end = np.searchsorted(g, np.arange(groups, dtype=np.int64), side="right")
+    base_v = np.where(start > 0, cv[np.maximum(start - 1, 0)], 0)
+    base_w = np.where(start > 0, cw[np.maximum(start - 1, 0)], 0.0)
+    pos = np.arange(len(v), dtype=np.int64)
+    hit = np.where(cv - base_v[g] >= need, pos, len(v))
+    first = np.full(groups, len(v), dtype=np.int64)
+    some = end > start
+    first[some] = np.minimum.reduceat(hit, start[some])  # groups are contiguous in order
+    last = np.where(first < len(v), first, end - 1)
+    out[some] = cw[last[some]] - base_w[some]
+    return out
+
+
+@dataclass(slots=True)
+class Search:
+    """Candidate domains for one demand inside one region; iterate ``tiers()``."""
+
+    cache: ClusterStore
+    config: SchedulerConfig
+    demand: Demand
+    limit: TierLimit
+    region: int
+    cycle: Cycle  # the gang's attempt: store, overlay, constraints' scratch data
+    sticky: int | None = None
+    new_gang: bool = True
+    trace: Trace | None = None
+    scope: str = "gang"
+    slices: Slices | None = None
+    misses: list[Miss] = field(default_factory=list)
+    per_node: list[IntArray] = field(default_factory=list)
+    capped: list[Refusal] = field(default_factory=list)  # node caps that lowered counts
+    ask: Ask = field(init=False)
+    candidacy: tuple[Constraint, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        cap, ix = self.cache.capacity, self.cache.index
+        self.ask = Ask(self.demand, self.limit, self.region, self.sticky, self.new_gang, self.scope)
+        self.candidacy = hooks(self.config.constraints).candidates
+        nodes = None if self.region == ix.root else ix.real_nodes[self.region]
+        for shape in self.demand.shapes:
+            if nodes is None:
+                full = cap.fit_counts(shape.vec, shape.eligibility.mask)
+                self.capped += capped(self.cycle, shape, np.arange(len(full)), full)
+            else:
+                full = np.zeros(len(ix.node_names), dtype=np.int64)
+                counts = cap.fit_counts(shape.vec, shape.eligibility.mask, nodes)
+                self.capped += capped(self.cycle, shape, nodes, counts)
+                full[nodes] = counts
+            self.per_node.append(full)
+
+    # -- the walk ---------------------------------------------------------------------
+
+    def tiers(self) -> Iterator[tuple[int, list[int]]]:
+        """``(tier, candidates in preference order)`` for each allowed tier, ascending.
+
+        For a gang with running pods the first element is the tier of the common
+        ancestor with them instead, and candidates come from every tier at once."""
+        lay = self.cache.layouts
+        top = self.limit.highest(self.cache.index)
+        real_top = max(self.limit.tree_max, default=-1)
+        tiers = [t for t in lay.tiers_up_to(top) if t == lay.root_tier or t <= real_top]
+        if self.trace is not None:
+            self._trace_disallowed([t for t in lay.tiers_up_to(lay.root_tier) if t not in tiers])
+        if self.sticky is None:
+            yield from self._by_reach(tiers)
+            return
+        pooled: list[tuple[int, int, float, int]] = []
+        ix = self.cache.index
+        for t in tiers:
+            scores: dict[int, float] = {}
+            for h in self._tier(t, scores):
+                eff = int(ix.tier[ix.lca(h, self.sticky)])
+                pooled.append((eff, t, -scores.get(h, 0.0), h))
+        pooled.sort()
+        i = 0
+        while i < len(pooled):
+            eff = pooled[i][0]
+            group = [h for e, _, _, h in pooled if e == eff]
+            i += len(group)
+            yield eff, group
+
+    def _by_reach(self, tiers: list[int]) -> Iterator[tuple[int, list[int]]]:
+        """Candidates of every tier, fastest reach first, each reach handed out as soon as
+        no tier still unsearched could reach more; ``(lowest tier among them, list)``."""
+        bound = self.cache.links(self.config.links).new_reach
+        left = list(tiers)
+        found: list[tuple[float, int, int]] = []  # (-reach, rank, candidate)
+        rank = 0
+        while left or found:
+            best = -found[0][0] if found else -1.0
+            ceiling = max((bound.get(t, 0.0) for t in left), default=-1.0)
+            if found and best >= ceiling:
+                group = [x for x in found if -x[0] == best]
+                found = found[len(group) :]
+                lowest = min(int(self.cache.index.tier[h]) for _, _, h in group)
+                yield lowest, [h for _, _, h in group]
+                continue
+            if not left:
+                break
+            t = left.pop(0)
+            reach: dict[int, float] = {}
+            for h in self._tier(t, reach_out=reach):
+                found.append((-reach[h], rank, h))
+                rank += 1
+            found.sort()
+
+    def _tier(
+        self,
+        t: int,
+        scores_out: dict[int, float] | None = None,
+        reach_out: dict[int, float] | None = None,
+    ) -> list[int]:
+        cache, d = self.cache, self.demand
+        lay = cache.layouts
+        tl = lay.by_tier[t]
+        lo, hi = lay.slice(t, self.region)
+        doms = tl.domains[lo:hi]
+        if len(doms) == 0:
+            return []
+        said = self._candidacy(t, doms)
+        allowed, excluded, later = _combine(said, len(doms))
+        free = cache.capacity.dom_alloc[doms] - cache.capacity.dom_used[doms]
+        roll: BoolArray = np.asarray((free >= d.total).all(axis=1), dtype=bool)
+        if d.floor is not None:
+            roll &= (free >= d.floor).all(axis=1)
+        counts = [tl.counts(lo, hi, pn) for pn in self.per_node]
+        needs = [len(s.pods) for s in d.shapes]
+        fits = np.ones(len(doms), dtype=bool)
+        holds = np.zeros(len(doms), dtype=np.int64)
+        for c, need in zip(counts, needs, strict=True):
+            fits &= c >= need
+            holds += np.minimum(c, need)
+        ok = allowed & roll & fits & excluded
+        self._record_miss(t=t, doms=doms, allowed=allowed, holds=holds, ok=ok, said=said)
+        idx = np.flatnonzero(ok)
+        cand = doms[idx]
+        scores = combined_domain_scores(self.cycle, d.total, cand, self.sticky)
+        pref = self._preferred_counts(cand, t)
+        avoid = later[idx]
+        reach, cost = self._reach_and_cost(t, lo + idx, cand)
+        held, spread = self._slice_keys(cand, counts[0][idx] if counts else None)
+        order = np.lexsort((cand, -scores, cost, spread, held, pref, -reach, avoid))
+        ranked = [int(h) for h in cand[order]]
+        if scores_out is not None:
+            scores_out.update({int(h): float(s) for h, s in zip(cand, scores, strict=True)})
+        if reach_out is not None:
+            reach_out.update({int(h): float(r) for h, r in zip(cand, reach, strict=True)})
+        if self.trace is not None:
+            self._trace(
+                t=t,
+                doms=doms,
+                said=said,
+                roll=roll,
+                fits=fits,
+                holds=holds,
+                cand=cand,
+                scores=scores,
+                pref=pref,
+                reach=reach,
+                cost=cost,
+            )
+        return ranked
+
+    def _candidacy(self, t: int, doms: IntArray) -> list[Candidacy]:
+        """What every candidacy constraint says of tier ``t``'s domains (those that speak)."""
+        out = []
+        for c in self.candidacy:
+            said = c.candidates(self.cycle, self.ask, t, doms)
+            if said is not None:
+                out.append(said)
+        return out
+
+    def _reach_and_cost(
+        self, t: int, pos: IntArray, cand: IntArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """Per candidate (at positions ``pos`` of tier ``t``'s layout): the bandwidth the
+        gang gets there and the weighted count of what it spans (module docstring)."""
+        cache = self.cache
+        links = cache.links(self.config.links)
+        reach = links.domain_gbps[cand].astype(np.float64)
+        cost = links.domain_weight[cand].astype(np.float64)
+        if len(cand) == 0 or not self.demand.shapes:
+            return reach, cost
+        if len(cand) == 1 and len(self.demand.shapes) > 1:
+            return reach, cost  # nothing to rank, and no single node holds mixed shapes
+        lay = cache.layouts
+        tl = lay.by_tier[t]
+        need = len(self.demand.shapes[0].pods)
+        per_node = self.per_node[0]
+        entries, group = _ranges(tl.start[pos], tl.end[pos])
+        nodes = tl.nodes[entries]
+        fit = np.minimum(per_node[nodes], need)
+        k = len(cand)
+        cost += cover_cost(fit, links.node_weight[nodes], group, k, need)
+        tins = lay.tin[cand]
+        touts = lay.tout[cand]
+        for lower in lay.tiers:
+            if lower >= t:
+                break
+            lo, hi = lay.slice(lower, self.region)
+            if hi <= lo:
+                continue
+            sub = lay.by_tier[lower]
+            counts = np.minimum(sub.counts(lo, hi, per_node), need)
+            owner = np.searchsorted(tins, sub.tin[lo:hi], side="right") - 1
+            inside = (owner >= 0) & (sub.tin[lo:hi] < touts[np.maximum(owner, 0)])
+            doms = sub.domains[lo:hi][inside]
+            cost += cover_cost(counts[inside], links.domain_weight[doms], owner[inside], k, need)
+        if len(self.demand.shapes) == 1:  # one node holding all of it: node choice takes it
+            whole = fit >= need
+            if whole.any():
+                bw = np.zeros(k, dtype=np.float64)
+                np.maximum.at(bw, group[whole], links.node_gbps[nodes[whole]])
+                light = np.full(k, np.inf)
+                np.minimum.at(light, group[whole], links.node_weight[nodes[whole]])
+                on_node = bw > 0
+                reach = np.where(on_node, np.maximum(reach, bw), reach)
+                cost = np.where(on_node, light, cost)
+        return reach, cost
+
+    def _slice_keys(self, cand: IntArray, counts: IntArray | None) -> tuple[IntArray, IntArray]:
+        """Sort keys for a sub-group's candidates (module docstring, step 4); zeros if none."""
+        zero = np.zeros(len(cand), dtype=np.int64)
+        sl = self.slices
+        if sl is None or counts is None or sl.size <= 0:
+            return zero, zero
+        have = counts // sl.size
+        holds = have >= sl.rest
+        used = np.array([int(h) in sl.used for h in cand.tolist()], dtype=bool)
+        held = np.where(holds, np.where(used, 0, 1), np.where(used, 2, 3)).astype(np.int64)
+        spread = np.where(holds, have, -have).astype(np.int64)
+        return held, spread
+
+    def _preferred_counts(self, cand: IntArray, t: int) -> IntArray:
+        """Per candidate, how many preferred-tier domains the demand needs inside it."""
+        lim, cache = self.limit, self.cache
+        out = np.ones(len(cand), dtype=np.int64)
+        if lim.preferred is None or not self.demand.shapes:
+            return out
+        ix, lay = cache.index, cache.layouts
+        need = len(self.demand.shapes[0].pods)
+        for i, h in enumerate(cand.tolist()):
+            tree = int(ix.tree_of[h])
+            p = lim.preferred[tree] if tree >= 0 else min(lim.preferred, default=-1)
+            if p < 0 or t <= p or p not in lay.by_tier:
+                continue
+            lo, hi = lay.slice(p, h)
+            c = np.sort(lay.by_tier[p].counts(lo, hi, self.per_node[0]))[::-1]
+            cum = np.cumsum(c)
+            k = int(np.searchsorted(cum, need)) + 1
+            out[i] = k if k <= len(c) else len(c) + 1
+        return out
+
+    # -- reasons ----------------------------------------------------------------------
+
+    def _record_miss(
+        self,
+        *,
+        t: int,
+        doms: IntArray,
+        allowed: BoolArray,
+        holds: IntArray,
+        ok: BoolArray,
+        said: list[Candidacy],
+    ) -> None:
+        refusals = tuple(
+            s.refusal for s in said if s.refusal is not None and s.refusal.count
+        ) + tuple(self.capped)
+        cand = np.flatnonzero(allowed)
+        if len(cand) == 0:
+            self.misses.append(
+                Miss(
+                    tier=t,
+                    domain=None,
+                    holds=0,
+                    need=self.demand.count,
+                    short=(),
+                    candidates=0,
+                    fits=0,
+                    refusals=refusals,
+                )
+            )
+            return
+        best = int(cand[np.argmax(holds[cand])])
+        h = int(doms[best])
+        short: tuple[str, ...] = ()
+        if not ok[best] and self.demand.shapes:
+            s = self.demand.shapes[0]
+            short = tuple(
+                short_of(
+                    self.cache.capacity,
+                    s.vec,
+                    s.eligibility.mask,
+                    self.cache.index.real_nodes[h],
+                    len(s.pods),
+                )
+            )
+        self.misses.append(
+            Miss(
+                tier=t,
+                domain=h,
+                holds=int(holds[best]),
+                need=self.demand.count,
+                short=short,
+                candidates=len(cand),
+                fits=int(np.count_nonzero(ok)),
+                refusals=refusals,
+            )
+        )
+
+    def _trace_disallowed(self, tiers: list[int]) -> None:
+        """Tiers the limit rules out entirely, listed so explain shows where it stopped."""
+        assert self.trace is not None
+        ix, lay = self.cache.index, self.cache.layouts
+        why = f"tier not allowed ({self.limit.text})"
+        for t in tiers:
+            lo, hi = lay.slice(t, self.region)
+            doms = lay.by_tier[t].domains[lo:hi].tolist()
+            if doms:
+                verdicts = [Verdict(ix.names[h], t, "rejected", why) for h in doms]
+                self.trace.add(TierTrace(tier=t, scope=self.scope, verdicts=verdicts))
+
+    def _trace(
+        self,
+        *,
+        t: int,
+        doms: IntArray,
+        said: list[Candidacy],
+        roll: BoolArray,
+        fits: BoolArray,
+        holds: IntArray,
+        cand: IntArray,
+        scores: FloatArray,
+        pref: IntArray,
+        reach: FloatArray,
+        cost: FloatArray,
+    ) -> None:
+        assert self.trace is not None
+        cache = self.cache
+        ix = cache.index
+        score_of = {int(h): float(s) for h, s in zip(cand, scores, strict=True)}
+        pref_of = {int(h): int(p) for h, p in zip(cand, pref, strict=True)}
+        links_of = {
+            int(h): f"{r:g} GB/s per GPU, cost {c:.1f}"
+            for h, r, c in zip(cand, reach, cost, strict=True)
+        }
+        verdicts: list[Verdict] = []
+        for i, h in enumerate(doms.tolist()):
+            name = ix.names[h]
+            why = _ruled_out(said, i)
+            if why is not None:
+                verdicts.append(Verdict(name, t, "rejected", why.words(cache, h)))
+                continue
+            if not roll[i] or not fits[i]:
+                detail = describe_shortfall(cache, self.demand, h, int(holds[i]))
+                verdicts.append(Verdict(name, t, "rejected", detail))
+                continue
+            extra = [
+                s.refusal.words(cache, h)
+                for s in said
+                if s.later is not None and s.later[i] and s.refusal is not None
+            ]
+            if self.limit.preferred is not None and pref_of[h] > 1:
+                extra.append(f"needs {pref_of[h]} preferred-tier domains")
+            extra.append(links_of[h])
+            verdicts.append(Verdict(name, t, "fits", "; ".join(extra), score_of.get(h)))
+        self.trace.add(TierTrace(tier=t, scope=self.scope, verdicts=verdicts))
+
+
+def _combine(said: list[Candidacy], n: int) -> tuple[BoolArray, BoolArray, BoolArray]:
+    """Every candidacy and-ed: allowed, not excluded, and (or-ed) to be tried later."""
+    allowed = np.ones(n, dtype=bool)
+    excluded = np.ones(n, dtype=bool)
+    later = np.zeros(n, dtype=bool)
+    for s in said:
+        if s.allowed is not None:
+            allowed &= s.allowed
+        if s.excluded is not None:
+            excluded &= s.excluded
+        if s.later is not None:
+            later |= s.later
+    return allowed, excluded, later
+
+
+def _ruled_out(said: list[Candidacy], i: int) -> Refusal | None:
+    """The first refusal ruling domain ``i`` out: not allowed first, then excluded."""
+    for s in said:
+        if s.allowed is not None and not s.allowed[i] and s.refusal is not None:
+            return s.refusal
+    for s in said:
+        if s.excluded is not None and not s.excluded[i] and s.refusal is not None:
+            return s.refusal
+    return None

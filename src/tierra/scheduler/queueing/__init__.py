@@ -1,0 +1,1 @@
+"""Queues: their tree, deserved shares, capability, order and status."""
