@@ -37,7 +37,12 @@ from tierra.scheduler import (
     load_config,
     run_session,
 )
-from tierra.scheduler.devices.placement import allocate_result, device_snapshot, devices_dict
+from tierra.scheduler.devices.constraint import EXTENSION
+from tierra.scheduler.devices.placement import (
+    device_snapshot,
+    devices_dict,
+    session_allocations,
+)
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
 
 ConfigOption = Annotated[
@@ -173,15 +178,10 @@ def schedule(
     note_other_schedulers(snapshot, cfg)
     seen, devices, why = device_snapshot(snapshot, cfg.scheduler_names)
     cache = ClusterStore.from_snapshot(seen)
+    cache.extensions[EXTENSION] = devices
     warn_unusable_trees(cache)
     result = run_session(cache, cfg)
-    pods = {p.key: p for p in snapshot.pods}
-    nodes = {n.name: n for n in snapshot.nodes}
-    result, placed, refused = allocate_result(result, devices, pods, nodes)
-    for gang in refused:
-        err_console.print(
-            f"[yellow]not bound:[/yellow] {escape(gang.gang)}: {escape(str(gang.refusal))}"
-        )
+    placed = session_allocations(result, devices, {p.key: p for p in snapshot.pods})
     if output is Output.TEXT:
         render(result)
         render_devices(placed, why)

@@ -39,6 +39,7 @@ from tierra.kube.scheduler.queues import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
 from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.devices.constraint import EXTENSION as DEVICES
 from tierra.scheduler.result import Decision, SessionResult
 from tierra.scheduler.session import run_session
 from tierra.scheduler.state.memory import Memory
@@ -156,6 +157,7 @@ class SchedulerComponent:
         )
         if all(res in served for res in r.DRA):
             self.dra = DraFeed(self.feed, self.recorder)
+            self.cache.extensions[DEVICES] = self.dra.devices
         await self._serve()
         background = [
             asyncio.create_task(i.run(), name=f"informer {i.name}") for i in self.feed.informers

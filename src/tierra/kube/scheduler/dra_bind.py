@@ -33,7 +33,6 @@ from tierra.api.resource import (
     allocation_dict,
     decode_resource_claim,
 )
-from tierra.errors import Problem
 from tierra.kube import resources as r
 from tierra.kube.client import ApiError, Kube
 from tierra.kube.scheduler.dra_feed import DraFeed
@@ -86,21 +85,12 @@ class ClaimWriter:
         raws: dict[str, dict[str, Any]] = {}
         for c in pod.resource_claims:
             key = f"{pod.namespace}/{c.claim_name}"
-            raw = await self.kube.get(
-                r.RESOURCE_CLAIMS.path(pod.namespace, c.claim_name),
-                what=f"read ResourceClaim/{key}",
-            )
-            raws[key] = raw
-            sink: list[Problem] = []
-            devices.claims[key] = decode_resource_claim(raw, None, sink)
-        devices.changed()
-        plan = devices.plan(pod, node)
-        if isinstance(plan, DeviceRefusal):
-            log.info("Pod/%s on Node/%s: %s", pod.key, node.name, plan)
+            path = r.RESOURCE_CLAIMS.path(pod.namespace, c.claim_name)
+            raws[key] = await self.kube.get(path, what=f"read ResourceClaim/{key}")
+        with devices.lock:
+            planned = self._plan(pod, node, raws)
+        if planned is None:
             return False
-        planned = {a.claim: replace_time(a.allocation) for a in plan}
-        devices.assumed.update(planned)  # Reserve: counts as used from now on
-        devices.changed()
         mine = self.allocated_by.setdefault(pod.key, set())
         try:
             for key, raw in raws.items():
@@ -108,11 +98,35 @@ class ClaimWriter:
                 if key in planned:
                     mine.add(key)
         except BaseException:
-            for key in planned.keys() - mine:
-                devices.assumed.pop(key, None)
-            devices.changed()
+            with devices.lock:
+                for key in planned.keys() - mine:
+                    devices.assumed.pop(key, None)
+                devices.changed()
             raise
         return True
+
+    def _plan(
+        self, pod: Pod, node: NodeInfo, raws: dict[str, dict[str, Any]]
+    ) -> dict[str, Allocation] | None:
+        """The allocation each claim gets: what the session reserved for it, else planned
+        now against the claims as just read (the API's word wins over a reservation)."""
+        devices = self.dra.devices
+        for key, raw in raws.items():
+            claim = decode_resource_claim(raw, None, [])
+            devices.claims[key] = claim
+            if claim.allocation is not None:
+                devices.assumed.pop(key, None)
+        reserved = {k: devices.assumed[k] for k in raws if k in devices.assumed}
+        devices.changed()
+        plan = devices.plan(pod, node)
+        if isinstance(plan, DeviceRefusal):
+            log.info("Pod/%s on Node/%s: %s", pod.key, node.name, plan)
+            return None
+        planned = {**reserved, **{a.claim: a.allocation for a in plan}}
+        planned = {k: replace_time(a) for k, a in planned.items()}
+        devices.assumed.update(planned)  # Reserve: counts as used from now on
+        devices.changed()
+        return planned
 
     async def _write(
         self, key: str, raw: dict[str, Any], allocation: Allocation | None, pod: Pod
@@ -163,8 +177,11 @@ class ClaimWriter:
         if pod is None:
             return
         for c in pod.resource_claims:
+            if not c.claim_name:
+                continue
             key = f"{pod.namespace}/{c.claim_name}"
-            self.dra.devices.assumed.pop(key, None)
+            with self.dra.devices.lock:
+                self.dra.devices.assumed.pop(key, None)
             for _ in range(ATTEMPTS):
                 try:
                     await self._unreserve(key, pod, deallocate=key in mine)
@@ -175,7 +192,8 @@ class ClaimWriter:
                     if exc.status != 404:
                         log.warning("Pod/%s: %s", b.pod, exc)
                     break
-        self.dra.devices.changed()
+        with self.dra.devices.lock:
+            self.dra.devices.changed()
 
     async def _unreserve(self, key: str, pod: Pod, *, deallocate: bool) -> None:
         namespace, _, name = key.partition("/")

@@ -1,18 +1,15 @@
-"""DRA for ``tierra scheduler``: the four resource.k8s.io kinds watched, pods kept to the
-nodes whose devices can serve their claims.
+"""DRA for ``tierra scheduler``: the four resource.k8s.io kinds watched into the store.
 
 DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices feed one
-``DeviceCluster`` (tierra.scheduler.devices). A pending pod of ours with claims enters the
-core's cache restricted to the nodes where the structured allocator can allocate its
-claims (kube-scheduler's DynamicResources Filter), as one more ``matchFields
-metadata.name`` requirement on its required node affinity: every filter, shape cache
-and explanation of the core then treats device eligibility like any other node rule,
-and a pod whose claims fit no node stays pending with nothing written. The pod as the
-API has it is kept here; before each session the restriction is recomputed if devices,
-claims or nodes changed. Why no node fits is recorded as a Warning Event on the pod.
+``DeviceCluster`` (tierra.scheduler.devices), the store's ``devices`` extension that the
+session's ``DeviceClaims`` constraint reads (which nodes can serve a pod's claims) and
+reserves into (a gang's devices, all or nothing). Nodes and pods enter the store with
+their devices as room per class (``devices.counts``), recomputed before a session when
+slices, classes, claims or nodes changed; the nodes and pods as the API has them are
+kept here. Why no node can serve a pending pod is recorded as a Warning Event on it.
 
-Placement never allocates: the binder does, node by node, through ``ClaimWriter``
-(dra_bind.py), as kube-scheduler does in Reserve/PreBind.
+The binder writes what the session reserved, right before each binding, through
+``ClaimWriter`` (dra_bind.py), as kube-scheduler does in PreBind.
 """
 
 from __future__ import annotations
@@ -36,7 +33,7 @@ from tierra.kube.events import WARNING, EventRecorder, ObjectRef
 from tierra.kube.informer import Event, EventType
 from tierra.kube.scheduler.feed import Feed
 from tierra.scheduler.devices.cluster import DeviceCluster
-from tierra.scheduler.devices.placement import node_with_devices, restrict, with_devices
+from tierra.scheduler.devices.placement import node_with_devices, with_devices
 from tierra.scheduler.devices.refusal import DeviceRefusal
 
 log = logging.getLogger(__name__)
@@ -129,7 +126,7 @@ class DraFeed:
             self.reasons.pop(pod.key, None)
             return self._with_devices(pod)
         self.pods[pod.key] = pod
-        return self._restricted(pod)
+        return self._pending(pod)
 
     def _with_devices(self, pod: Pod) -> Pod:
         return with_devices(self.devices, pod)
@@ -139,8 +136,8 @@ class DraFeed:
         self.nodes[node.name] = node
         return node_with_devices(self.devices, node)
 
-    def _restricted(self, pod: Pod) -> Pod:
-        names, refusal = self.devices.eligible(pod, self.feed.cache.nodes)
+    def _pending(self, pod: Pod) -> Pod:
+        _, refusal = self.devices.eligible(pod, self.feed.cache.nodes)
         if refusal is None:
             self.reasons.pop(pod.key, None)
         elif self.reasons.get(pod.key) != refusal and self.feed.synced:
@@ -151,7 +148,7 @@ class DraFeed:
                 ref = ObjectRef("Pod", "v1", pod.name, pod.namespace, pod.meta.uid)
                 message = f"no node can allocate the pod's claims: {refusal}"
                 self.recorder.record(ref, WARNING, REASON, message)
-        return restrict(self._with_devices(pod), names)
+        return self._with_devices(pod)
 
     def refresh(self) -> None:
         """Recompute the nodes' device room if slices or classes changed, and the pods'

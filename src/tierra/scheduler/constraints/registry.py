@@ -18,10 +18,12 @@ from tierra.scheduler.constraints.protocol import Constraint
 from tierra.scheduler.constraints.queue_capability import QueueCapability
 from tierra.scheduler.constraints.scores import PolicyScores
 from tierra.scheduler.constraints.tier_limit import TierLimits
+from tierra.scheduler.devices.constraint import DeviceClaims
 
 DEFAULT: tuple[Constraint, ...] = (
     QueueCapability(),
     NodeEligibility(),
+    DeviceClaims(),  # DRA: nodes that can serve a pod's claims; devices reserved per gang
     TierLimits(),
     DegradedDomains(),
     PolicyScores(),

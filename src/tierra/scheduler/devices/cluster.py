@@ -15,6 +15,7 @@ only when classes or slices change.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -45,6 +46,8 @@ class DeviceCluster:
     generation: int = 0  # bumped on every change: cached eligibility is stale
     device_generation: int = 0  # bumped when classes or slices change: node room is stale
     _allocator: DeviceAllocator | None = None
+    # The session's thread reads (and reserves) while the adapter's binder writes.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @classmethod
     def of(
