@@ -36,7 +36,7 @@ def numa_node(c: Candidate) -> str | None:
 class Affinity:
     """Orders one node's candidates for each step of the search."""
 
-    __slots__ = ("_candidates", "_numa", "_roots", "_score")
+    __slots__ = ("_aligned", "_candidates", "_numa", "_orders", "_roots", "_score", "_where")
 
     def __init__(self, candidates: Sequence[Candidate], free: Sequence[Sequence[Candidate]]):
         """``free``: for each request of the pod, its free matching devices on this node.
@@ -45,24 +45,36 @@ class Affinity:
         self._candidates = tuple(candidates)
         self._roots = [pcie_root(c) for c in candidates]
         self._numa = [numa_node(c) for c in candidates]
+        self._where = {
+            id(c): (r, m) for c, r, m in zip(candidates, self._roots, self._numa, strict=True)
+        }
+        self._aligned = any(self._roots) or any(self._numa)
         score: dict[str, int] = {}
         for devices in free:
-            for root in {r for r in map(pcie_root, devices) if r is not None}:
+            for root in {self._where[id(d)][0] for d in devices} - {None}:
+                assert root is not None
                 score[root] = score.get(root, 0) + 1
         self._score = score
+        self._orders: dict[
+            tuple[frozenset[str | None], frozenset[str | None]], list[Candidate]
+        ] = {}
 
     def order(self, held: Sequence[Candidate]) -> list[Candidate]:
-        if not any(self._roots) and not any(self._numa):
+        if not self._aligned:
             return list(self._candidates)  # nothing to align: upstream's order
-        roots = {pcie_root(c) for c in held} - {None}
-        numa = {numa_node(c) for c in held} - {None}
-        keyed = sorted(
-            range(len(self._candidates)),
-            key=lambda i: (
-                self._roots[i] not in roots,
-                self._numa[i] not in numa,
-                -self._score.get(self._roots[i] or "", 0),
-                i,
-            ),
-        )
-        return [self._candidates[i] for i in keyed]
+        where = [self._where.get(id(c), (pcie_root(c), numa_node(c))) for c in held]
+        roots = frozenset(r for r, _ in where) - {None}
+        numa = frozenset(m for _, m in where) - {None}
+        found = self._orders.get((roots, numa))
+        if found is None:
+            keyed = sorted(
+                range(len(self._candidates)),
+                key=lambda i: (
+                    self._roots[i] not in roots,
+                    self._numa[i] not in numa,
+                    -self._score.get(self._roots[i] or "", 0),
+                    i,
+                ),
+            )
+            found = self._orders[(roots, numa)] = [self._candidates[i] for i in keyed]
+        return found

@@ -39,7 +39,15 @@ from tierra.api.resource import (
 )
 from tierra.scheduler.devices.affinity import Affinity
 from tierra.scheduler.devices.cel import CelError, compile_selector, device_input
-from tierra.scheduler.devices.pools import Candidate, DeviceId, NodeInfo, Pool, gather_pools
+from tierra.scheduler.devices.pools import (
+    Candidate,
+    DeviceId,
+    NodeInfo,
+    NodePools,
+    Pool,
+    SliceIndex,
+    gather_pools,
+)
 from tierra.scheduler.devices.prepare import (
     Alternative,
     Refused,
@@ -104,6 +112,23 @@ class DeviceAllocator:
     slices: Sequence[ResourceSlice]
     _matches: dict[tuple[DeviceId, str, tuple[str | None, ...]], bool] = field(default_factory=dict)
     _inputs: dict[DeviceId, dict[str, object]] = field(default_factory=dict)
+    _index: SliceIndex | None = None
+    _pools: dict[tuple[str, tuple[tuple[str, str], ...]], NodePools] = field(default_factory=dict)
+
+    def node_pools(self, node: NodeInfo) -> NodePools:
+        """The node's pools, gathered once per node (and labels) for this allocator."""
+        key = (node.name, tuple(sorted(node.labels.items())) if self._selects() else ())
+        found = self._pools.get(key)
+        if found is None:
+            if self._index is None:
+                self._index = SliceIndex.of(self.slices)
+            found = self._pools[key] = gather_pools(self._index, node)
+        return found
+
+    def _selects(self) -> bool:
+        if self._index is None:
+            self._index = SliceIndex.of(self.slices)
+        return bool(self._index.anywhere)
 
     def allocate(
         self, claims: Sequence[ResourceClaim], node: NodeInfo, in_use: Set[DeviceId]
@@ -114,7 +139,7 @@ class DeviceAllocator:
         and every device an assumed, not yet confirmed, allocation holds."""
         if not claims:
             return ()
-        node_pools = gather_pools(self.slices, node)
+        node_pools = self.node_pools(node)
         try:
             search = _Search(self, claims, node_pools.pools, in_use)
             found = search.run()

@@ -16,7 +16,7 @@ only when classes or slices change.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tierra.api.node import Node
@@ -46,6 +46,12 @@ class DeviceCluster:
     generation: int = 0  # bumped on every change: cached eligibility is stale
     device_generation: int = 0  # bumped when classes or slices change: node room is stale
     _allocator: DeviceAllocator | None = None
+    # Eligibility per (claims' signature, node rules, nodes) until anything changes:
+    # a gang's pods made from one template have equal claims and share the answer.
+    _eligible: dict[Hashable, tuple[tuple[str, ...], DeviceRefusal | None]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _eligible_at: int = -1
     # The session's thread reads (and reserves) while the adapter's binder writes.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -146,10 +152,49 @@ class DeviceCluster:
             return {}
         return counts.pending_requests(claims, {k: v is not None for k, v in allocations.items()})
 
+    def signature(self, pod: Pod) -> Hashable:
+        """What of the pod its eligibility depends on: each claim's spec, or where it is
+        allocated already (claims differ by name only: equal signatures)."""
+        claims = self.claims_of(pod)
+        if isinstance(claims, DeviceRefusal):
+            return ("refused", claims)
+        parts: list[Hashable] = []
+        for c in claims:
+            allocation = self.allocation_of(c.key)
+            parts.append(
+                ("allocated", allocation.node_selector)
+                if allocation is not None
+                else ("spec", repr(c.spec))
+            )
+        return tuple(parts)
+
     def eligible(
-        self, pod: Pod, nodes: Iterable[Node]
+        self, pod: Pod, nodes: Sequence[Node]
     ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
         """The nodes whose devices can serve the pod's claims, and the first refusal."""
+        if self._eligible_at != self.generation:
+            self._eligible.clear()
+            self._eligible_at = self.generation
+        key = (
+            self.signature(pod),
+            tuple(sorted(pod.node_selector.items())),
+            pod.affinity_terms,
+            tuple(n.name for n in nodes),
+        )
+        found = self._eligible.get(key)
+        if found is not None and found[1] is not None and not self._names(pod, found[1]):
+            return self._eligible_now(pod, nodes)  # the reason must name this pod's claim
+        if found is None:
+            found = self._eligible[key] = self._eligible_now(pod, nodes)
+        return found
+
+    def _names(self, pod: Pod, refusal: DeviceRefusal) -> bool:
+        refs = {f"ResourceClaim/{pod.namespace}/{c.claim_name}" for c in pod.resource_claims}
+        return refusal.claim in refs or refusal.claim == f"Pod/{pod.key}"
+
+    def _eligible_now(
+        self, pod: Pod, nodes: Sequence[Node]
+    ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
         claims = self.claims_of(pod)
         if isinstance(claims, DeviceRefusal):
             return (), claims

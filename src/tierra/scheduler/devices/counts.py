@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from tierra.api.pod import Pod
 from tierra.api.resource import Allocation, AllocationMode, ResourceClaim
 from tierra.scheduler.devices.allocator import DeviceAllocator
-from tierra.scheduler.devices.pools import NodeInfo, gather_pools
+from tierra.scheduler.devices.pools import NodeInfo
 
 PREFIX = "devices.tierra.dev/"
 ONE = 1000  # milli-units, as every resource in the core
@@ -37,7 +37,7 @@ def node_devices(allocator: DeviceAllocator, node: NodeInfo) -> dict[str, int]:
     out: dict[str, int] = {}
     candidates = [
         c
-        for p in gather_pools(allocator.slices, node).pools
+        for p in allocator.node_pools(node).pools
         if not p.incomplete and not p.invalid
         for c in p.candidates
         if not c.device.unsupported

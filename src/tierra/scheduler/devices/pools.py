@@ -61,14 +61,45 @@ def slice_targets(s: ResourceSlice, node: NodeInfo) -> bool:
     return False
 
 
-def gather_pools(slices: Sequence[ResourceSlice], node: NodeInfo) -> NodePools:
+@dataclass(frozen=True, slots=True)
+class SliceIndex:
+    """Every slice of the cluster, by the node it names, so a node's pools are gathered
+    from its own slices and the few that select nodes, not from all of them."""
+
+    local: Mapping[str, tuple[ResourceSlice, ...]]
+    anywhere: tuple[ResourceSlice, ...]  # allNodes or a node selector
+    unsupported: tuple[ResourceSlice, ...]
+    by_pool: Mapping[tuple[str, str], tuple[ResourceSlice, ...]]
+
+    @classmethod
+    def of(cls, slices: Sequence[ResourceSlice]) -> SliceIndex:
+        local: dict[str, list[ResourceSlice]] = {}
+        anywhere, unsupported = [], []
+        by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
+        for s in slices:
+            by_pool.setdefault((s.driver, s.pool), []).append(s)
+            if s.unsupported:
+                unsupported.append(s)
+            elif s.node_name:
+                local.setdefault(s.node_name, []).append(s)
+            elif s.all_nodes or s.node_selector is not None:
+                anywhere.append(s)
+        return cls(
+            {k: tuple(v) for k, v in local.items()},
+            tuple(anywhere),
+            tuple(unsupported),
+            {k: tuple(v) for k, v in by_pool.items()},
+        )
+
+
+def gather_pools(slices: Sequence[ResourceSlice] | SliceIndex, node: NodeInfo) -> NodePools:
     """The pools of ``node``; ``slices`` is every slice of the cluster (for generations)."""
+    index = slices if isinstance(slices, SliceIndex) else SliceIndex.of(slices)
     by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
-    skipped: list[str] = []
-    for s in slices:
-        if s.unsupported:
-            skipped.append(f"ResourceSlice/{s.meta.name} ({', '.join(s.unsupported)})")
-            continue
+    skipped = [
+        f"ResourceSlice/{s.meta.name} ({', '.join(s.unsupported)})" for s in index.unsupported
+    ]
+    for s in (*index.local.get(node.name, ()), *index.anywhere):
         if not slice_targets(s, node):
             continue
         key = (s.driver, s.pool)
@@ -79,7 +110,7 @@ def gather_pools(slices: Sequence[ResourceSlice], node: NodeInfo) -> NodePools:
             have.append(s)
     pools = []
     for key in sorted(by_pool):
-        pool = _pool(key, by_pool[key], slices)
+        pool = _pool(key, by_pool[key], index.by_pool.get(key, ()))
         if pool is not None:
             pools.append(pool)
     return NodePools(tuple(pools), tuple(skipped))
@@ -90,7 +121,7 @@ def _pool(
 ) -> Pool | None:
     generation, wanted = mine[0].generation, mine[0].slice_count
     if len(mine) != wanted:
-        same = [s for s in every if (s.driver, s.pool) == key]
+        same = every  # every slice of this pool, on any node
         if any(s.generation > generation for s in same):
             return None  # obsolete: a newer generation exists elsewhere
         if sum(1 for s in same if s.generation == generation) != wanted:
