@@ -584,3 +584,55 @@ def test_a_template_claim_waits_for_its_claim_then_is_allocated(
         "gpu-0",
         "gpu-1",
     ]
+
+
+def test_after_a_crash_between_allocation_and_binding_the_pod_is_bound_where_its_devices_are(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """The state a SIGKILL after PreBind leaves: the claim allocated on -b and reserved for
+    the pod, the pod not bound. A (re)started scheduler binds it there, allocates nothing
+    twice, and another pod takes the other GPU rather than the reserved one."""
+    case = Case()
+    node_b = f"{case.prefix}-b"
+
+    async def setup(kube: Kube) -> None:
+        await classes(kube)
+        await gpu_node(kube, f"{case.prefix}-a", case.label, [])
+        await gpu_node(kube, node_b, case.label, ["pci0000:10", "pci0000:20"])
+        for name in ("kept", "other"):
+            body = claim_manifest(name, namespace, [exact_request("gpu", GPU_DRIVER)])
+            await kube.request("POST", RESOURCE_CLAIMS.path(namespace), body=body)
+        pod = await pod_with(kube, namespace, "p", case.scheduler, case.label, gpu="kept")
+        kept = await claim(kube, namespace, "kept")
+        kept["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+        kept = await kube.request("PUT", RESOURCE_CLAIMS.path(namespace, "kept"), body=kept)
+        term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_b]}]}
+        kept["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "gpu", "driver": GPU_DRIVER, "pool": node_b, "device": "gpu-1"}
+                    ]
+                },
+                "nodeSelector": {"nodeSelectorTerms": [term]},
+            },
+            "reservedFor": [{"resource": "pods", "name": "p", "uid": pod["metadata"]["uid"]}],
+        }
+        await kube.request("PUT", RESOURCE_CLAIMS.path(namespace, "kept", "status"), body=kept)
+        await pod_with(kube, namespace, "q", case.scheduler, case.label, gpu="other")
+
+    run(control_plane, setup)
+    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
+    try:
+        placed = run(control_plane, lambda kube: wait_bound(kube, namespace, 2, 60, process))
+
+        async def both(kube: Kube) -> tuple[dict[str, Any], dict[str, Any]]:
+            return await claim(kube, namespace, "kept"), await claim(kube, namespace, "other")
+
+        kept, other = run(control_plane, both)
+    finally:
+        process.stop()
+    assert placed == {"p": node_b, "q": node_b}
+    assert [r["device"] for r in kept["status"]["allocation"]["devices"]["results"]] == ["gpu-1"]
+    assert [r["device"] for r in other["status"]["allocation"]["devices"]["results"]] == ["gpu-0"]
+    assert len(kept["status"]["reservedFor"]) == 1  # not reserved twice for the same pod
