@@ -175,7 +175,5 @@ class DraFeed:
                 cache.upsert_pod(self.adjust(pod))
 
     def node_labels(self, name: str) -> Mapping[str, str] | None:
-        for n in self.feed.cache.nodes:
-            if n.name == name:
-                return n.labels
-        return None
+        node = self.nodes.get(name)
+        return node.labels if node is not None else None
