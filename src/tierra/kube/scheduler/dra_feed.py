@@ -89,26 +89,28 @@ class DraFeed:
     def _store(self, name: str, devices: bool) -> Callable[[Event[Any]], None]:
         def handle(event: Event[Any]) -> None:
             table: dict[str, Any] = getattr(self.devices, name)
-            if event.type is EventType.DELETED:
-                table.pop(event.key, None)
-            else:
-                table[event.key] = event.obj
-            self.devices.changed(devices=devices)
+            with self.devices.lock:  # held by a session only to copy (eligible_unlocked)
+                if event.type is EventType.DELETED:
+                    table.pop(event.key, None)
+                else:
+                    table[event.key] = event.obj
+                self.devices.changed(devices=devices)
             self.feed.on_change()
 
         return handle
 
     def _claim(self, event: Event[ResourceClaim]) -> None:
-        if event.type is EventType.DELETED:
-            self.devices.claims.pop(event.key, None)
-            self.devices.assumed.pop(event.key, None)
-        else:
-            claim = event.obj
-            assert claim is not None
-            self.devices.claims[event.key] = claim
-            if claim.allocation is not None:
-                self.devices.assumed.pop(event.key, None)  # confirmed by the API
-        self.devices.changed()
+        with self.devices.lock:
+            if event.type is EventType.DELETED:
+                self.devices.claims.pop(event.key, None)
+                self.devices.assumed.pop(event.key, None)
+            else:
+                claim = event.obj
+                assert claim is not None
+                self.devices.claims[event.key] = claim
+                if claim.allocation is not None:
+                    self.devices.assumed.pop(event.key, None)  # confirmed by the API
+            self.devices.changed()
         self.feed.on_change()
 
     # -- pods ------------------------------------------------------------------------
@@ -137,7 +139,7 @@ class DraFeed:
         return node_with_devices(self.devices, node)
 
     def _pending(self, pod: Pod) -> Pod:
-        _, refusal = self.devices.eligible(pod, self.feed.cache.nodes)
+        _, refusal = self.devices.eligible_unlocked(pod, self.feed.cache.nodes)
         if refusal is None:
             self.reasons.pop(pod.key, None)
         elif self.reasons.get(pod.key) != refusal and self.feed.synced:

@@ -27,6 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from tierra.api.resource import (
     ALLOCATION_RESULTS_MAX_SIZE,
     Attribute,
@@ -39,6 +42,7 @@ from tierra.api.resource import (
 )
 from tierra.scheduler.devices.affinity import Affinity
 from tierra.scheduler.devices.cel import CelError, compile_selector, device_input
+from tierra.scheduler.devices.matrix import DeviceMatrix
 from tierra.scheduler.devices.pools import (
     Candidate,
     DeviceId,
@@ -114,6 +118,8 @@ class DeviceAllocator:
     _inputs: dict[DeviceId, dict[str, object]] = field(default_factory=dict)
     _index: SliceIndex | None = None
     _pools: dict[tuple[str, tuple[tuple[str, str], ...]], NodePools] = field(default_factory=dict)
+    _matrix: DeviceMatrix | None = None
+    _seen: dict[DeviceId, Device] = field(default_factory=dict)  # the device each input is of
 
     def node_pools(self, node: NodeInfo) -> NodePools:
         """The node's pools, gathered once per node (and labels) for this allocator."""
@@ -168,9 +174,7 @@ class DeviceAllocator:
         key = (c.id, name, klass.selectors)
         hit = self._matches.get(key)
         if hit is None:
-            data = self._inputs.get(c.id)
-            if data is None:
-                data = self._inputs[c.id] = device_input(c.id[0], c.device)
+            data = self._input(c)
             try:
                 hit = all(
                     e is not None and compile_selector(e).matches(data) for e in klass.selectors
@@ -182,6 +186,62 @@ class DeviceAllocator:
             else:
                 self._matches[key] = hit
         return hit
+
+    def inherit(self, old: DeviceAllocator) -> DeviceAllocator:
+        """Keep ``old``'s selector verdicts for devices a slice update left as they were
+        (the same Device objects), so one changed slice costs its own devices' CEL."""
+        if old.classes != self.classes:
+            return self
+        now = {(s.driver, s.pool, d.name): d for s in self.slices for d in s.devices}
+        for key, device in old._seen.items():
+            if now.get(key) is device:
+                self._seen[key] = device
+                self._inputs[key] = old._inputs[key]
+        self._matches.update((k, v) for k, v in old._matches.items() if k[0] in self._seen)
+        return self
+
+    def matrix(self) -> DeviceMatrix | None:
+        """Every node's devices as one array (None: some slice selects its nodes)."""
+        if self._matrix is None and not self._selects():
+            assert self._index is not None
+            self._matrix = DeviceMatrix.of(self, sorted(self._index.local))
+        return self._matrix
+
+    def accepts_all(
+        self, klass: DeviceClass, request: ExactRequest, candidates: Sequence[Candidate]
+    ) -> npt.NDArray[np.bool_] | None:
+        """Per candidate, whether ``request`` may take it: supported, class and request
+        selectors true, taints tolerated (None: a selector failed at run time)."""
+        out = np.zeros(len(candidates), dtype=bool)
+        keys = ((klass.meta.name, klass.selectors), ("", request.selectors))
+        for i, c in enumerate(candidates):
+            if c.device.unsupported or taint_blocks(c.device, request):
+                continue
+            ok = True
+            for owner, selectors in keys:
+                key = (c.id, owner, selectors)
+                hit = self._matches.get(key)
+                if hit is None:
+                    try:
+                        hit = self._matches[key] = self._holds(selectors, c)
+                    except CelError:
+                        return None
+                if not hit:
+                    ok = False
+                    break
+            out[i] = ok
+        return out
+
+    def _input(self, c: Candidate) -> dict[str, object]:
+        data = self._inputs.get(c.id)
+        if data is None:
+            data = self._inputs[c.id] = device_input(c.id[0], c.device)
+            self._seen[c.id] = c.device
+        return data
+
+    def _holds(self, selectors: tuple[str | None, ...], c: Candidate) -> bool:
+        data = self._input(c)
+        return all(e is not None and compile_selector(e).matches(data) for e in selectors)
 
     def selectable(self, alt: Alternative, c: Candidate, claim: ResourceClaim) -> bool:
         """Class selectors, then the request's; a runtime error aborts (as upstream)."""
@@ -210,9 +270,7 @@ class DeviceAllocator:
         where: tuple[str, str],
     ) -> bool:
         owner, path = where
-        data = self._inputs.get(c.id)
-        if data is None:
-            data = self._inputs[c.id] = device_input(c.id[0], c.device)
+        data = self._input(c)
         for i, expression in enumerate(selectors):
             assert expression is not None  # refused before the search
             try:

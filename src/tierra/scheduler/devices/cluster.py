@@ -30,6 +30,7 @@ from tierra.api.resource import (
 )
 from tierra.scheduler.devices import counts
 from tierra.scheduler.devices.allocator import DeviceAllocator
+from tierra.scheduler.devices.matrix import Counted, DeviceMatrix, count_claims
 from tierra.scheduler.devices.pools import DeviceId, NodeInfo
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
 
@@ -46,6 +47,7 @@ class DeviceCluster:
     generation: int = 0  # bumped on every change: cached eligibility is stale
     device_generation: int = 0  # bumped when classes or slices change: node room is stale
     _allocator: DeviceAllocator | None = None
+    _previous: DeviceAllocator | None = field(default=None, repr=False, compare=False)
     # Eligibility per (claims' signature, node rules, nodes) until anything changes:
     # a gang's pods made from one template have equal claims and share the answer.
     _eligible: dict[Hashable, tuple[tuple[str, ...], DeviceRefusal | None]] = field(
@@ -75,13 +77,18 @@ class DeviceCluster:
         self.generation += 1
         if devices:
             self.device_generation += 1
+            self._previous = self._allocator or self._previous
             self._allocator = None
 
     @property
     def allocator(self) -> DeviceAllocator:
         if self._allocator is None:
             ordered = [self.slices[k] for k in sorted(self.slices)]
-            self._allocator = DeviceAllocator(dict(self.classes), ordered)
+            fresh = DeviceAllocator(dict(self.classes), ordered)
+            if self._previous is not None:
+                fresh.inherit(self._previous)
+                self._previous = None
+            self._allocator = fresh
         return self._allocator
 
     def allocation_of(self, key: str) -> Allocation | None:
@@ -172,20 +179,60 @@ class DeviceCluster:
         self, pod: Pod, nodes: Sequence[Node]
     ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
         """The nodes whose devices can serve the pod's claims, and the first refusal."""
-        if self._eligible_at != self.generation:
-            self._eligible.clear()
-            self._eligible_at = self.generation
-        key = (
+        key = self._key(pod, nodes)
+        found = self._remembered(pod, key)
+        if found is None:
+            found = self._eligible[key] = self._eligible_now(pod, nodes)
+        return found
+
+    def eligible_unlocked(
+        self, pod: Pod, nodes: Sequence[Node]
+    ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
+        """``eligible`` for the session's thread: the lock is held only to look up and to
+        copy the state (a view sharing the allocator), never while the answer is
+        computed, so the adapter's event loop is not kept waiting on it."""
+        with self.lock:
+            key = self._key(pod, nodes)
+            found = self._remembered(pod, key)
+            if found is not None:
+                return found
+            view = self.view()
+        found = view._eligible_now(pod, nodes)
+        with self.lock:
+            if self.generation == view.generation:
+                self._eligible[key] = found
+        return found
+
+    def view(self) -> DeviceCluster:
+        """A copy of the state's objects that later events do not change (same allocator)."""
+        return DeviceCluster(
+            classes=dict(self.classes),
+            claims=dict(self.claims),
+            templates=dict(self.templates),
+            slices=dict(self.slices),
+            assumed=dict(self.assumed),
+            generation=self.generation,
+            device_generation=self.device_generation,
+            _allocator=self.allocator,
+        )
+
+    def _key(self, pod: Pod, nodes: Sequence[Node]) -> Hashable:
+        return (
             self.signature(pod),
             tuple(sorted(pod.node_selector.items())),
             pod.affinity_terms,
             tuple(n.name for n in nodes),
         )
+
+    def _remembered(
+        self, pod: Pod, key: Hashable
+    ) -> tuple[tuple[str, ...], DeviceRefusal | None] | None:
+        if self._eligible_at != self.generation:
+            self._eligible.clear()
+            self._eligible_at = self.generation
         found = self._eligible.get(key)
         if found is not None and found[1] is not None and not self._names(pod, found[1]):
-            return self._eligible_now(pod, nodes)  # the reason must name this pod's claim
-        if found is None:
-            found = self._eligible[key] = self._eligible_now(pod, nodes)
+            return None  # the reason must name this pod's claim: computed again
         return found
 
     def _names(self, pod: Pod, refusal: DeviceRefusal) -> bool:
@@ -199,22 +246,65 @@ class DeviceCluster:
         if isinstance(claims, DeviceRefusal):
             return (), claims
         local = self._nodes_with_devices()
+        needs = self._needs_devices(claims)
+        candidates = [
+            node
+            for node in nodes
+            if (local is None or node.name in local or not needs) and _allowed(pod, node)
+        ]
+        counted = self._counted(claims, needs)
         names: list[str] = []
         first: DeviceRefusal | None = None
-        for node in nodes:
-            if local is not None and node.name not in local and self._needs_devices(claims):
-                continue
-            if not _allowed(pod, node):
-                continue  # the pod cannot go there anyway: neither a candidate nor a reason
+        trusted = False  # counts exact and one full search agreed: the rest by counts
+        for node in candidates:
+            if counted is not None:
+                matrix, verdict = counted
+                i = matrix.node_ix.get(node.name)
+                if i is None or not verdict.passes[i]:
+                    continue  # short of devices: a reason is made below only if none fits
+                if trusted:
+                    names.append(node.name)
+                    continue
+            result = self.plan(pod, node)
+            if isinstance(result, DeviceRefusal):
+                if counted is not None and counted[1].exact:
+                    return self._eligible_searched(pod, candidates)  # counts were wrong
+                first = first or result
+            else:
+                names.append(node.name)
+                trusted = counted is not None and counted[1].exact
+        if not names and counted is not None and candidates:
+            return self._eligible_searched(pod, candidates[:1])
+        if not names and first is None:
+            first = DeviceRefusal(
+                claims[0].ref if claims else f"Pod/{pod.key}", "", "no node has devices"
+            )
+        return tuple(names), (None if names else first)
+
+    def _counted(
+        self, claims: list[ResourceClaim], needs: bool
+    ) -> tuple[DeviceMatrix, Counted] | None:
+        """The nodes whose free devices can cover the claims, counted over the matrix."""
+        if not needs or any(self.allocation_of(c.key) is not None for c in claims):
+            return None
+        matrix = self.allocator.matrix()
+        if matrix is None:
+            return None
+        counted = count_claims(matrix, self.allocator, claims, self.in_use())
+        return None if counted is None else (matrix, counted)
+
+    def _eligible_searched(
+        self, pod: Pod, candidates: Sequence[Node]
+    ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
+        """The full search on every candidate (the reference the counts stand in for)."""
+        names: list[str] = []
+        first: DeviceRefusal | None = None
+        for node in candidates:
             result = self.plan(pod, node)
             if isinstance(result, DeviceRefusal):
                 first = first or result
             else:
                 names.append(node.name)
-        if not names and first is None:
-            first = DeviceRefusal(
-                claims[0].ref if claims else f"Pod/{pod.key}", "", "no node has devices"
-            )
         return tuple(names), (None if names else first)
 
     def _needs_devices(self, claims: list[ResourceClaim]) -> bool:

@@ -71,8 +71,7 @@ class DeviceClaims(Constraint):
             return NodeMask(
                 mask, (("without DRA state (no DeviceClasses, claims, slices)", len(names)),)
             )
-        with devices.lock:
-            ok, refusal = devices.eligible(pod, store.nodes)
+        ok, refusal = devices.eligible_unlocked(pod, store.nodes)
         ix = store.index.node_ix
         for name in ok:
             i = ix.get(name)
