@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tierra.api.pod import Pod
-from tierra.api.resource import Allocation, AllocationMode, ResourceClaim
+from tierra.api.resource import Allocation, AllocationMode, ExactRequest, ResourceClaim
 from tierra.scheduler.devices.allocator import DeviceAllocator
 from tierra.scheduler.devices.pools import NodeInfo
 
@@ -56,9 +56,7 @@ def pending_requests(claims: list[ResourceClaim], allocated: Mapping[str, bool])
         if allocated.get(claim.key):
             continue
         for request in claim.spec.requests:
-            first = request.exactly or (
-                request.first_available[0] if request.first_available else None
-            )
+            first = request.exactly or _least(request.first_available)
             if first is None or first.admin_access:
                 continue
             if first.allocation_mode != AllocationMode.EXACT_COUNT:
@@ -66,6 +64,17 @@ def pending_requests(claims: list[ResourceClaim], allocated: Mapping[str, bool])
             key = resource_name(first.device_class_name)
             out[key] = out.get(key, 0) + first.count * ONE
     return out
+
+
+def _least(alternatives: tuple[ExactRequest, ...]) -> ExactRequest | None:
+    """The alternative asking for the fewest devices: room must not refuse a pod its
+    later alternatives would fit (the allocator then picks the first that does)."""
+    if not alternatives:
+        return None
+    if len({a.device_class_name for a in alternatives}) > 1:
+        return None  # alternatives over several classes: no one class is certain
+    counted = [a for a in alternatives if a.allocation_mode == AllocationMode.EXACT_COUNT]
+    return min(counted, key=lambda a: a.count) if len(counted) == len(alternatives) else None
 
 
 def held_devices(
