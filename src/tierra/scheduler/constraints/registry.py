@@ -18,6 +18,7 @@ from tierra.scheduler.constraints.protocol import Constraint
 from tierra.scheduler.constraints.queue_capability import QueueCapability
 from tierra.scheduler.constraints.scores import PolicyScores
 from tierra.scheduler.constraints.tier_limit import TierLimits
+from tierra.scheduler.devices.cliques import NvlinkCliques
 from tierra.scheduler.devices.constraint import DeviceClaims
 
 DEFAULT: tuple[Constraint, ...] = (
@@ -26,6 +27,7 @@ DEFAULT: tuple[Constraint, ...] = (
     DeviceClaims(),  # DRA: nodes that can serve a pod's claims; devices reserved per gang
     TierLimits(),
     DegradedDomains(),
+    NvlinkCliques(),  # a gang inside one NVLink clique where one holds it (a preference)
     PolicyScores(),
 )
 

@@ -54,6 +54,8 @@ class DeviceCluster:
         default_factory=dict, repr=False, compare=False
     )
     _eligible_at: int = -1
+    _cliques: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    _cliques_at: int = -1
     # The session's thread reads (and reserves) while the adapter's binder writes.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -306,6 +308,26 @@ class DeviceCluster:
             else:
                 names.append(node.name)
         return tuple(names), (None if names else first)
+
+    def node_cliques(self, attributes: tuple[str, ...]) -> dict[str, str]:
+        """Per node, the NVLink clique its devices report under one of ``attributes``
+        (the first found), remembered until slices change."""
+        if self._cliques_at == self.device_generation:
+            return self._cliques
+        out: dict[str, str] = {}
+        for key in sorted(self.slices):
+            s = self.slices[key]
+            if not s.node_name or s.node_name in out:
+                continue
+            for device in s.devices:
+                attr = next(
+                    (device.attributes.get(a) for a in attributes if a in device.attributes), None
+                )
+                if attr is not None and attr.value not in (None, ""):
+                    out[s.node_name] = str(attr.value)
+                    break
+        self._cliques, self._cliques_at = out, self.device_generation
+        return out
 
     def _needs_devices(self, claims: list[ResourceClaim]) -> bool:
         return any(self.allocation_of(c.key) is None for c in claims)
