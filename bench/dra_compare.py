@@ -11,8 +11,9 @@ schedules the same pods one by one). All are created before the contender starts
 
 Measured per contender: pods/s from its first binding to its last; how many pods got GPUs
 and NICs on common PCIe roots (every GPU's root holds one of its NICs) though no
-constraint asked; and tierra's memory per device in its DRA cache (decoded slices, CEL
-inputs, selector verdicts, the device matrix), measured in this process with tracemalloc.
+constraint asked, and the mean price of their weakest GPU-NIC path (devices/links.py);
+and tierra's memory per device in its DRA cache (decoded slices, CEL inputs, selector
+verdicts, the device matrix), measured in this process with tracemalloc.
 
 Reproduce: ``make bench-dra`` (the full size: 1,000 nodes, 4,000 pods) or
 ``python bench/dra_compare.py --nodes 100 --pods 400`` (reduced). Writes
@@ -62,6 +63,7 @@ from tierra.kube.testing.dra import (
 )
 from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
 from tierra.scheduler.devices.cluster import DeviceCluster
+from tierra.scheduler.devices.links import pair_gbps
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "hack" / "controlplane" / "run-kube-scheduler.sh"
@@ -222,7 +224,8 @@ async def run_one(
         watcher.cancel()
     times = sorted(seen.bound_at.values())
     span = times[-1] - times[0] if len(times) > 1 else 0.0
-    aligned, counted, twice = await alignment(kube, ns)
+    paths: list[float] = []
+    aligned, counted, twice = await alignment(kube, ns, paths)
     return {
         "created_s": round(created_s, 1),
         "bound": len(times),
@@ -231,10 +234,11 @@ async def run_one(
         "aligned": aligned,
         "allocated": counted,
         "devices_twice": twice,
+        "gpu_nic_gbps_mean": round(sum(paths) / len(paths), 1) if paths else None,
     }
 
 
-async def alignment(kube: Kube, ns: str) -> tuple[int, int, int]:
+async def alignment(kube: Kube, ns: str, paths: list[float]) -> tuple[int, int, int]:
     """Pods whose every GPU's PCIe root holds one of their NICs; claims allocated; devices
     allocated to two claims (must be 0)."""
     listing = await kube.get(RESOURCE_CLAIMS.path(ns))
@@ -254,6 +258,9 @@ async def alignment(kube: Kube, ns: str) -> tuple[int, int, int]:
         gpus = {root(int(r["device"].split("-")[1])) for r in results if r["driver"] == GPU_DRIVER}
         nics = {root(int(r["device"].split("-")[1])) for r in results if r["driver"] == NIC_DRIVER}
         aligned += gpus <= nics
+        gbps = pair_gbps(sorted(gpus), sorted(nics))
+        if gbps is not None:
+            paths.append(gbps)
     return aligned, counted, twice
 
 
@@ -326,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{who}: {r['bound']}/{args.pods} pods bound, {r['pods_per_s']} pods/s, "
             f"{share:.1%} of allocated pods with GPUs and NICs on common PCIe roots, "
-            f"{r['devices_twice']} devices allocated twice"
+            f"{r['devices_twice']} devices allocated twice, GPU-NIC path "
+            f"{r['gpu_nic_gbps_mean']} GB/s on average (scheduler/devices/links.py)"
         )
     print(f"tierra's DRA cache: {memory['bytes_per_device']} bytes per device")
     return 0
