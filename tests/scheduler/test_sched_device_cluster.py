@@ -74,6 +74,7 @@ def test_devices_in_use_count_assumed_allocations_and_skip_admin_access() -> Non
     dc.claims["ns/watch"] = replace(claim("watch", exactly("r", GPU)), allocation=admin)
     assert dc.in_use() == set()
     dc.assumed["ns/one"] = on("b")
+    dc.changed()  # as every writer does (the feed, reserve, the binder)
     assert dc.in_use() == {(GPU, "b", "gpu-0")}
     names, _ = dc.eligible(pod(PodClaim("g", "other")), [node("a")])
     assert names == ()  # claim "other" does not exist

@@ -56,6 +56,8 @@ class DeviceCluster:
     _eligible_at: int = -1
     _cliques: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     _cliques_at: int = -1
+    _in_use: set[DeviceId] = field(default_factory=set, repr=False, compare=False)
+    _in_use_at: int = -1
     # The session's thread reads (and reserves) while the adapter's binder writes.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -100,11 +102,16 @@ class DeviceCluster:
         return self.assumed.get(key)
 
     def in_use(self) -> set[DeviceId]:
+        """Every device an allocated or assumed claim holds (admin access aside),
+        remembered until anything changes (every pod's eligibility reads it)."""
+        if self._in_use_at == self.generation:
+            return self._in_use
         out: set[DeviceId] = set()
         for key in {*self.claims, *self.assumed}:
             allocation = self.allocation_of(key)
             if allocation is not None:
                 out.update(r.device_id for r in allocation.results if not r.admin_access)
+        self._in_use, self._in_use_at = out, self.generation
         return out
 
     def claims_of(self, pod: Pod) -> list[ResourceClaim] | DeviceRefusal:
