@@ -78,9 +78,15 @@ def root(k: int) -> str:
     return f"pci0000:{k // 2:02x}"  # two GPUs and two NICs under each of four roots
 
 
-def slices_of(node: str) -> list[dict[str, Any]]:
+NIC_ROOTS = {"aligned": list(range(8)), "reversed": list(range(7, -1, -1))}
+
+
+def slices_of(node: str, nic_order: str = "aligned") -> list[dict[str, Any]]:
+    """``nic_order``: nic-k under GPU k's root (``aligned``), or NICs enumerated in the
+    other direction (``reversed``: nic-0 beside gpu-7), as PCI enumeration may name them;
+    a scheduler taking devices in name order then pairs a GPU with a far NIC."""
     gpus = [gpu_device(k, root(k)) for k in range(8)]
-    nics = [nic_device(k, root(k)) for k in range(8)]
+    nics = [nic_device(k, root(r)) for k, r in enumerate(NIC_ROOTS[nic_order])]
     return [
         resource_slice_manifest(node, GPU_DRIVER, gpus),
         resource_slice_manifest(node, NIC_DRIVER, nics),
@@ -112,13 +118,15 @@ async def post(kube: Kube, path: str, body: dict[str, Any]) -> None:
             raise
 
 
-async def populate_nodes(kube: Kube, who: str, n: int) -> None:
+async def populate_nodes(kube: Kube, who: str, n: int, nic_order: str) -> None:
     calls: list[Callable[[], Awaitable[Any]]] = []
     for i in range(n):
         name = f"{who}-{i:05d}"
         node = node_manifest(name, shape=NodeShape(cpu="64", pods=110), labels={WHO: who})
         calls.append(lambda b=node: post(kube, NODES.path(), b))
-        calls.extend(lambda b=s: post(kube, RESOURCE_SLICES.path(), b) for s in slices_of(name))
+        calls.extend(
+            lambda b=s: post(kube, RESOURCE_SLICES.path(), b) for s in slices_of(name, nic_order)
+        )
     await bounded(calls)
 
 
@@ -207,7 +215,7 @@ async def run_one(
     ns = f"dra-{who}"
     scheduler = "default-scheduler" if who == "kube-scheduler" else "tierra"
     t = time.monotonic()
-    await populate_nodes(kube, who, args.nodes)
+    await populate_nodes(kube, who, args.nodes, args.nic_order)
     await populate_pods(kube, ns, who, args.pods, scheduler)
     created_s = time.monotonic() - t
     seen = Watch()
@@ -225,7 +233,7 @@ async def run_one(
     times = sorted(seen.bound_at.values())
     span = times[-1] - times[0] if len(times) > 1 else 0.0
     paths: list[float] = []
-    aligned, counted, twice = await alignment(kube, ns, paths)
+    aligned, counted, twice = await alignment(kube, ns, paths, args.nic_order)
     return {
         "created_s": round(created_s, 1),
         "bound": len(times),
@@ -238,7 +246,9 @@ async def run_one(
     }
 
 
-async def alignment(kube: Kube, ns: str, paths: list[float]) -> tuple[int, int, int]:
+async def alignment(
+    kube: Kube, ns: str, paths: list[float], nic_order: str
+) -> tuple[int, int, int]:
     """Pods whose every GPU's PCIe root holds one of their NICs; claims allocated; devices
     allocated to two claims (must be 0)."""
     listing = await kube.get(RESOURCE_CLAIMS.path(ns))
@@ -255,8 +265,13 @@ async def alignment(kube: Kube, ns: str, paths: list[float]) -> tuple[int, int, 
             key = (r["pool"], f"{r['driver']}/{r['device']}")
             twice += key in used
             used.add(key)
+        nic_roots = NIC_ROOTS[nic_order]
         gpus = {root(int(r["device"].split("-")[1])) for r in results if r["driver"] == GPU_DRIVER}
-        nics = {root(int(r["device"].split("-")[1])) for r in results if r["driver"] == NIC_DRIVER}
+        nics = {
+            root(nic_roots[int(r["device"].split("-")[1])])
+            for r in results
+            if r["driver"] == NIC_DRIVER
+        }
         aligned += gpus <= nics
         gbps = pair_gbps(sorted(gpus), sorted(nics))
         if gbps is not None:
@@ -303,6 +318,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--contenders", nargs="+", default=["kube-scheduler", "tierra"], help="who runs, in order"
     )
+    p.add_argument(
+        "--nic-order", choices=sorted(NIC_ROOTS), default="aligned", help="NIC names vs roots"
+    )
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "dra-compare.json")
     return p.parse_args(argv)
 
@@ -322,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "nodes": args.nodes,
         "pods": args.pods,
+        "nic_order": args.nic_order,
         "memory": memory,
         "contenders": results,
         "wall_s": round(time.time() - started),
