@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: chart image image-tools demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-podrules bench-cli bench-web screenshots clean bench-controller bench-million
+.PHONY: chart image image-tools demo test check lint typecheck bench bench-topology bench-discovery bench-sim bench-queues bench-scheduler bench-podrules bench-cli bench-web screenshots clean bench-controller bench-million bench-dra
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -94,6 +94,11 @@ bench-sim: $(STAMP)
 
 bench-queues: $(STAMP)
 	$(BIN)/python bench/queues_share.py
+
+# DRA beside kube-scheduler on one API server (issue 20): 1,000 nodes x (8 GPUs + 8 NICs),
+# 4,000 pods with claims. Long (tens of minutes on 2 cores); not part of `make bench`.
+bench-dra: $(STAMP) controlplane-build
+	$(BIN)/python bench/dra_compare.py --nodes 1000 --pods 4000
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

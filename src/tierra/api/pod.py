@@ -62,6 +62,19 @@ class NodeSelectorTerm:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class PodClaim:
+    """One ``spec.resourceClaims`` entry, with the claim it names once known.
+
+    ``claim_name`` is ``resourceClaimName``, or for a template the name the
+    resourceclaim controller recorded in ``status.resourceClaimStatuses`` (empty until
+    it has made the claim: the pod must wait for it)."""
+
+    name: str
+    claim_name: str = ""
+    template_name: str = ""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pod:
     """A pod as the scheduler sees it. ``requests`` is the effective request in milli-units.
@@ -86,6 +99,7 @@ class Pod:
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName (the Workload API)
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name: not to be bound yet
     rules: PlacementRules | None = None  # ports, pod (anti-)affinity, spread, volumes
+    resource_claims: tuple[PodClaim, ...] = ()  # DRA: spec.resourceClaims
     origin: Origin | None = field(default=None, compare=False)
 
     @property
@@ -201,6 +215,24 @@ def _decode_gates(spec: Fields) -> tuple[str, ...]:
     return tuple(g.string("name", required=True) for g in spec.objects("schedulingGates"))
 
 
+def _decode_claims(spec: Fields, status: Fields) -> tuple[PodClaim, ...]:
+    if spec.raw("resourceClaims") is None:
+        return ()
+    made = {
+        s.string("name"): s.string("resourceClaimName")
+        for s in status.objects("resourceClaimStatuses")
+    }
+    out = []
+    for c in spec.objects("resourceClaims"):
+        name = c.string("name", required=True)
+        template = c.string("resourceClaimTemplateName")
+        claim = c.string("resourceClaimName")
+        if bool(template) == bool(claim):
+            c.problem("", "must set exactly one of resourceClaimName, resourceClaimTemplateName")
+        out.append(PodClaim(name, claim or made.get(name, ""), template))
+    return tuple(out)
+
+
 def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
     for key, message in read_topology(meta.annotations)[1]:  # Kueue's, located
         f.report.add(f"metadata.annotations[{key}]", message)
@@ -226,6 +258,7 @@ def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
         scheduling_group=spec.obj("schedulingGroup").string("podGroupName"),
         scheduling_gates=_decode_gates(spec),
         rules=decode_rules(spec, status, meta.name, meta.labels),
+        resource_claims=_decode_claims(spec, status),
         origin=origin,
     )
 
@@ -256,6 +289,14 @@ def encode_pod(pod: Pod) -> dict[str, Any]:
         spec["schedulingGroup"] = {"podGroupName": pod.scheduling_group}
     if pod.tolerations:
         spec["tolerations"] = [_toleration_dict(t) for t in pod.tolerations]
+    status: dict[str, Any] = {"phase": str(pod.phase)}
+    if pod.resource_claims:
+        spec["resourceClaims"] = [_claim_dict(c) for c in pod.resource_claims]
+        made = [c for c in pod.resource_claims if c.template_name and c.claim_name]
+        if made:
+            status["resourceClaimStatuses"] = [
+                {"name": c.name, "resourceClaimName": c.claim_name} for c in made
+            ]
     if pod.affinity_terms:
         terms = []
         for t in pod.affinity_terms:
@@ -275,8 +316,14 @@ def encode_pod(pod: Pod) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": pod.meta.to_dict(),
         "spec": spec,
-        "status": {"phase": str(pod.phase)},
+        "status": status,
     }
+
+
+def _claim_dict(c: PodClaim) -> dict[str, str]:
+    if c.template_name:
+        return {"name": c.name, "resourceClaimTemplateName": c.template_name}
+    return {"name": c.name, "resourceClaimName": c.claim_name}
 
 
 def _toleration_dict(t: Toleration) -> dict[str, Any]:

@@ -29,6 +29,17 @@ from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.priority import GROUP as PRIORITY_GROUP
 from tierra.api.priority import PriorityClass, decode_priority_class
 from tierra.api.queue import Queue, decode_queue
+from tierra.api.resource import GROUP as RESOURCE_GROUP
+from tierra.api.resource import (
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    decode_device_class,
+    decode_resource_claim,
+    decode_resource_claim_template,
+    decode_resource_slice,
+)
 from tierra.api.storage import (
     STORAGE_GROUP,
     CSINode,
@@ -65,6 +76,10 @@ class Snapshot:
     storage_classes: tuple[StorageClass, ...] = ()
     csinodes: tuple[CSINode, ...] = ()
     namespaces: tuple[Namespace, ...] = ()
+    device_classes: tuple[DeviceClass, ...] = ()
+    resource_claims: tuple[ResourceClaim, ...] = ()
+    claim_templates: tuple[ResourceClaimTemplate, ...] = ()
+    resource_slices: tuple[ResourceSlice, ...] = ()
     problems: tuple[Problem, ...] = field(default=(), compare=False)
 
     @property
@@ -161,6 +176,8 @@ def _decoder_for(api_version: str, kind: str) -> tuple[str, Decoder] | None:
         return "jobs", decode_job
     if kind == "PriorityClass" and group == PRIORITY_GROUP:
         return "priority_classes", decode_priority_class
+    if group == RESOURCE_GROUP:
+        return _DRA_DECODERS.get(kind)
     return _storage_decoder(group, kind)
 
 
@@ -175,6 +192,14 @@ _STORAGE: dict[tuple[str, str], tuple[str, Decoder]] = {
 
 def _storage_decoder(group: str, kind: str) -> tuple[str, Decoder] | None:
     return _STORAGE.get((group, kind))
+
+
+_DRA_DECODERS: dict[str, tuple[str, Decoder]] = {
+    "DeviceClass": ("device_classes", decode_device_class),
+    "ResourceClaim": ("resource_claims", decode_resource_claim),
+    "ResourceClaimTemplate": ("claim_templates", decode_resource_claim_template),
+    "ResourceSlice": ("resource_slices", decode_resource_slice),
+}
 
 
 def _identity(kind: str, obj: Any) -> str:
@@ -213,7 +238,10 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
     problems: list[Problem] = []
     buckets: dict[str, list[Any]] = {
         k: []
-        for k in ("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs", "priority_classes")
+        for k in (
+            *("nodes", "hypernodes", "pods", "podgroups", "queues", "jobs", "priority_classes"),
+            *(bucket for bucket, _ in _DRA_DECODERS.values()),
+        )
     }
     buckets.update({k: [] for k, _ in _STORAGE.values()})
     seen: dict[str, Origin] = {}
@@ -272,6 +300,10 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
         jobs=tuple(buckets["jobs"]),
         priority_classes=tuple(buckets["priority_classes"]),
         **{k: tuple(buckets[k]) for k, _ in _STORAGE.values()},
+        device_classes=tuple(buckets["device_classes"]),
+        resource_claims=tuple(buckets["resource_claims"]),
+        claim_templates=tuple(buckets["claim_templates"]),
+        resource_slices=tuple(buckets["resource_slices"]),
         problems=tuple(problems),
     )
 

@@ -28,6 +28,8 @@ from tierra.cli.schedule import (
     warn_unusable_trees,
 )
 from tierra.scheduler import ClusterStore, Explanation, TierTrace, Verdict, explain_gang
+from tierra.scheduler.devices.constraint import EXTENSION as DEVICES
+from tierra.scheduler.devices.placement import device_snapshot
 from tierra.scheduler.explain.reasons import best_first, tally
 
 
@@ -89,7 +91,9 @@ def explain(
     key = gang if "/" in gang else f"default/{gang}"
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
-    cache = ClusterStore.from_snapshot(snapshot)
+    seen, devices, _ = device_snapshot(snapshot, cfg.scheduler_names)
+    cache = ClusterStore.from_snapshot(seen)
+    cache.extensions[DEVICES] = devices  # DRA: which nodes can serve each pod's claims
     warn_unusable_trees(cache)
     _, exp = explain_gang(cache, key, cfg, now=clock)
     if exp.status == "unknown":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -37,6 +38,13 @@ from tierra.scheduler import (
     load_config,
     run_session,
 )
+from tierra.scheduler.devices.constraint import EXTENSION
+from tierra.scheduler.devices.placement import (
+    device_snapshot,
+    devices_dict,
+    session_allocations,
+)
+from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
 
 ConfigOption = Annotated[
     Path | None,
@@ -233,10 +241,42 @@ def schedule(
     snapshot = checked_snapshot(files)
     note_other_schedulers(snapshot, cfg)
     note_gated(snapshot, cfg)
-    cache = ClusterStore.from_snapshot(snapshot)
+    seen, devices, why = device_snapshot(snapshot, cfg.scheduler_names)
+    cache = ClusterStore.from_snapshot(seen)
+    cache.extensions[EXTENSION] = devices
     warn_unusable_trees(cache)
     result = run_session(cache, cfg, now=clock)
+    placed = session_allocations(result, devices, {p.key: p for p in snapshot.pods})
     if output is Output.TEXT:
         render(result)
+        render_devices(placed, why)
     else:
-        print_document(result.to_dict(), output)
+        doc = result.to_dict()
+        for b in doc["bindings"]:
+            if b["pod"] in placed:
+                b["devices"] = devices_dict(placed[b["pod"]])
+        if why:
+            doc["devices"] = {pod: str(r) for pod, r in sorted(why.items())}
+        print_document(doc, output)
+
+
+def render_devices(
+    placed: Mapping[str, Sequence[ClaimAllocation]], why: Mapping[str, DeviceRefusal]
+) -> None:
+    """Each bound pod's allocated devices, and why pods with claims have no node."""
+    if placed:
+        table = Table(title="Devices", title_justify="left")
+        for col in ("pod", "claim", "request", "device"):
+            table.add_column(col)
+        for pod, allocations in placed.items():
+            for a in allocations:
+                for r in a.allocation.results:
+                    table.add_row(
+                        escape(pod),
+                        escape(a.claim),
+                        escape(r.request),
+                        escape(f"{r.driver}/{r.pool}/{r.device}"),
+                    )
+        console.print(table)
+    for pod, refusal in sorted(why.items()):
+        console.print(f"{escape(pod)}: no node can allocate its claims: {escape(str(refusal))}")

@@ -51,7 +51,7 @@ def validate(
     else:  # a topology file: nothing the scheduler would judge, so it is not even imported
         index = TopologyIndex.build(snapshot.nodes, snapshot.hypernodes, snapshot.problems)
         refused = []
-    problems = [*snapshot.problems, *index.problems, *refused]
+    problems = [*snapshot.problems, *index.problems, *refused, *_dra_problems(snapshot)]
     problems.sort(
         key=lambda p: (
             p.origin.file if p.origin else "",
@@ -115,3 +115,13 @@ def _scheduler_problems(
         *podgroup_queue_problems(snapshot.podgroups, queues),
         *refusals(cache, config),
     ]
+
+
+def _dra_problems(snapshot: Snapshot) -> list[Problem]:
+    """Claims no node could ever serve: unknown DeviceClasses, selectors that do not compile."""
+    dra = snapshot.device_classes or snapshot.resource_claims or snapshot.claim_templates
+    if not dra and not any(p.resource_claims for p in snapshot.pods):
+        return []
+    from tierra.scheduler.devices.checks import dra_problems  # noqa: PLC0415 - DRA inputs only
+
+    return dra_problems(snapshot)

@@ -35,6 +35,9 @@ FILES: dict[str, tuple[r.Resource, ...]] = {
     # what the pod rules read (volumes, namespace selectors): the same verdicts offline
     "storage.json": (r.PVCS, r.PVS, r.STORAGE_CLASSES, r.CSINODES),
     "namespaces.json": (r.NAMESPACES,),
+    "deviceclasses.json": (r.DEVICE_CLASSES,),
+    "resourceclaims.json": (r.RESOURCE_CLAIMS, r.RESOURCE_CLAIM_TEMPLATES),
+    "resourceslices.json": (r.RESOURCE_SLICES,),
 }
 
 

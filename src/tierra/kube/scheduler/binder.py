@@ -35,6 +35,7 @@ from tierra.kube import resources as r
 from tierra.kube.client import ApiError, Kube
 from tierra.kube.informer import Backoff
 from tierra.kube.scheduler import decode
+from tierra.kube.scheduler.dra_bind import ClaimWriter
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
 from tierra.kube.scheduler.storage_feed import pre_bind
@@ -60,6 +61,7 @@ class Binder:
         eviction_timeout: float = 120.0,
         on_failure: Callable[[], None] = lambda: None,
         on_bound: Callable[[str, Sequence[Binding]], None] = lambda gang, b: None,
+        claims: ClaimWriter | None = None,
     ) -> None:
         self.kube = kube
         self.feed = feed
@@ -68,6 +70,7 @@ class Binder:
         self.eviction_timeout = eviction_timeout
         self.on_failure = on_failure
         self.on_bound = on_bound
+        self.claims = claims  # DRA: claims allocated before a binding, released after a failed one
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._victims: list[asyncio.Task[bool]] = []  # this session's evictions
@@ -196,6 +199,9 @@ class Binder:
     # -- bindings --------------------------------------------------------------------
 
     async def _bind_gang(self, gang: str, bindings: list[Binding]) -> None:
+        if self.claims is not None and not await self._reserve_claims(bindings):
+            self.on_failure()
+            return
         results = await asyncio.gather(*(self._bind(b) for b in bindings))
         if all(results):
             created = [self.feed.created.pop(b.pod, 0.0) for b in bindings]
@@ -212,7 +218,26 @@ class Binder:
         self.metrics.forgotten.inc()
         self.feed.apply(lambda: self.feed.cache.forget(key))
 
+    async def _reserve_claims(self, bindings: list[Binding]) -> bool:
+        """DRA: every pod's claims allocated before any pod of the gang is bound; when one
+        cannot be, all are released and no pod is bound (all-or-nothing covers devices)."""
+        assert self.claims is not None
+        for i, b in enumerate(bindings):
+            if not await self.claims.reserve(b):
+                for done in bindings[:i]:
+                    await self.claims.release(done)
+                for each in bindings:
+                    self._forget(each.pod)
+                return False
+        return True
+
     async def _bind(self, b: Binding) -> bool:
+        bound = await self._post_binding(b)
+        if not bound and self.claims is not None:
+            await self.claims.release(b)
+        return bound
+
+    async def _post_binding(self, b: Binding) -> bool:
         namespace, name = _split(b.pod)
         try:  # VolumeBinding's pre-bind: claimRef or selected-node first (storage_feed.py)
             await pre_bind(self.kube, self.feed.cache, b.pod)

@@ -33,12 +33,15 @@ from tierra.kube.events import EventRecorder
 from tierra.kube.leader import LeaderElector
 from tierra.kube.scheduler.autoscaling import AutoscalerSignals
 from tierra.kube.scheduler.binder import Binder
+from tierra.kube.scheduler.dra_bind import ClaimWriter
+from tierra.kube.scheduler.dra_feed import DraFeed
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
 from tierra.kube.scheduler.queue_status_writer import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
 from tierra.scheduler.config import SchedulerConfig
+from tierra.scheduler.devices.constraint import EXTENSION as DEVICES
 from tierra.scheduler.result import Binding, Decision, SessionResult
 from tierra.scheduler.session import run_session
 from tierra.scheduler.state.memory import Memory
@@ -94,6 +97,7 @@ class SchedulerComponent:
         )
         self.elector: LeaderElector | None = None
         self.binder: Binder | None = None
+        self.dra: DraFeed | None = None  # when the API server serves resource.k8s.io/v1
         self.servers: list[Server] = []
 
     def trigger(self) -> None:
@@ -134,7 +138,10 @@ class SchedulerComponent:
 
     async def run(self) -> None:
         """Run until cancelled; raise LostLease when the Lease was lost."""
-        optional = [r.WORKLOAD_PODGROUPS, *r.HYPERNODES, r.VOLCANO_PODGROUPS, r.VOLCANO_QUEUES]
+        optional = [
+            *(r.WORKLOAD_PODGROUPS, *r.HYPERNODES, r.VOLCANO_PODGROUPS, r.VOLCANO_QUEUES),
+            *r.DRA,
+        ]
         served = await r.served(self.kube, optional)
         for res in optional:
             if res not in served:
@@ -151,6 +158,9 @@ class SchedulerComponent:
             on_change=self.trigger,
             served=served,
         )
+        if all(res in served for res in r.DRA):
+            self.dra = DraFeed(self.feed, self.recorder)
+            self.cache.extensions[DEVICES] = self.dra.devices
         await self._serve()
         background = [
             asyncio.create_task(i.run(), name=f"informer {i.name}") for i in self.feed.informers
@@ -238,6 +248,7 @@ class SchedulerComponent:
             retry_for=self.options.bind_retry_for,
             on_failure=self.trigger,
             on_bound=bound,
+            claims=ClaimWriter(self.kube, self.dra) if self.dra is not None else None,
         )
         self.binder = binder
         writer = asyncio.create_task(status.run(), name="status")
@@ -279,6 +290,8 @@ class SchedulerComponent:
                 loop.call_soon_threadsafe(binder.decided, d)
 
         started = time.perf_counter()
+        if self.dra is not None:
+            self.dra.refresh()
         binder.begin()
         with feed.session():
             result = await asyncio.to_thread(

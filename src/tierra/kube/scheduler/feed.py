@@ -123,6 +123,10 @@ class Feed:
         self._pod_levels: dict[str, frozenset[str]] = {}
         self._level_count: Counter[str] = Counter()
         self.informers: list[Informer[Any]] = []
+        # What the cache gets for a pod and a node (dra_feed.py adds their devices, and
+        # keeps pods with claims to their device nodes); as decoded by default.
+        self.adjust_pod: Callable[[Pod], Pod] = lambda pod: pod
+        self.adjust_node: Callable[[Node], Node] = lambda node: node
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.NODES, decode.node, self._node),
             (r.PODS, decode.pod, self._pod),
@@ -204,7 +208,7 @@ class Feed:
             self.cache.remove_node(event.key)
         else:
             assert event.obj is not None
-            self.cache.upsert_node(event.obj)
+            self.cache.upsert_node(self.adjust_node(event.obj))
             if (self._keyed or self._level_count) and not self.listing:
                 self._resolve_keys()
         self.on_change()
@@ -240,7 +244,7 @@ class Feed:
             return
         assert event.obj is not None
         live = event.obj
-        pod = live.pod
+        pod = self.adjust_pod(live.pod)
         if live.unschedulable is None:
             self.unschedulable.pop(key, None)
         else:

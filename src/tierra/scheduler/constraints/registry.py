@@ -24,17 +24,21 @@ from tierra.scheduler.constraints.rank_order import RankOrder
 from tierra.scheduler.constraints.scores import PolicyScores
 from tierra.scheduler.constraints.slices import InnerSlices
 from tierra.scheduler.constraints.tier_limit import TierLimits
+from tierra.scheduler.devices.cliques import NvlinkCliques
+from tierra.scheduler.devices.constraint import DeviceClaims
 from tierra.scheduler.podrules.constraints import CONSTRAINTS as POD_RULES
 
 DEFAULT: tuple[Constraint, ...] = (
     QueueCapability(),
     NodeEligibility(),
     *POD_RULES,  # kube-scheduler's pod filters: ports, inter-pod affinity, spread, volumes
+    DeviceClaims(),  # DRA: nodes that can serve a pod's claims; devices reserved per gang
     TierLimits(),
     BoundedWait(),
     ExclusiveDomains(),
     NodeRepair(),
     DegradedDomains(),
+    NvlinkCliques(),  # a gang inside one NVLink clique where one holds it (a preference)
     PolicyScores(),
     Contention(),
     InnerSlices(),  # Kueue's multi-layer slices: refuses before ranks are handed out

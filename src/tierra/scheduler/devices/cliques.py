@@ -1,0 +1,89 @@
+"""A gang kept inside one NVLink clique where one can hold it: domains spanning several
+cliques are tried after those within one.
+
+Multi-node NVLink (GB200 NVL72 and its successors) joins GPUs of several nodes into one
+domain, a *clique*, as NVML reports it (the fabric's cluster UUID and clique ID). Nodes
+carry it as GPU feature discovery labels it, ``nvidia.com/gpu.clique`` =
+``<cluster UUID>.<clique ID>``; NVIDIA's DRA driver (k8s-dra-driver-gpu) publishes no
+clique attribute on its GPU devices today (cmd/gpu-kubelet-plugin/deviceinfo.go: type,
+uuid, productName, brand, architecture, versions, pcieBusID, addressingMode, pcieRoot),
+so a ``cliqueID`` (or ``clique``) attribute under the GPU driver, where a driver does
+publish one, is read too, as tierra's discovery reads it (``discovery/dra.py``).
+
+The constraint's word is a preference (``Candidacy.later``), never a refusal: a gang
+that no single clique holds still goes to a domain spanning several. Nodes without a
+clique are neutral (a domain of such nodes spans none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tierra.scheduler.constraints.protocol import Ask, Candidacy, Constraint, Cycle, Refusal
+from tierra.scheduler.devices.constraint import device_state
+from tierra.topology.index import IntArray
+
+if TYPE_CHECKING:
+    from tierra.scheduler.state.store import ClusterStore
+
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+GPU_DRIVER = "gpu.nvidia.com"
+CLIQUE_ATTRIBUTES = (f"{GPU_DRIVER}/cliqueID", f"{GPU_DRIVER}/clique", "cliqueID", "clique")
+SPANS = "spans several NVLink cliques"
+
+
+def node_cliques(store: ClusterStore) -> IntArray:
+    """Per node of the store's index, its clique as a small integer (-1: none known)."""
+    from_devices: dict[str, str] = {}
+    devices = device_state(store)
+    if devices is not None:
+        from_devices = devices.node_cliques(CLIQUE_ATTRIBUTES)
+    labels = {n.name: n.labels.get(CLIQUE_LABEL, "") for n in store.nodes}
+    names = store.index.node_names
+    raw = [labels.get(n) or from_devices.get(n, "") for n in names]
+    known = sorted({c for c in raw if c})
+    code = {c: i for i, c in enumerate(known)}
+    return np.asarray([code.get(c, -1) for c in raw], dtype=np.int64)
+
+
+def spanning(store: ClusterStore, cliques: IntArray, domains: IntArray) -> np.ndarray:
+    """Per domain: its nodes hold more than one clique (min and max over known ones)."""
+    index = store.index
+    ptr, idx = index.real_ptr, index.real_idx
+    if not len(idx):
+        return np.zeros(len(domains), dtype=bool)
+    values = cliques[idx]
+    big = np.iinfo(np.int64).max
+    starts = np.minimum(ptr[:-1], len(idx) - 1)
+    lows = np.minimum.reduceat(np.where(values < 0, big, values), starts)
+    highs = np.maximum.reduceat(values, starts)
+    nonempty = ptr[1:] > ptr[:-1]
+    out = nonempty & (highs >= 0) & (lows != big) & (lows < highs)
+    return np.asarray(out[domains], dtype=bool)
+
+
+@dataclass(frozen=True, slots=True)
+class NvlinkCliques(Constraint):
+    name = "nvlink-cliques"
+
+    def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
+        if not ask.new_gang or not len(domains):
+            return None
+        data = cycle.data.setdefault(self.name, {})
+        cliques = data.get("cliques")
+        if cliques is None:
+            cliques = data["cliques"] = node_cliques(cycle.store)
+        if not (cliques >= 0).any():
+            return None
+        later = spanning(cycle.store, cliques, domains)
+        if not later.any():
+            return None
+        return Candidacy(later=later, refusal=Refusal(self, SPANS, int(later.sum())))
+
+    def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
+        if domain is None:
+            return f"{refusal.count} domains span several NVLink cliques (tried last)"
+        return "spans several NVLink cliques, tried after domains within one"

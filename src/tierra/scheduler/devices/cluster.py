@@ -1,0 +1,357 @@
+"""A cluster's DRA state, and what it means for one pod: its claims, its nodes, its devices.
+
+As kube-scheduler's DynamicResources plugin reads it (PreFilter/Filter): a pod's claim is
+named directly or, for a template, by the name the resourceclaim controller recorded in
+the pod's status (until then the pod waits); an allocated claim pins the pod to the
+claim's node selector and is not allocated again (a claim shared by several pods is
+allocated once); the devices in use are those of every allocated claim (admin access
+aside, whoever allocated it) and of every allocation tierra made and has not yet seen
+come back from the API (``assumed``). The rest is the allocator's.
+
+Mutable on purpose: the Kubernetes edge keeps one and feeds it events; a snapshot builds
+one from its objects. The allocator (and its remembered selector results) is rebuilt
+only when classes or slices change.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from tierra.api.node import Node
+from tierra.api.pod import Pod
+from tierra.api.resource import (
+    Allocation,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from tierra.scheduler.devices import counts
+from tierra.scheduler.devices.allocator import DeviceAllocator
+from tierra.scheduler.devices.matrix import Counted, DeviceMatrix, count_claims
+from tierra.scheduler.devices.pools import DeviceId, NodeInfo
+from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
+
+MAX_RESERVED_FOR = 256  # resourceapi.ResourceClaimReservedForMaxSize
+
+
+@dataclass(slots=True)
+class DeviceCluster:
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    claims: dict[str, ResourceClaim] = field(default_factory=dict)  # ns/name
+    templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
+    slices: dict[str, ResourceSlice] = field(default_factory=dict)
+    assumed: dict[str, Allocation] = field(default_factory=dict)  # claim -> our allocation
+    generation: int = 0  # bumped on every change: cached eligibility is stale
+    device_generation: int = 0  # bumped when classes or slices change: node room is stale
+    _allocator: DeviceAllocator | None = None
+    _previous: DeviceAllocator | None = field(default=None, repr=False, compare=False)
+    # Eligibility per (claims' signature, node rules, nodes) until anything changes:
+    # a gang's pods made from one template have equal claims and share the answer.
+    _eligible: dict[Hashable, tuple[tuple[str, ...], DeviceRefusal | None]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _eligible_at: int = -1
+    _cliques: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    _cliques_at: int = -1
+    _in_use: set[DeviceId] = field(default_factory=set, repr=False, compare=False)
+    _in_use_at: int = -1
+    # The session's thread reads (and reserves) while the adapter's binder writes.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        classes: Iterable[DeviceClass],
+        claims: Iterable[ResourceClaim],
+        templates: Iterable[ResourceClaimTemplate],
+        slices: Iterable[ResourceSlice],
+    ) -> DeviceCluster:
+        return cls(
+            classes={c.meta.name: c for c in classes},
+            claims={c.key: c for c in claims},
+            templates={f"{t.meta.namespace}/{t.meta.name}": t for t in templates},
+            slices={s.meta.name: s for s in slices},
+        )
+
+    def changed(self, *, devices: bool = False) -> None:
+        """Something changed; ``devices``: classes or slices (the allocator is rebuilt)."""
+        self.generation += 1
+        if devices:
+            self.device_generation += 1
+            self._previous = self._allocator or self._previous
+            self._allocator = None
+
+    @property
+    def allocator(self) -> DeviceAllocator:
+        if self._allocator is None:
+            ordered = [self.slices[k] for k in sorted(self.slices)]
+            fresh = DeviceAllocator(dict(self.classes), ordered)
+            if self._previous is not None:
+                fresh.inherit(self._previous)
+                self._previous = None
+            self._allocator = fresh
+        return self._allocator
+
+    def allocation_of(self, key: str) -> Allocation | None:
+        claim = self.claims.get(key)
+        if claim is not None and claim.allocation is not None:
+            return claim.allocation
+        return self.assumed.get(key)
+
+    def in_use(self) -> set[DeviceId]:
+        """Every device an allocated or assumed claim holds (admin access aside),
+        remembered until anything changes (every pod's eligibility reads it)."""
+        if self._in_use_at == self.generation:
+            return self._in_use
+        out: set[DeviceId] = set()
+        for key in {*self.claims, *self.assumed}:
+            allocation = self.allocation_of(key)
+            if allocation is not None:
+                out.update(r.device_id for r in allocation.results if not r.admin_access)
+        self._in_use, self._in_use_at = out, self.generation
+        return out
+
+    def claims_of(self, pod: Pod) -> list[ResourceClaim] | DeviceRefusal:
+        out = []
+        for c in pod.resource_claims:
+            if not c.claim_name:
+                reason = (
+                    f"waiting for the ResourceClaim of template {c.template_name} "
+                    f"(pod claim {c.name}) to be created"
+                )
+                return DeviceRefusal(f"Pod/{pod.key}", "", reason)
+            key = f"{pod.namespace}/{c.claim_name}"
+            claim = self.claims.get(key)
+            if claim is None:
+                return DeviceRefusal(f"ResourceClaim/{key}", "", "not found")
+            refs = claim.reserved_for
+            if len(refs) >= MAX_RESERVED_FOR and all(r.uid != pod.meta.uid for r in refs):
+                return DeviceRefusal(claim.ref, "", "reserved for the most pods a claim allows")
+            out.append(claim)
+        return out
+
+    def plan(self, pod: Pod, node: Node | NodeInfo) -> tuple[ClaimAllocation, ...] | DeviceRefusal:
+        """The allocations the pod's unallocated claims get on ``node``, or why not."""
+        claims = self.claims_of(pod)
+        if isinstance(claims, DeviceRefusal):
+            return claims
+        info = node if isinstance(node, NodeInfo) else NodeInfo(node.name, node.labels)
+        todo = []
+        for claim in claims:
+            allocation = self.allocation_of(claim.key)
+            if allocation is None:
+                todo.append(claim)
+                continue
+            terms = allocation.node_selector
+            if terms is not None and not any(t.matches(info.name, info.labels) for t in terms):
+                reason = f"allocated on other nodes; node {info.name} is not one of them"
+                return DeviceRefusal(claim.ref, "", reason)
+        return self.allocator.allocate(todo, info, self.in_use())
+
+    def node_devices(self, node: Node | NodeInfo) -> dict[str, int]:
+        """The node's devices as room, per class (``devices.tierra.dev/<class>``)."""
+        info = node if isinstance(node, NodeInfo) else NodeInfo(node.name, node.labels)
+        return counts.node_devices(self.allocator, info)
+
+    def pod_devices(self, pod: Pod) -> dict[str, int]:
+        """The devices a pod asks for (pending) or holds (bound), per class."""
+        claims = self.claims_of(pod)
+        if isinstance(claims, DeviceRefusal):
+            return {}
+        allocations = {c.key: self.allocation_of(c.key) for c in claims}
+        if pod.holds_resources:
+            return counts.held_devices(pod, claims, allocations)
+        if pod.bound or pod.terminated:
+            return {}
+        return counts.pending_requests(claims, {k: v is not None for k, v in allocations.items()})
+
+    def signature(self, pod: Pod) -> Hashable:
+        """What of the pod its eligibility depends on: each claim's spec, or where it is
+        allocated already (claims differ by name only: equal signatures)."""
+        claims = self.claims_of(pod)
+        if isinstance(claims, DeviceRefusal):
+            return ("refused", claims)
+        parts: list[Hashable] = []
+        for c in claims:
+            allocation = self.allocation_of(c.key)
+            parts.append(
+                ("allocated", allocation.node_selector)
+                if allocation is not None
+                else ("spec", repr(c.spec))
+            )
+        return tuple(parts)
+
+    def eligible(
+        self, pod: Pod, nodes: Sequence[Node]
+    ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
+        """The nodes whose devices can serve the pod's claims, and the first refusal."""
+        key = self._key(pod, nodes)
+        found = self._remembered(pod, key)
+        if found is None:
+            found = self._eligible[key] = self._eligible_now(pod, nodes)
+        return found
+
+    def eligible_unlocked(
+        self, pod: Pod, nodes: Sequence[Node]
+    ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
+        """``eligible`` for the session's thread: the lock is held only to look up and to
+        copy the state (a view sharing the allocator), never while the answer is
+        computed, so the adapter's event loop is not kept waiting on it."""
+        with self.lock:
+            key = self._key(pod, nodes)
+            found = self._remembered(pod, key)
+            if found is not None:
+                return found
+            view = self.view()
+        found = view._eligible_now(pod, nodes)
+        with self.lock:
+            if self.generation == view.generation:
+                self._eligible[key] = found
+        return found
+
+    def view(self) -> DeviceCluster:
+        """A copy of the state's objects that later events do not change (same allocator)."""
+        return DeviceCluster(
+            classes=dict(self.classes),
+            claims=dict(self.claims),
+            templates=dict(self.templates),
+            slices=dict(self.slices),
+            assumed=dict(self.assumed),
+            generation=self.generation,
+            device_generation=self.device_generation,
+            _allocator=self.allocator,
+        )
+
+    def _key(self, pod: Pod, nodes: Sequence[Node]) -> Hashable:
+        return (
+            self.signature(pod),
+            tuple(sorted(pod.node_selector.items())),
+            pod.affinity_terms,
+            tuple(n.name for n in nodes),
+        )
+
+    def _remembered(
+        self, pod: Pod, key: Hashable
+    ) -> tuple[tuple[str, ...], DeviceRefusal | None] | None:
+        if self._eligible_at != self.generation:
+            self._eligible.clear()
+            self._eligible_at = self.generation
+        found = self._eligible.get(key)
+        if found is not None and found[1] is not None and not self._names(pod, found[1]):
+            return None  # the reason must name this pod's claim: computed again
+        return found
+
+    def _names(self, pod: Pod, refusal: DeviceRefusal) -> bool:
+        refs = {f"ResourceClaim/{pod.namespace}/{c.claim_name}" for c in pod.resource_claims}
+        return refusal.claim in refs or refusal.claim == f"Pod/{pod.key}"
+
+    def _eligible_now(
+        self, pod: Pod, nodes: Sequence[Node]
+    ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
+        claims = self.claims_of(pod)
+        if isinstance(claims, DeviceRefusal):
+            return (), claims
+        local = self._nodes_with_devices()
+        needs = self._needs_devices(claims)
+        candidates = [
+            node
+            for node in nodes
+            if (local is None or node.name in local or not needs) and _allowed(pod, node)
+        ]
+        counted = self._counted(claims, needs)
+        names: list[str] = []
+        first: DeviceRefusal | None = None
+        trusted = False  # counts exact and one full search agreed: the rest by counts
+        for node in candidates:
+            if counted is not None:
+                matrix, verdict = counted
+                i = matrix.node_ix.get(node.name)
+                if i is None or not verdict.passes[i]:
+                    continue  # short of devices: a reason is made below only if none fits
+                if trusted:
+                    names.append(node.name)
+                    continue
+            result = self.plan(pod, node)
+            if isinstance(result, DeviceRefusal):
+                if counted is not None and counted[1].exact:
+                    return self._eligible_searched(pod, candidates)  # counts were wrong
+                first = first or result
+            else:
+                names.append(node.name)
+                trusted = counted is not None and counted[1].exact
+        if not names and counted is not None and candidates:
+            return self._eligible_searched(pod, candidates[:1])
+        if not names and first is None:
+            first = DeviceRefusal(
+                claims[0].ref if claims else f"Pod/{pod.key}", "", "no node has devices"
+            )
+        return tuple(names), (None if names else first)
+
+    def _counted(
+        self, claims: list[ResourceClaim], needs: bool
+    ) -> tuple[DeviceMatrix, Counted] | None:
+        """The nodes whose free devices can cover the claims, counted over the matrix."""
+        if not needs or any(self.allocation_of(c.key) is not None for c in claims):
+            return None
+        matrix = self.allocator.matrix()
+        if matrix is None:
+            return None
+        counted = count_claims(matrix, self.allocator, claims, self.in_use())
+        return None if counted is None else (matrix, counted)
+
+    def _eligible_searched(
+        self, pod: Pod, candidates: Sequence[Node]
+    ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
+        """The full search on every candidate (the reference the counts stand in for)."""
+        names: list[str] = []
+        first: DeviceRefusal | None = None
+        for node in candidates:
+            result = self.plan(pod, node)
+            if isinstance(result, DeviceRefusal):
+                first = first or result
+            else:
+                names.append(node.name)
+        return tuple(names), (None if names else first)
+
+    def node_cliques(self, attributes: tuple[str, ...]) -> dict[str, str]:
+        """Per node, the NVLink clique its devices report under one of ``attributes``
+        (the first found), remembered until slices change."""
+        if self._cliques_at == self.device_generation:
+            return self._cliques
+        out: dict[str, str] = {}
+        for key in sorted(self.slices):
+            s = self.slices[key]
+            if not s.node_name or s.node_name in out:
+                continue
+            for device in s.devices:
+                attr = next(
+                    (device.attributes.get(a) for a in attributes if a in device.attributes), None
+                )
+                if attr is not None and attr.value not in (None, ""):
+                    out[s.node_name] = str(attr.value)
+                    break
+        self._cliques, self._cliques_at = out, self.device_generation
+        return out
+
+    def _needs_devices(self, claims: list[ResourceClaim]) -> bool:
+        return any(self.allocation_of(c.key) is None for c in claims)
+
+    def _nodes_with_devices(self) -> set[str] | None:
+        """Nodes named by a slice; None when a slice may serve any node (selector, all)."""
+        out: set[str] = set()
+        for s in self.slices.values():
+            if not s.node_name:
+                return None
+            out.add(s.node_name)
+        return out
+
+
+def _allowed(pod: Pod, node: Node) -> bool:
+    """The pod's nodeSelector and required node affinity (the other filters stay the core's)."""
+    labels = node.labels
+    if any(labels.get(k) != v for k, v in pod.node_selector.items()):
+        return False
+    return not pod.affinity_terms or any(t.matches(node.name, labels) for t in pod.affinity_terms)

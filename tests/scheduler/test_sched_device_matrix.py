@@ -1,0 +1,99 @@
+"""Eligibility counted over the device matrix says what the full search says, node by
+node, for overlapping selectors, constraints, devices in use and devices that are short;
+a slice update keeps the verdicts of the devices it left as they were."""
+
+from __future__ import annotations
+
+import random
+
+from tests.scheduler.dra_builders import (
+    GPU,
+    GPU_CLASS_SELECTOR,
+    NIC,
+    claim,
+    device_class,
+    exactly,
+    gpu,
+    nic,
+    slice_,
+)
+
+from tierra.api.meta import ObjectMeta
+from tierra.api.node import Node
+from tierra.api.pod import Pod, PodClaim
+from tierra.api.resource import Allocation, DeviceResult
+from tierra.scheduler.devices.cluster import DeviceCluster
+
+ROOTS = ("pci0", "pci1", "pci2")
+
+
+def _cluster(rng: random.Random, n: int) -> DeviceCluster:
+    slices = []
+    for i in range(n):
+        g = [
+            gpu(f"gpu-{k}", rng.choice(ROOTS), memory=rng.choice(["40Gi", "80Gi"]))
+            for k in range(rng.randint(0, 5))
+        ]
+        k = [nic(f"nic-{j}", rng.choice(ROOTS)) for j in range(rng.randint(0, 4))]
+        slices.append(slice_(f"g{i}", GPU, g, node=f"n{i}"))
+        slices.append(slice_(f"k{i}", NIC, k, node=f"n{i}"))
+    classes = [
+        device_class(GPU, GPU_CLASS_SELECTOR),
+        device_class(NIC, f"device.driver == '{NIC}'"),
+    ]
+    return DeviceCluster.of(classes, [], [], slices)
+
+
+CLAIMS = [
+    [exactly("g", GPU, 2)],
+    [exactly("g", GPU, 2), exactly("k", NIC, 2)],
+    [
+        exactly("g", GPU, 1),
+        exactly(
+            "h", GPU, 2, "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('60Gi')) > 0"
+        ),
+    ],
+    [exactly("g", GPU, 3), exactly("h", GPU, 1)],
+]
+
+
+def test_counts_agree_with_the_search_on_every_node() -> None:
+    rng = random.Random(7)
+    for trial in range(12):
+        dc = _cluster(rng, 12)
+        nodes = [Node(meta=ObjectMeta(name=f"n{i}")) for i in range(13)]
+        requests = CLAIMS[trial % len(CLAIMS)]
+        extra = {}
+        if trial % 3 == 1:
+            extra["constraints"] = [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+        dc.claims["ns/c"] = claim("c", *requests, **extra)
+        if trial % 2:
+            used = DeviceResult(request="g", driver=GPU, pool="n1", device="gpu-0")
+            dc.assumed["ns/other"] = Allocation(results=(used,))
+        dc.changed()
+        p = Pod(
+            meta=ObjectMeta(name="p", namespace="ns", uid="u"),
+            resource_claims=(PodClaim("x", "c"),),
+        )
+        assert dc.allocator.matrix() is not None
+        counted = dc.eligible(p, nodes)
+        searched = dc._eligible_searched(p, nodes)
+        assert counted == searched, (trial, counted, searched)
+
+
+def test_a_slice_update_keeps_the_verdicts_of_unchanged_devices() -> None:
+    dc = _cluster(random.Random(3), 4)
+    dc.claims["ns/c"] = claim("c", exactly("g", GPU, 1))
+    nodes = [Node(meta=ObjectMeta(name=f"n{i}")) for i in range(4)]
+    p = Pod(
+        meta=ObjectMeta(name="p", namespace="ns", uid="u"), resource_claims=(PodClaim("x", "c"),)
+    )
+    dc.eligible(p, nodes)
+    before = len(dc.allocator._matches)
+    assert before
+    dc.slices["g0"] = slice_("g0", GPU, [gpu("gpu-9", "pci0")], node="n0")
+    dc.changed(devices=True)
+    kept = len(dc.allocator._matches)
+    assert 0 < kept < before  # n0's old GPUs' verdicts dropped, the others' kept
+    names, _ = dc.eligible(p, nodes)
+    assert "n0" in names
