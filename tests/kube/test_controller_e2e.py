@@ -425,9 +425,15 @@ def test_kueue_export_writes_topology_and_labels_and_cleans_up(tierra_plane: Con
                             value is not None
                         )
 
-                    await eventually(lambda: labelled("four-0", "four-r0"), 10, "four-0 labelled")
-                    assert await labelled("four-1", "four-r0")
-                    assert await labelled("four-2", "four-r1")
+                    # the export patches node by node: each label is awaited, not read once
+                    for node, rack in (
+                        ("four-0", "four-r0"),
+                        ("four-1", "four-r0"),
+                        ("four-2", "four-r1"),
+                    ):
+                        await eventually(
+                            lambda n=node, v=rack: labelled(n, v), 10, f"{node} labelled"
+                        )
 
                     async def slurm_conf() -> str:
                         try:
