@@ -14,18 +14,16 @@ from __future__ import annotations
 import os
 import ssl
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from types import TracebackType
 
 from tierra.kube.testing.controlplane import (
     KUBE_CONTROLLER_MANAGER,
     ControlPlane,
-    ControlPlaneError,
     ManagedProcess,
     find_binary,
     free_ports,
+    wait_http,
 )
 
 DEFAULT_CONTROLLERS = (
@@ -117,31 +115,9 @@ class ControllerManager:
             self._process = None
 
     def _wait_healthy(self) -> None:
-        process = self.process
         unverified = ssl.create_default_context()
         unverified.check_hostname = False
         unverified.verify_mode = ssl.CERT_NONE
-        url = f"https://127.0.0.1:{self.port}/healthz"
         deadline = time.monotonic() + self._start_timeout
-        last = "no answer yet"
-        while time.monotonic() < deadline:
-            code = process.poll()
-            if code is not None:
-                raise ControlPlaneError(
-                    f"kube-controller-manager exited with status {code} during start; "
-                    f"log {process.log_path}:\n{process.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(url, timeout=2, context=unverified) as response:
-                    if response.status == 200:
-                        return
-                    last = f"HTTP {response.status}"
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code}"
-            except (urllib.error.URLError, OSError) as exc:
-                last = str(exc)
-            time.sleep(0.2)
-        raise ControlPlaneError(
-            f"kube-controller-manager not healthy at {url} after {self._start_timeout:.0f} s "
-            f"(last: {last}); log {process.log_path}:\n{process.log_tail()}"
-        )
+        url = f"https://127.0.0.1:{self.port}/healthz"
+        wait_http(self.process, url, deadline, self._start_timeout, context=unverified)

@@ -295,6 +295,45 @@ def _start_timeout() -> float:
         return 90.0
 
 
+def wait_http(
+    process: ManagedProcess,
+    url: str,
+    deadline: float,
+    timeout: float,
+    *,
+    context: ssl.SSLContext | None,
+    token: str | None = None,
+) -> None:
+    """Poll ``url`` until it answers 200; fail with the process's log if it exits first or
+    ``deadline`` passes (``timeout`` is what the message says it waited)."""
+    request = urllib.request.Request(url)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    last = "no answer yet"
+    while True:
+        code = process.poll()
+        if code is not None:
+            raise ControlPlaneError(
+                f"{process.name} exited with status {code} during start; "
+                f"log {process.log_path}:\n{process.log_tail()}"
+            )
+        try:
+            with urllib.request.urlopen(request, timeout=2, context=context) as response:
+                if response.status == 200:
+                    return
+                last = f"HTTP {response.status}"
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code}"
+        except (urllib.error.URLError, OSError) as exc:
+            last = str(exc)
+        if time.monotonic() > deadline:
+            raise ControlPlaneError(
+                f"{process.name} not ready at {url} after {timeout:.0f} s "
+                f"(last: {last}); log {process.log_path}:\n{process.log_tail()}"
+            )
+        time.sleep(0.2)
+
+
 class ControlPlane:
     """etcd plus kube-apiserver in a temporary folder, removed again by :meth:`stop`.
 
@@ -580,32 +619,7 @@ class ControlPlane:
         context: ssl.SSLContext | None,
         token: str | None,
     ) -> None:
-        request = urllib.request.Request(url)
-        if token is not None:
-            request.add_header("Authorization", f"Bearer {token}")
-        last = "no answer yet"
-        while True:
-            code = process.poll()
-            if code is not None:
-                raise ControlPlaneError(
-                    f"{process.name} exited with status {code} during start; "
-                    f"log {process.log_path}:\n{process.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(request, timeout=2, context=context) as response:
-                    if response.status == 200:
-                        return
-                    last = f"HTTP {response.status}"
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code}"
-            except (urllib.error.URLError, OSError) as exc:
-                last = str(exc)
-            if time.monotonic() > deadline:
-                raise ControlPlaneError(
-                    f"{process.name} not ready at {url} after {self._start_timeout:.0f} s "
-                    f"(last: {last}); log {process.log_path}:\n{process.log_tail()}"
-                )
-            time.sleep(0.2)
+        wait_http(process, url, deadline, self._start_timeout, context=context, token=token)
 
     def _write_kubeconfigs(self) -> None:
         for identity in self.identities.values():
