@@ -41,6 +41,7 @@ from tierra.kube import resources as r
 from tierra.kube.client import STRATEGIC_PATCH, ApiError, Kube
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
+from tierra.kube.scheduler.status import flush_when_dirty
 from tierra.scheduler.result import SessionResult
 from tierra.scheduler.status import Code
 
@@ -137,13 +138,7 @@ class PodConditionWriter:
             self._dirty.set()
 
     async def run(self) -> None:
-        while True:
-            await self._dirty.wait()
-            self._dirty.clear()
-            wait = await self.flush()
-            if wait is not None:
-                await asyncio.sleep(wait)
-                self._dirty.set()
+        await flush_when_dirty(self._dirty, self.flush)
 
     async def flush(self, *, force: bool = False) -> float | None:
         """Write what is due; the seconds until the rest is due (None: nothing left)."""

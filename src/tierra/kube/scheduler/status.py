@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -55,6 +55,20 @@ class _Group:
     written_at: float = -1e18
     state: tuple[str, str] = ("", "")  # the condition's (type, status) last written
     since: str = ""  # ... and when it took that state
+
+
+async def flush_when_dirty(
+    dirty: asyncio.Event, flush: Callable[[], Awaitable[float | None]]
+) -> None:
+    """A writer's loop: flush whenever something is due; when ``flush`` says the rest is
+    due in N seconds (rate limits), come back then."""
+    while True:
+        await dirty.wait()
+        dirty.clear()
+        wait = await flush()
+        if wait is not None:
+            await asyncio.sleep(wait)
+            dirty.set()
 
 
 class StatusWriter:
@@ -205,13 +219,7 @@ class StatusWriter:
     # -- writing ---------------------------------------------------------------------
 
     async def run(self) -> None:
-        while True:
-            await self._dirty.wait()
-            self._dirty.clear()
-            wait = await self.flush()
-            if wait is not None:
-                await asyncio.sleep(wait)
-                self._dirty.set()
+        await flush_when_dirty(self._dirty, self.flush)
 
     async def flush(self, *, force: bool = False) -> float | None:
         """Write what is due; the seconds until the next write is due (None: nothing)."""
