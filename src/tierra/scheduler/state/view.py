@@ -29,40 +29,18 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections import Counter
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Self, TypeVar
 
 if TYPE_CHECKING:
     from tierra.api.pod import Pod
-    from tierra.scheduler.state.store import ClusterStore
-    from tierra.topology.index import IntArray
+    from tierra.topology.index import IntArray, TopologyIndex
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-# tables a session may change (commit) or read while the store is fed: copied on a fork
-_DICTS = (
-    "pods",
-    "podgroups",
-    "queues",
-    "priority_classes",
-    "hypernodes",
-    "hypernode_problems",
-    "node_of",
-    "vec_of",
-    "pending",
-    "gang_of",
-    "gang_used",
-    "solo_used",
-    "queue_used",
-    "gang_changed_at",
-    "_shape_of",
-    "_links",
-    "extensions",
-)
-_COUNTERS = ("queue_running", "_holders", "priorities", "shape_gpus")
 
 
 @dataclass(slots=True)
@@ -70,7 +48,7 @@ class Viewing:
     """The store's side of an open view: the view, whether (and when) it forked, and what
     the store was fed since (to stamp again when the view closes)."""
 
-    view: ClusterStore
+    view: Viewed
     forked_at: int | None = None  # how many of the view's commits the fork holds
     gangs: set[str] = field(default_factory=set)  # gangs (or lone pods) fed since
     nodes: set[str] = field(default_factory=set)  # nodes a pod fed since left
@@ -86,66 +64,116 @@ class Kept:
     evicted: list[tuple[str, int, IntArray]]
 
 
-def fed(
-    method: Callable[Concatenate[ClusterStore, P], R],
-) -> Callable[Concatenate[ClusterStore, P], R]:
+class Feedable:
+    """What ``fed`` needs of a part of the store that is fed (``Viewed`` holds it)."""
+
+    viewing: Viewing | None  # the open view (on the store)
+    lock: threading.RLock
+
+    if TYPE_CHECKING:
+
+        def _fork(self) -> None: ...
+
+
+S = TypeVar("S", bound=Feedable)
+
+
+def fed(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
     """A change fed to the store: while a view is open, under the lock, forked first."""
 
     @functools.wraps(method)
-    def wrapper(store: ClusterStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+    def wrapper(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         viewing = store.viewing
         if viewing is None:
             return method(store, *args, **kwargs)
         with store.lock:
             if viewing.forked_at is None:
-                fork(store, viewing)
+                store._fork()
             return method(store, *args, **kwargs)
 
     return wrapper
 
 
-def fork(store: ClusterStore, viewing: Viewing) -> None:
-    """Give ``store`` its own copies of everything the view reads or changes."""
-    viewing.forked_at = len(store_commits(viewing.view))
-    for name in _DICTS:
-        setattr(store, name, dict(getattr(store, name)))
-    for name in _COUNTERS:
-        setattr(store, name, Counter(getattr(store, name)))
-    store.assumed = set(store.assumed)
-    store.members = {k: dict(v) for k, v in store.members.items()}
-    store.dom_freed_at = store.dom_freed_at.copy()
-    cap = copy.copy(store.capacity)
-    cap.node_used = cap.node_used.copy()
-    cap.dom_used = cap.dom_used.copy()
-    store.capacity = cap
-    health = copy.copy(store.health)
-    health.node_flags = health.node_flags.copy()
-    health.counts = health.counts.copy()
-    health.unhealthy_nodes = health.unhealthy_nodes.copy()
-    store.health = health
-    store.filter = store.filter.forked(store.own_nodes(), health)
-    store.view = replace(store.view, capacity=cap)
+class Viewed(Feedable):
+    """The view part of ``ClusterStore``: open, fork, replay, close (module docstring)."""
 
+    kept: list[Kept] | None  # (on a view) its commits
 
-def store_commits(view: ClusterStore) -> list[Kept]:
-    kept = view.kept
-    assert kept is not None, "not a view"
-    return kept
+    if TYPE_CHECKING:  # held by the other parts of the store
+        clock: int
+        freed_at: int
+        _healthy: tuple[int, IntArray | None]
+        pods: dict[str, Pod]
+        pending: dict[str, None]
+        index: TopologyIndex
 
+        def _fork_objects(self) -> None: ...
+        def _fork_usage(self) -> None: ...
+        def _fork_assume(self) -> None: ...
+        def _fork_clock(self) -> None: ...
+        def _fork_topology(self) -> None: ...
+        def _fork_extensions(self) -> None: ...
+        def remove_pod(self, key: str) -> None: ...
+        def assume(self, pod_key: str, node: str) -> None: ...
+        def stamp_again(self, gangs: set[str], nodes: set[str], *, freed: bool) -> None: ...
 
-def replay(store: ClusterStore, viewing: Viewing) -> None:
-    """After a fork: the view's later decisions on the store, then what was fed stamped
-    after them (see the module docstring). The store's lock is held."""
-    view = viewing.view
-    store.clock = max(store.clock, view.clock)
-    assert viewing.forked_at is not None
-    names = view.index.node_names
-    for kept in store_commits(view)[viewing.forked_at :]:
-        for key, _, _ in kept.evicted:
-            if key in store.pods:
-                store.remove_pod(key)
-        for pod, n, _ in kept.assigned:
-            key, node = pod.key, names[n]
-            if key in store.pending and node in store.index.node_ix:
-                store.assume(key, node)
-    store.stamp_again(viewing.gangs, viewing.nodes, freed=viewing.freed)
+    def _init_view(self) -> None:
+        self.viewing = None
+        self.lock = threading.RLock()
+        self.kept = None
+
+    def open_view(self) -> Self:
+        """What one session reads and keeps its decisions in: this store's tables, until
+        the store is fed while the session runs (then the store forks). One at a time."""
+        if self.viewing is not None:
+            raise RuntimeError("ClusterStore.open_view: a session already runs on this store")
+        view = copy.copy(self)
+        view.kept = []
+        self.viewing = Viewing(view)
+        return view
+
+    def close_view(self, view: Self) -> None:
+        """The session on ``view`` ended: its decisions are the store's (see above)."""
+        viewing = self.viewing
+        if viewing is None or viewing.view is not view:
+            raise RuntimeError("ClusterStore.close_view: not this store's open view")
+        with self.lock:
+            self.viewing = None
+            if viewing.forked_at is None:
+                self.clock, self.freed_at, self._healthy = view.clock, view.freed_at, view._healthy
+                return
+            self._replay(view, viewing.forked_at)
+            self.stamp_again(viewing.gangs, viewing.nodes, freed=viewing.freed)
+
+    def deciding(self) -> AbstractContextManager[object]:
+        """Held while a session places one gang, so a fork falls between two gangs."""
+        viewing = self.viewing
+        if viewing is None or viewing.forked_at is not None:
+            return nullcontext()
+        return self.lock
+
+    def _fork(self) -> None:
+        """Give the store its own copies of everything the open view reads or changes."""
+        viewing = self.viewing
+        assert viewing is not None and viewing.view.kept is not None, "no open view"
+        viewing.forked_at = len(viewing.view.kept)
+        self._fork_objects()
+        self._fork_usage()
+        self._fork_assume()
+        self._fork_clock()
+        self._fork_topology()
+        self._fork_extensions()
+
+    def _replay(self, view: Self, forked_at: int) -> None:
+        """After a fork: the view's later decisions on the store (the lock is held)."""
+        self.clock = max(self.clock, view.clock)
+        assert view.kept is not None
+        names = view.index.node_names
+        for kept in view.kept[forked_at:]:
+            for key, _, _ in kept.evicted:
+                if key in self.pods:
+                    self.remove_pod(key)
+            for pod, n, _ in kept.assigned:
+                key, node = pod.key, names[n]
+                if key in self.pending and node in self.index.node_ix:
+                    self.assume(key, node)
