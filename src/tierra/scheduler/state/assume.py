@@ -22,7 +22,7 @@ import numpy as np
 from tierra.api.pod import Pod
 from tierra.scheduler.state.trial import Journal
 from tierra.scheduler.state.usage import gang_key, solo_queue
-from tierra.scheduler.state.view import Feedable, Kept, fed
+from tierra.scheduler.state.view import Feedable, fed
 from tierra.topology.index import IntArray
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class Assuming(Feedable):
         gang_used: dict[str, IntArray]
         solo_used: dict[str, IntArray]
         _stale: bool
-        kept: list[Kept] | None
+        extensions: dict[str, object]
 
         def _touched(self, gang: str) -> None: ...
         def _freed_on(self, node: int) -> None: ...
@@ -112,8 +112,9 @@ class Assuming(Feedable):
         keys = [p.key for p, _, _ in txn.assigned] + [k for k, _, _ in txn.evicted]
         if self._journal is not None:
             self._journal.pods.update(keys)
-        if self.kept is not None:  # a view: what the store replays if it forked
-            self.kept.append(Kept(list(txn.assigned), list(txn.evicted)))
+        source = self.source  # a view: after a fork, the store replays it (``view.py``)
+        if source is not None and source.viewing is not None and source.viewing.forked:
+            source._kept(txn.assigned, txn.evicted, self.index.node_names, self.extensions)
         txn.commit()
         self._pods_changed(keys)
 

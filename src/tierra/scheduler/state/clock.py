@@ -8,9 +8,10 @@ is, per domain (the root included), the last event that freed room under it (roo
 on a node can only help the domains holding that node); ``gang_changed_at`` is the last
 event touching a gang (its PodGroup, a pod added, bound or removed).
 
-While a session's view is open (``view.py``) each event is also noted on the store's
-``Viewing``, so that what was fed during the session is counted again after its
-decisions when it closes (``stamp_again``).
+While a session's view is open (``view.py``) each event fed is also noted on the
+store's ``Viewing``, so that what was fed during the session is counted again after its
+decisions when it closes (``stamp_again``); the session's own decisions replayed on the
+store are not.
 """
 
 from __future__ import annotations
@@ -55,22 +56,25 @@ class EventClock:
         """Something happened that could let any waiting gang fit."""
         self.clock += 1
         self.freed_at = self.clock
-        if self.viewing is not None:
-            self.viewing.freed = True
+        viewing = self.viewing
+        if viewing is not None and not viewing.replaying:
+            viewing.freed = True
 
     def _freed_on(self, node: int) -> None:
         """A pod holding resources on ``node`` left it."""
         self.clock += 1
         self.dom_freed_at[self.index.domains_of(node)] = self.clock
-        if self.viewing is not None:
-            self.viewing.nodes.add(self.index.node_names[node])
+        viewing = self.viewing
+        if viewing is not None and not viewing.replaying:
+            viewing.nodes.add(self.index.node_names[node])
 
     def _touched(self, gang: str) -> None:
         """Something happened to gang ``gang`` (its PodGroup or its pods)."""
         self.clock += 1
         self.gang_changed_at[gang] = self.clock
-        if self.viewing is not None:
-            self.viewing.gangs.add(gang)
+        viewing = self.viewing
+        if viewing is not None and not viewing.replaying:
+            viewing.gangs.add(gang)
 
     def unchanged_since(self, gang: str, at: int) -> bool:
         """Whether nothing but consumed or freed room has changed for ``gang`` since ``at``."""

@@ -37,6 +37,9 @@ from tierra.scheduler.scoring.links import LinkCosts, LinkTable
 from tierra.scheduler.scoring.mix import top_shapes
 from tierra.scheduler.state.layout import Layouts
 from tierra.scheduler.state.view import Feedable, fed
+
+if TYPE_CHECKING:
+    from tierra.scheduler.state.view import Kept
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health
 from tierra.topology.index import IntArray, TopologyIndex
@@ -74,11 +77,13 @@ class Topology(Feedable):
         pods: dict[str, Pod]
         freed_at: int
         shape_gpus: Counter[tuple[int, int]]
+        _replays: list[Kept]
 
         def _reset_usage(self) -> None: ...
         def _hold_all(self, pods: Iterable[tuple[str, Pod]]) -> None: ...
         def _clock_rebuilt(self, domains: int) -> None: ...
         def _freed(self) -> None: ...
+        def _replay(self) -> None: ...
 
     def _init_topology(self, hypernodes: Sequence[HyperNode], problems: Iterable[Problem]) -> None:
         self.hypernodes = {h.name: h for h in hypernodes}
@@ -170,6 +175,9 @@ class Topology(Feedable):
             if not self._batching and self._stale:
                 self._stale = False
                 self._build(self._nodes_by_name())
+                if self._replays:  # a session's decisions kept meanwhile (``view.py``)
+                    with self.lock:
+                        self._replay()
 
     def links(self, table: LinkTable = ()) -> LinkCosts:
         """Bandwidth and weight of every domain and node (``links.py``), once per index."""
