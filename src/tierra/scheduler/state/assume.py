@@ -17,11 +17,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Self
 
-import numpy as np
-
 from tierra.api.pod import Pod
 from tierra.scheduler.state.trial import Journal
-from tierra.scheduler.state.usage import gang_key, solo_queue
+from tierra.scheduler.state.usage import _rebound, gang_key
 from tierra.scheduler.state.view import Feedable, fed
 from tierra.topology.index import IntArray
 
@@ -29,15 +27,6 @@ if TYPE_CHECKING:
     from tierra.scheduler.state.transaction import Transaction
     from tierra.topology.capacity import Capacity
     from tierra.topology.index import TopologyIndex
-
-
-def _rebound(pod: Pod, node_name: str) -> Pod:
-    """``replace(pod, node_name=...)`` without re-running ``__init__`` (hot path)."""
-    clone = object.__new__(Pod)
-    for name in Pod.__slots__:
-        object.__setattr__(clone, name, getattr(pod, name))
-    object.__setattr__(clone, "node_name", node_name)
-    return clone
 
 
 class Assuming(Feedable):
@@ -69,6 +58,7 @@ class Assuming(Feedable):
         def _queue_add(self, queue: str, delta: IntArray) -> None: ...
         def gang_queue(self, gang: str) -> str: ...
         def request_vector(self, pod: Pod) -> IntArray: ...
+        def _assumed(self, assigned: Sequence[tuple[Pod, int, IntArray]]) -> None: ...
         def upsert_pod(self, pod: Pod) -> None: ...
         def remove_pod(self, key: str) -> None: ...
 
@@ -117,38 +107,6 @@ class Assuming(Feedable):
             source._kept(txn.assigned, txn.evicted, self.index.node_names, self.extensions)
         txn.commit()
         self._pods_changed(keys)
-
-    def _assumed(self, assigned: Sequence[tuple[Pod, int, IntArray]]) -> None:
-        """Record bindings whose resources are already in the ledger."""
-        names = self.index.node_names
-        rows: dict[tuple[bool, str], list[IntArray]] = {}
-        holding: Counter[str] = Counter()  # gang -> its pods bound here
-        touched: set[str] = set()
-        for pod, node, vec in assigned:
-            key = pod.key
-            g = gang_key(pod)
-            touched.add(self.gang_of.get(key) or g or key)
-            self.pods[key] = _rebound(pod, names[node])
-            self.pending.pop(key, None)
-            self.assumed.add(key)
-            self.node_of[key] = node
-            self.vec_of[key] = vec
-            self.priorities[pod.priority] += 1
-            self._shape(key, g, vec, +1)
-            slot = (True, g) if g is not None else (False, solo_queue(pod))
-            rows.setdefault(slot, []).append(vec)
-            if g is not None:
-                holding[g] += 1
-        for g, count in holding.items():
-            self._held(g, count)
-        for (is_gang, k), vecs in rows.items():
-            total = vecs[0].copy() if len(vecs) == 1 else np.add.reduce(vecs)
-            book = self.gang_used if is_gang else self.solo_used
-            cur = book.get(k)
-            book[k] = total if cur is None else cur + total
-            self._queue_add(self.gang_queue(k) if is_gang else k, total)
-        for g in sorted(touched):
-            self._touched(g)
 
     # -- dry runs ---------------------------------------------------------------------
 

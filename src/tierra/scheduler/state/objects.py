@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
-from tierra.scheduler.state.assume import _rebound
-from tierra.scheduler.state.usage import DEFAULT_QUEUE, gang_key
+from tierra.scheduler.state.usage import DEFAULT_QUEUE, _rebound, gang_key
 from tierra.scheduler.state.view import Feedable, fed
 
 if TYPE_CHECKING:

@@ -11,13 +11,14 @@ whether anything below a gang runs at all) and the GPUs held per gang shape
 (``shape_gpus``, the recent mix the look-ahead keeps room for, ``scoring/mix.py``).
 
 Everything here is rebuilt from the pods when the index is (``_reset_usage`` then
-``_hold_all``); otherwise one pod's hold or release is a few array additions.
+``_hold_all``); otherwise one pod's hold or release is a few array additions, and a
+session's kept bindings are held in one go (``_assumed``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,6 +46,15 @@ def solo_queue(pod: Pod) -> str:
     return pod.meta.annotations.get(QUEUE_ANNOTATION, DEFAULT_QUEUE)
 
 
+def _rebound(pod: Pod, node_name: str) -> Pod:
+    """``replace(pod, node_name=...)`` without re-running ``__init__`` (hot path)."""
+    clone = object.__new__(Pod)
+    for name in Pod.__slots__:
+        object.__setattr__(clone, name, getattr(pod, name))
+    object.__setattr__(clone, "node_name", node_name)
+    return clone
+
+
 class Ledgers:
     """The usage part of ``ClusterStore`` (see the module docstring)."""
 
@@ -65,9 +75,14 @@ class Ledgers:
         index: TopologyIndex
         capacity: Capacity
         podgroups: dict[str, PodGroup]
+        pods: dict[str, Pod]
+        pending: dict[str, None]
+        assumed: set[str]
+        gang_of: dict[str, str | None]
         _stale: bool
 
         def _pods_changed(self, keys: Iterable[str]) -> None: ...
+        def _touched(self, gang: str) -> None: ...
 
     def _init_usage(self) -> None:
         self.node_of = {}
@@ -218,6 +233,39 @@ class Ledgers:
         shape = (size, gpus)
         self._shape_of[key] = shape
         self.shape_gpus[shape] += gpus
+
+    def _assumed(self, assigned: Sequence[tuple[Pod, int, IntArray]]) -> None:
+        """Record bindings whose resources are already in the ledger."""
+        names = self.index.node_names
+        rows: dict[tuple[bool, str], list[IntArray]] = {}
+        holding: Counter[str] = Counter()  # gang -> its pods bound here
+        touched: set[str] = set()
+        gang_of = self.gang_of
+        for pod, node, vec in assigned:
+            key = pod.key
+            g = gang_of[key] if key in gang_of else gang_key(pod)
+            touched.add(g or key)
+            self.pods[key] = _rebound(pod, names[node])
+            self.pending.pop(key, None)
+            self.assumed.add(key)
+            self.node_of[key] = node
+            self.vec_of[key] = vec
+            self.priorities[pod.priority] += 1
+            self._shape(key, g, vec, +1)
+            slot = (True, g) if g is not None else (False, solo_queue(pod))
+            rows.setdefault(slot, []).append(vec)
+            if g is not None:
+                holding[g] += 1
+        for g, count in holding.items():
+            self._held(g, count)
+        for (is_gang, k), vecs in rows.items():
+            total = vecs[0].copy() if len(vecs) == 1 else np.add.reduce(vecs)
+            book = self.gang_used if is_gang else self.solo_used
+            cur = book.get(k)
+            book[k] = total if cur is None else cur + total
+            self._queue_add(self.gang_queue(k) if is_gang else k, total)
+        for g in sorted(touched):
+            self._touched(g)
 
     def running_priorities(self) -> list[int]:
         return list(self.priorities)
