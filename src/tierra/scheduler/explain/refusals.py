@@ -84,7 +84,7 @@ def _reasons(cache: ClusterStore, demands: Demands, gang: Gang) -> list[tuple[st
         exclusive_problem(gang.podgroup, cache.index),
     ):
         if why is not None:  # annotations the plan does not read
-            return [(why, Severity.ERROR)]
+            return [(why.reason, Severity.ERROR)]
     plan = make_plan(cache, gang, demands)
     if isinstance(plan, Status):
         out = [(worded(plan, cache).reason, Severity.ERROR)]

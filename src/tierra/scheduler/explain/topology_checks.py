@@ -70,9 +70,9 @@ def podgroup_problems(pg: PodGroup, index: TopologyIndex) -> list[Problem]:
         if found is not None:
             where = f"spec.subGroupPolicy[{i}]"
             out.append(Problem(found.reason, pg.origin, f"PodGroup/{pg.key}", where))
-    for why in (wait_problem(pg, index), exclusive_problem(pg, index)):  # annotations
-        if why:
-            out.append(Problem(why, pg.origin, f"PodGroup/{pg.key}"))
+    for refused in (wait_problem(pg, index), exclusive_problem(pg, index)):  # annotations
+        if refused is not None:
+            out.append(Problem(refused.reason, pg.origin, f"PodGroup/{pg.key}"))
     return out
 
 
