@@ -41,7 +41,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from tierra.api.hypernode import HyperNode
+from tierra.api.hypernode import TIERRA_GROUP, HyperNode, HyperNodeKey
 from tierra.api.node import Node
 from tierra.api.pod import PODS, Pod
 from tierra.api.podgroup import PodGroup
@@ -106,9 +106,10 @@ class ClusterStore:
         hypernodes: Sequence[HyperNode] = (),
         problems: Iterable[Problem] = (),
     ) -> None:
-        self.hypernodes: dict[str, HyperNode] = {h.name: h for h in hypernodes}
+        # by (group, name): the two groups are two name spaces
+        self.hypernodes: dict[HyperNodeKey, HyperNode] = {h.key: h for h in hypernodes}
         self.input_problems: tuple[Problem, ...] = tuple(problems)
-        self.hypernode_problems: dict[str, tuple[Problem, ...]] = {}  # name -> its decoding's
+        self.hypernode_problems: dict[HyperNodeKey, tuple[Problem, ...]] = {}  # its decoding's
         self.pods: dict[str, Pod] = {}
         self.podgroups: dict[str, PodGroup] = {}
         self.queues: dict[str, Queue] = {}
@@ -190,8 +191,9 @@ class ClusterStore:
     def _build_index(self, by_name: dict[str, Node]) -> None:
         nodes = list(by_name.values())
         hns = list(self.hypernodes.values())
-        found = [p for ps in self.hypernode_problems.values() for p in ps]
-        self.index = TopologyIndex.build(nodes, hns, (*self.input_problems, *found))
+        self.index = TopologyIndex.build(
+            nodes, hns, self.input_problems, keyed=self.hypernode_problems
+        )
         ix = self.index
         self._staged = None
         self._nodes = sorted(nodes, key=lambda n: ix.node_ix[n.name])
@@ -380,30 +382,29 @@ class ClusterStore:
     def upsert_hypernode(self, hypernode: HyperNode, problems: Iterable[Problem] = ()) -> None:
         """Add or replace a HyperNode with the problems decoding it found (an error makes
         its tree unusable until a version without one arrives)."""
-        name, found = hypernode.name, tuple(problems)
-        if (
-            self.hypernodes.get(name) == hypernode
-            and self.hypernode_problems.get(name, ()) == found
-        ):
+        key, found = hypernode.key, tuple(problems)
+        if self.hypernodes.get(key) == hypernode and self.hypernode_problems.get(key, ()) == found:
             return
-        self.hypernodes[name] = hypernode
+        self.hypernodes[key] = hypernode
         if found:
-            self.hypernode_problems[name] = found
+            self.hypernode_problems[key] = found
         else:
-            self.hypernode_problems.pop(name, None)
+            self.hypernode_problems.pop(key, None)
         self._rebuild()
 
     @fed
-    def remove_hypernode(self, name: str) -> None:
-        self.hypernode_problems.pop(name, None)
-        if self.hypernodes.pop(name, None) is not None:
+    def remove_hypernode(self, name: str, group: str = TIERRA_GROUP) -> None:
+        """Remove ``name`` of ``group`` (the other group's HyperNode of that name stays)."""
+        key = HyperNodeKey(group, name)
+        self.hypernode_problems.pop(key, None)
+        if self.hypernodes.pop(key, None) is not None:
             self._rebuild()
 
     @fed
     def set_hypernodes(self, hypernodes: Sequence[HyperNode]) -> None:
         """Replace every HyperNode at once (one rebuild); problems of the ones that are
         gone go with them."""
-        new = {h.name: h for h in hypernodes}
+        new = {h.key: h for h in hypernodes}
         if new != self.hypernodes:
             self.hypernodes = new
             self.hypernode_problems = {k: v for k, v in self.hypernode_problems.items() if k in new}
