@@ -99,6 +99,7 @@ class SchedulerComponent:
         self.binder: Binder | None = None
         self.dra: DraFeed | None = None  # when the API server serves resource.k8s.io/v1
         self.servers: list[Server] = []
+        self.topology_note: str | None = None  # the mirror note last logged
 
     def trigger(self) -> None:
         self._wake.set()
@@ -290,6 +291,7 @@ class SchedulerComponent:
                 loop.call_soon_threadsafe(binder.decided, d)
 
         started = time.perf_counter()
+        self._note_topology()
         if self.dra is not None:
             self.dra.refresh()
         binder.begin()
@@ -318,6 +320,16 @@ class SchedulerComponent:
             m.pending_gangs.labels(code).set(codes.get(code, 0))
         self._gpu_gauges()
         return result
+
+    def _note_topology(self) -> None:
+        """Log, once each time it changes, which group sessions schedule by where the
+        controller's Volcano copies are set aside (``tierra.topology.mirrors``)."""
+        mirrors = self.cache.index.mirrors
+        note = mirrors.note() if mirrors else None
+        if note != self.topology_note:
+            self.topology_note = note
+            if note is not None:
+                log.info("topology: %s", note)
 
     def _gpu_gauges(self) -> None:
         """Free and total GPUs per HyperNode, from the topology layer's ledgers."""
