@@ -136,3 +136,14 @@ def test_dropping_every_tree_exits_3_after_printing_the_decisions(tmp_path: Path
 def test_schedule_help_names_the_exit_statuses() -> None:
     code, out, _ = run("schedule", "--help")
     assert code == 0 and "3 when the input held HyperNodes" in one_line(out)
+
+
+def test_validate_counts_a_mirrored_tree_once_and_says_so(tmp_path: Path) -> None:
+    path = write(tmp_path, [*racks(TIERRA_GROUP, "labels"), *racks(VOLCANO_GROUP, "labels")])
+    code, out, _ = run("validate", path)
+    text = one_line(out)
+    assert code == 0 and "4 HyperNodes in 1 trees (1 usable)" in text
+    assert "scheduling by topology.tierra.dev" in text
+    code, out, _ = run("validate", path, "-o", "json")
+    doc = json.loads(out)
+    assert len(doc["trees"]) == 1 and doc["mirrors"]["hyperNodes"] == ["rack-a", "spine"]
