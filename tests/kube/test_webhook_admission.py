@@ -267,8 +267,8 @@ WORKLOAD = "scheduling.k8s.io"
         pytest.param(
             "example.com/row",
             False,
-            "PodGroup/ml/train: spec: networkTopology.highestTierName 'example.com/row' "
-            "names no tier",
+            "PodGroup/ml/train: spec: spec.schedulingConstraints.topology[0].key "
+            "'example.com/row' gives no domain: no node carries the label",
             id="nothing-carries-the-key",
         ),
     ],
@@ -292,8 +292,10 @@ def test_a_gang_that_can_never_fit_is_admitted_with_validates_warning(tmp_path: 
     verdict = judge.review_podgroup(big, group=WORKLOAD)
     assert verdict.allowed
     (warning,) = verdict.warnings
-    assert "can never fit within highestTierName: example.com/rack" in warning
-    assert "holds 220); to fit, allow tier 2" in warning
+    # in the upstream PodGroup's own words: its key, its minCount, a key that would do
+    assert "can never fit within topology key example.com/rack" in warning
+    assert "holds 220); to fit, allow tier 2 (key: spine; s4 could hold it)" in warning
+    assert warning.endswith("or lower schedulingPolicy.gang.minCount to 220")
     gpus = podgroup({"mode": "hard", "highestTierName": "leaf"})
     gpus["spec"]["minResources"] = {"nvidia.com/gpu": "24"}  # a leaf has 2 x 8
     volcano = judge.review_podgroup(gpus)

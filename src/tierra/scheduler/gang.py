@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
-from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
+from tierra.api.podgroup import (
+    VOLCANO_WORDS,
+    NetworkTopology,
+    PodGroup,
+    PodGroupApi,
+    SubGroupPolicy,
+)
 from tierra.scheduler.constraints.kueue_levels import KueueShape, kueue_shape
 from tierra.scheduler.constraints.tier_limit import from_annotations
 from tierra.scheduler.podrules.contract import refusal
@@ -98,6 +104,12 @@ class Gang:
         return math.inf if meta is None or meta.created is None else meta.created
 
     @property
+    def api(self) -> PodGroupApi:
+        """How its PodGroup's own API names the fields messages mention (Volcano's for a
+        lone pod, which has none)."""
+        return self.podgroup.api if self.podgroup is not None else VOLCANO_WORDS
+
+    @property
     def pending_since(self) -> float | None:
         """When it became pending, by the API: its pending pods' earliest
         ``creationTimestamp`` (None when none carries one). The preemption delay counts
@@ -136,7 +148,7 @@ class Tally:
         """What keeps the gang from being ready, or None when it is."""
         g = self.gang
         if self.total < g.min_member:
-            return f"{self.total} of minMember {g.min_member} pods"
+            return f"{self.total} of {g.api.min_member} {g.min_member} pods"
         for task, m in sorted(g.min_task_member.items()):
             if task in self.present_tasks and self.tasks[task] < m:
                 return f"task {task}: {self.tasks[task]} of minTaskMember {m} pods"
@@ -191,7 +203,7 @@ def _problem(
         gated = sum(1 for p in state.gang_pods(pg.key) if p.gated and not p.bound)
         held = f", {gated} more held by schedulingGates" if gated else ""
         return (
-            f"minMember is {pg.min_member} but the gang has only {total} "
+            f"{pg.api.min_member} is {pg.min_member} but the gang has only {total} "
             f"pod{'s' if total != 1 else ''} ({len(pending)} pending, {len(running)} running{held})"
         )
     tasks = Counter(task_of(p) for p in (*running, *pending))

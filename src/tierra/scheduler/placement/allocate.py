@@ -134,7 +134,8 @@ class Allocator:
             extras = self._extras(plan, domain, region, budget)
             if extras.placed == 0:
                 if extras.kept_by is not None:
-                    return queue_limited(kept_out(extras.kept_out, extras.kept_by))
+                    minimum = plan.gang.api.min_member
+                    return queue_limited(kept_out(extras.kept_out, extras.kept_by, minimum))
                 return self._extras_failure(plan)
             return self._kept(start, domain, extras)
         if limit.flat and plan.single:
@@ -422,7 +423,7 @@ class Allocator:
         cache, frame = self.cache, plan.frame
         pending = [p for e in plan.extras for p in e.pods]
         n = len(pending)
-        what = f"{n} pending pod{'s' if n != 1 else ''} beyond minMember: "
+        what = f"{n} pending pod{'s' if n != 1 else ''} beyond {plan.gang.api.min_member}: "
         if not pending:
             return attempt_failed("its pending pods can join no sub-group that can be whole")
         one = self.demands.of(pending[:1])

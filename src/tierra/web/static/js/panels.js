@@ -117,7 +117,7 @@ export function gangPanel(doc, go) {
       ` · ${fmt(p.bound)} of ${plural(p.total, 'pod')} bound`),
     dl([
       ['queue', doc.queue],
-      ['minMember', fmt(doc.minMember)],
+      [doc.minimumField || 'minMember', fmt(doc.minMember)],
       ['constraint', doc.constraint],
       ['sub-groups', doc.subGroups.length ? doc.subGroups.map((g) => `${g.name} (${g.size} pods): ${g.constraint}`).join('; ') : null],
       ['achieved', doc.achieved ? achieved(doc.achieved, go) : (p.bound ? null : 'not running')],
