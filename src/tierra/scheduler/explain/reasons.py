@@ -23,6 +23,7 @@ import numpy as np
 from tierra.api.pod import ONE_POD, PODS
 from tierra.api.quantity import format_milli
 from tierra.scheduler.constraints.tier_limit import resolve
+from tierra.scheduler.devices.room import shown
 from tierra.scheduler.status import Status
 
 if TYPE_CHECKING:
@@ -174,8 +175,9 @@ def quantity(axis: ResourceAxis, i: int, value: float) -> str:
 
 
 def amount(axis: ResourceAxis, i: int, value: float) -> str:
-    """One ledger amount with its resource (``16Gi memory``, ``8 nvidia.com/gpu``)."""
-    return f"{quantity(axis, i, value)} {axis.names[i]}"
+    """One ledger amount with its resource (``16Gi memory``, ``8 nvidia.com/gpu``; a
+    DeviceClass's room as ``4 gpu.nvidia.com devices``)."""
+    return f"{quantity(axis, i, value)} {shown(axis.names[i])}"
 
 
 def amounts(axis: ResourceAxis, vec: IntArray) -> str:
@@ -237,7 +239,7 @@ def short_of(
         per = np.maximum(alloc[:, r] - used[:, r], 0) // request[r]
         pods = int(np.where(m, per, 0).sum())
         if pods < need:
-            out.append((pods, capacity.axis.names[r]))
+            out.append((pods, shown(capacity.axis.names[r])))
     return [name for _, name in sorted(out)]
 
 
@@ -289,7 +291,7 @@ def _short_when_empty(cache: ClusterStore, demand: Demand, h: int) -> list[str]:
         for i in np.flatnonzero(shape.vec > 0).tolist():
             if not (eligible[:, i] >= shape.vec[i]).any():
                 lacking.add(i)
-    return [axis.names[i] for i in sorted(lacking) if axis.names[i] != "pods"]
+    return [shown(axis.names[i]) for i in sorted(lacking) if axis.names[i] != "pods"]
 
 
 def _allowing(cache: ClusterStore, limit: TierLimit, t: int, h: int) -> str:
@@ -487,7 +489,7 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
     if floor is not None:
         have = cache.capacity.dom_alloc[h]
         short = [
-            f"{axis.names[i]} ({quantity(axis, i, int(have[i]))} of {quantity(axis, i, v)})"
+            f"{shown(axis.names[i])} ({quantity(axis, i, int(have[i]))} of {quantity(axis, i, v)})"
             for i, v in enumerate(floor.tolist())
             if v > have[i]
         ]
