@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from tierra.api.node import Node
 from tierra.api.resource import (
     ALLOCATION_RESULTS_MAX_SIZE,
     Attribute,
@@ -119,6 +120,8 @@ class DeviceAllocator:
     _index: SliceIndex | None = None
     _pools: dict[tuple[str, tuple[tuple[str, str], ...]], NodePools] = field(default_factory=dict)
     _matrix: DeviceMatrix | None = None
+    _matrix_nodes: tuple[object, ...] = ()  # what a matrix over selected nodes was built for
+    _pool_memo: dict[tuple[object, ...], Pool | None] = field(default_factory=dict)
     _seen: dict[DeviceId, Device] = field(default_factory=dict)  # the device each input is of
 
     def node_pools(self, node: NodeInfo) -> NodePools:
@@ -128,7 +131,7 @@ class DeviceAllocator:
         if found is None:
             if self._index is None:
                 self._index = SliceIndex.of(self.slices)
-            found = self._pools[key] = gather_pools(self._index, node)
+            found = self._pools[key] = gather_pools(self._index, node, self._pool_memo)
         return found
 
     def _selects(self) -> bool:
@@ -200,11 +203,25 @@ class DeviceAllocator:
         self._matches.update((k, v) for k, v in old._matches.items() if k[0] in self._seen)
         return self
 
-    def matrix(self) -> DeviceMatrix | None:
-        """Every node's devices as one array (None: some slice selects its nodes)."""
-        if self._matrix is None and not self._selects():
-            assert self._index is not None
-            self._matrix = DeviceMatrix.of(self, sorted(self._index.local))
+    def selects(self) -> bool:
+        """Some slice selects its nodes (``allNodes``, a ``nodeSelector``): which devices
+        a node sees depends on its labels."""
+        return self._selects()
+
+    def matrix(self, nodes: Sequence[Node | NodeInfo] = ()) -> DeviceMatrix:
+        """Every node's devices as one array: over the nodes the slices name, or, when a
+        slice selects its nodes, over ``nodes`` (rebuilt when they change)."""
+        if not self._selects():
+            if self._matrix is None:
+                assert self._index is not None
+                self._matrix = DeviceMatrix.of(
+                    self, [NodeInfo(n) for n in sorted(self._index.local)]
+                )
+            return self._matrix
+        key = tuple(nodes)
+        if self._matrix is None or key != self._matrix_nodes:
+            infos = [n if isinstance(n, NodeInfo) else NodeInfo(n.name, n.labels) for n in nodes]
+            self._matrix, self._matrix_nodes = DeviceMatrix.of(self, infos), key
         return self._matrix
 
     def accepts_all(

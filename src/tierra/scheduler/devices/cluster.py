@@ -261,7 +261,7 @@ class DeviceCluster:
             for node in nodes
             if (local is None or node.name in local or not needs) and _allowed(pod, node)
         ]
-        counted = self._counted(claims, needs)
+        counted = self._counted(claims, needs, nodes)
         names: list[str] = []
         first: DeviceRefusal | None = None
         trusted = False  # counts exact and one full search agreed: the rest by counts
@@ -291,14 +291,12 @@ class DeviceCluster:
         return tuple(names), (None if names else first)
 
     def _counted(
-        self, claims: list[ResourceClaim], needs: bool
+        self, claims: list[ResourceClaim], needs: bool, nodes: Sequence[Node]
     ) -> tuple[DeviceMatrix, Counted] | None:
         """The nodes whose free devices can cover the claims, counted over the matrix."""
         if not needs or any(self.allocation_of(c.key) is not None for c in claims):
             return None
-        matrix = self.allocator.matrix()
-        if matrix is None:
-            return None
+        matrix = self.allocator.matrix(nodes)
         counted = count_claims(matrix, self.allocator, claims, self.in_use())
         return None if counted is None else (matrix, counted)
 
