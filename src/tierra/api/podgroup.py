@@ -10,6 +10,7 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.labels import LabelSelector, decode_label_selector
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
+from tierra.api.pod import PodClaim
 from tierra.api.quantity import milli_to_quantity
 from tierra.api.tierra_annotations import PREFERRED_TIER, PREFERRED_TIER_NAME, read_gang_topology
 from tierra.errors import Origin, Problem, Severity
@@ -71,6 +72,9 @@ class PodGroup:
     sub_group_policies: tuple[SubGroupPolicy, ...] = ()
     min_task_member: Mapping[str, int] = field(default_factory=dict)
     phase: str = ""
+    # an upstream PodGroup's spec.resourceClaims (DRAWorkloadResourceClaims), a template's
+    # claim named once the resourceclaim controller recorded it in status
+    resource_claims: tuple[PodClaim, ...] = ()
     origin: Origin | None = field(default=None, compare=False)
 
     @property

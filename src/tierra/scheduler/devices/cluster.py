@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from tierra.api.node import Node
 from tierra.api.pod import Pod
+from tierra.api.podgroup import PodGroup
 from tierra.api.resource import (
     Allocation,
     DeviceClass,
@@ -30,6 +31,7 @@ from tierra.api.resource import (
 )
 from tierra.scheduler.devices import counts
 from tierra.scheduler.devices.allocator import DeviceAllocator
+from tierra.scheduler.devices.group_claims import group_claim, group_of, reserved_for_pod
 from tierra.scheduler.devices.matrix import Counted, DeviceMatrix, count_claims
 from tierra.scheduler.devices.pools import DeviceId, NodeInfo
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
@@ -44,6 +46,9 @@ class DeviceCluster:
     templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
     slices: dict[str, ResourceSlice] = field(default_factory=dict)
     assumed: dict[str, Allocation] = field(default_factory=dict)  # claim -> our allocation
+    # upstream PodGroups that share claims (spec.resourceClaims), ns/name: their pods'
+    # matching claims are the group's (group_claims.py)
+    groups: dict[str, PodGroup] = field(default_factory=dict)
     generation: int = 0  # bumped on every change: cached eligibility is stale
     device_generation: int = 0  # bumped when classes or slices change: node room is stale
     _allocator: DeviceAllocator | None = None
@@ -68,12 +73,14 @@ class DeviceCluster:
         claims: Iterable[ResourceClaim],
         templates: Iterable[ResourceClaimTemplate],
         slices: Iterable[ResourceSlice],
+        podgroups: Iterable[PodGroup] = (),
     ) -> DeviceCluster:
         return cls(
             classes={c.meta.name: c for c in classes},
             claims={c.key: c for c in claims},
             templates={f"{t.meta.namespace}/{t.meta.name}": t for t in templates},
             slices={s.meta.name: s for s in slices},
+            groups={g.key: g for g in podgroups if g.resource_claims},
         )
 
     def changed(self, *, devices: bool = False) -> None:
@@ -128,7 +135,7 @@ class DeviceCluster:
             if claim is None:
                 return DeviceRefusal(f"ResourceClaim/{key}", "", "not found")
             refs = claim.reserved_for
-            if len(refs) >= MAX_RESERVED_FOR and all(r.uid != pod.meta.uid for r in refs):
+            if len(refs) >= MAX_RESERVED_FOR and not reserved_for_pod(pod, claim):
                 return DeviceRefusal(claim.ref, "", "reserved for the most pods a claim allows")
             out.append(claim)
         return out
@@ -157,16 +164,30 @@ class DeviceCluster:
         return counts.node_devices(self.allocator, info)
 
     def pod_devices(self, pod: Pod) -> dict[str, int]:
-        """The devices a pod asks for (pending) or holds (bound), per class."""
+        """The devices a pod asks for (pending) or holds (bound), per class. Its
+        PodGroup's claims are the gang's, allocated once: no pod counts them."""
         claims = self.claims_of(pod)
         if isinstance(claims, DeviceRefusal):
             return {}
+        shared = self.group_claim_keys(pod)
+        claims = [c for c in claims if c.key not in shared]
         allocations = {c.key: self.allocation_of(c.key) for c in claims}
         if pod.holds_resources:
             return counts.held_devices(pod, claims, allocations)
         if pod.bound or pod.terminated:
             return {}
         return counts.pending_requests(claims, {k: v is not None for k, v in allocations.items()})
+
+    def group_claim_keys(self, pod: Pod) -> set[str]:
+        """The pod's claims (ns/name) that are its PodGroup's."""
+        group = group_of(pod, self.groups)
+        if group is None:
+            return set()
+        return {
+            f"{pod.namespace}/{c.claim_name}"
+            for c in pod.resource_claims
+            if c.claim_name and group_claim(pod, group, c)
+        }
 
     def signature(self, pod: Pod) -> Hashable:
         """What of the pod its eligibility depends on: each claim's spec, or where it is
@@ -220,6 +241,7 @@ class DeviceCluster:
             templates=dict(self.templates),
             slices=dict(self.slices),
             assumed=dict(self.assumed),
+            groups=dict(self.groups),
             generation=self.generation,
             device_generation=self.device_generation,
             _allocator=self.allocator,

@@ -43,6 +43,7 @@ def device_snapshot(
         snapshot.resource_claims,
         snapshot.claim_templates,
         snapshot.resource_slices,
+        snapshot.podgroups,
     )
     if not snapshot.resource_slices and not any(p.resource_claims for p in snapshot.pods):
         return snapshot, devices, {}
