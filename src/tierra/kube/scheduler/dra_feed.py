@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from tierra.api.node import Node
 from tierra.api.pod import Pod
+from tierra.api.podgroup import PodGroup
 from tierra.api.resource import (
     ResourceClaim,
     decode_device_class,
@@ -71,6 +72,7 @@ class DraFeed:
         self._device_seen = -1
         feed.adjust_pod = self.adjust
         feed.adjust_node = self.adjust_node
+        feed.seen_podgroup = self._podgroup
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.DEVICE_CLASSES, _decoder(decode_device_class), self._store("classes", True)),
             (r.RESOURCE_SLICES, _decoder(decode_resource_slice), self._store("slices", True)),
@@ -110,6 +112,22 @@ class DraFeed:
                 self.devices.claims[event.key] = claim
                 if claim.allocation is not None:
                     self.devices.assumed.pop(event.key, None)  # confirmed by the API
+            self.devices.changed()
+        self.feed.on_change()
+
+    def _podgroup(self, key: str, pg: PodGroup | None) -> None:
+        """Upstream PodGroups that share claims: their pods' matching claims are theirs."""
+        shares = pg is not None and bool(pg.resource_claims)
+        if not shares and key not in self.devices.groups:
+            return
+        with self.devices.lock:
+            if shares:
+                assert pg is not None
+                if self.devices.groups.get(key) == pg:
+                    return
+                self.devices.groups[key] = pg
+            else:
+                self.devices.groups.pop(key, None)
             self.devices.changed()
         self.feed.on_change()
 
