@@ -30,6 +30,11 @@ def _selectors(
     return out
 
 
+def class_problems(klass: DeviceClass, origin: Origin | None) -> list[Problem]:
+    """A DeviceClass's own selectors that do not compile, located."""
+    return _selectors(klass.selectors, "spec.selectors", f"DeviceClass/{klass.meta.name}", origin)
+
+
 def claim_spec_problems(
     spec: ClaimSpec,
     classes: Mapping[str, DeviceClass],
@@ -58,7 +63,7 @@ def dra_problems(snapshot: Snapshot) -> list[Problem]:
     classes = {c.meta.name: c for c in snapshot.device_classes}
     out: list[Problem] = []
     for c in snapshot.device_classes:
-        out += _selectors(c.selectors, "spec.selectors", f"DeviceClass/{c.meta.name}", c.origin)
+        out += class_problems(c, c.origin)
     for claim in snapshot.resource_claims:
         out += claim_spec_problems(claim.spec, classes, claim.ref, claim.origin)
     for t in snapshot.claim_templates:
