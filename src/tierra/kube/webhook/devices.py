@@ -43,7 +43,11 @@ from tierra.errors import Problem, Severity
 from tierra.kube.client import Kube
 from tierra.kube.informer import Event, EventType, Informer
 from tierra.kube.resources import DEVICE_CLASSES, RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS
-from tierra.scheduler.devices.checks import claim_spec_problems, class_problems
+from tierra.scheduler.devices.checks import (
+    claim_spec_problems,
+    class_problems,
+    podgroup_claim_problems,
+)
 
 GROUP = "resource.k8s.io"
 KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
@@ -111,28 +115,7 @@ class DeviceRules:
 
     def podgroup_problems(self, pg: PodGroup) -> list[Problem]:
         """The claims a PodGroup shares, judged where the informers hold them."""
-        out: list[Problem] = []
-        classes = self.known_classes()
-        ns = pg.meta.namespace
-        for i, c in enumerate(pg.resource_claims):
-            if c.template_name:
-                kind, name, path = "ResourceClaimTemplate", c.template_name, "spec.spec"
-                spec = self.templates.get(f"{ns}/{name}")
-                field_name = "resourceClaimTemplateName"
-            else:
-                kind, name, path = "ResourceClaim", c.claim_name, "spec"
-                spec = self.claims.get(f"{ns}/{name}")
-                field_name = "resourceClaimName"
-            where = f"spec.resourceClaims[{i}].{field_name}"
-            obj = f"PodGroup/{pg.key}"
-            if spec is None:
-                message = f"{kind} {ns}/{name} does not exist yet"
-                out.append(Problem(message, None, obj, where, Severity.WARNING))
-                continue
-            for p in claim_spec_problems(spec, classes, f"{kind}/{ns}/{name}", None, path):
-                message = f"{p.obj} {p.path}: {p.message}"
-                out.append(Problem(message, None, obj, where, p.severity))
-        return out
+        return podgroup_claim_problems(pg, self.known_classes(), self.claims, self.templates)
 
 
 def informers(kube: Kube, rules: DeviceRules) -> list[Informer[Any]]:
