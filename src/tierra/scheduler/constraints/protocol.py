@@ -92,13 +92,28 @@ class Refusal:
 
 @dataclass(frozen=True, slots=True)
 class NodeMask:
-    """The nodes one pod shape may use, and how many nodes each reason took away."""
+    """The nodes one pod shape may use, and how many nodes each reason took away.
+
+    ``empty``: the nodes it could use with nothing running, where that is more than
+    ``mask`` (devices other pods hold); explain's "can never fit" reads it, so a pod
+    kept out by what is in use now is not told it never fits."""
 
     mask: BoolArray  # over every node of the index
     excluded: tuple[tuple[str, int], ...] = ()  # (why, how many nodes), for explain
+    empty: BoolArray | None = None
 
     def describe(self) -> str:
         return ", ".join(f"{n} {why}" for why, n in self.excluded)
+
+    @property
+    def when_empty(self) -> BoolArray:
+        return self.mask if self.empty is None else self.empty
+
+    def __and__(self, other: NodeMask) -> NodeMask:
+        empty = None
+        if self.empty is not None or other.empty is not None:
+            empty = self.when_empty & other.when_empty
+        return NodeMask(self.mask & other.mask, self.excluded + other.excluded, empty)
 
 
 @dataclass(frozen=True, slots=True)

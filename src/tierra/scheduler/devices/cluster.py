@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tierra.api.node import Node
 from tierra.api.pod import Pod
@@ -31,6 +31,7 @@ from tierra.api.resource import (
 )
 from tierra.scheduler.devices import counts
 from tierra.scheduler.devices.allocator import DeviceAllocator
+from tierra.scheduler.devices.closest import closest_refusal
 from tierra.scheduler.devices.group_claims import group_claim, group_of, reserved_for_pod
 from tierra.scheduler.devices.matrix import Counted, DeviceMatrix, count_claims
 from tierra.scheduler.devices.pools import DeviceId, NodeInfo
@@ -209,29 +210,41 @@ class DeviceCluster:
         self, pod: Pod, nodes: Sequence[Node]
     ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
         """The nodes whose devices can serve the pod's claims, and the first refusal."""
-        key = self._key(pod, nodes)
+        key = (self._key(pod, nodes), False)
         found = self._remembered(pod, key)
         if found is None:
             found = self._eligible[key] = self._eligible_now(pod, nodes)
         return found
 
     def eligible_unlocked(
-        self, pod: Pod, nodes: Sequence[Node]
+        self, pod: Pod, nodes: Sequence[Node], *, empty: bool = False
     ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
         """``eligible`` for the session's thread: the lock is held only to look up and to
         copy the state (a view sharing the allocator), never while the answer is
-        computed, so the adapter's event loop is not kept waiting on it."""
+        computed, so the adapter's event loop is not kept waiting on it. ``empty``: as if
+        nothing ran (no device in use but by the pod's own allocated claims)."""
         with self.lock:
-            key = self._key(pod, nodes)
+            key = (self._key(pod, nodes), empty)
             found = self._remembered(pod, key)
             if found is not None:
                 return found
-            view = self.view()
+            view = self.view() if not empty else self._emptied(pod)
         found = view._eligible_now(pod, nodes)
         with self.lock:
             if self.generation == view.generation:
                 self._eligible[key] = found
         return found
+
+    def _emptied(self, pod: Pod) -> DeviceCluster:
+        """A view where only the pod's own claims keep their allocations."""
+        view = self.view()
+        own = {f"{pod.namespace}/{c.claim_name}" for c in pod.resource_claims}
+        view.claims = {
+            k: c if k in own or c.allocation is None else replace(c, allocation=None)
+            for k, c in view.claims.items()
+        }
+        view.assumed = {k: a for k, a in view.assumed.items() if k in own}
+        return view
 
     def view(self) -> DeviceCluster:
         """A copy of the state's objects that later events do not change (same allocator)."""
@@ -304,8 +317,8 @@ class DeviceCluster:
             else:
                 names.append(node.name)
                 trusted = counted is not None and counted[1].exact
-        if not names and counted is not None and candidates:
-            return self._eligible_searched(pod, candidates[:1])
+        if not names:
+            first = closest_refusal(self, pod, claims, candidates, counted) or first
         if not names and first is None:
             first = DeviceRefusal(
                 claims[0].ref if claims else f"Pod/{pod.key}", "", "no node has devices"

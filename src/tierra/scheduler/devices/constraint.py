@@ -29,7 +29,7 @@ DRA state at all is never placed (never bound without its devices).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -90,11 +90,7 @@ class DeviceClaims(Constraint):
                 mask, (("without DRA state (no DeviceClasses, claims, slices)", len(names)),)
             )
         ok, refusal = devices.eligible_unlocked(pod, store.nodes)
-        ix = store.index.node_ix
-        for name in ok:
-            i = ix.get(name)
-            if i is not None:
-                mask[i] = True
+        _mark(mask, ok, store.index.node_ix)
         excluded = len(names) - int(mask.sum())
         if not excluded:
             return NodeMask(mask)
@@ -103,7 +99,11 @@ class DeviceClaims(Constraint):
             if refusal
             else "cannot allocate the pod's claims"
         )
-        return NodeMask(mask, ((why, excluded),))
+        empty = np.zeros(len(names), dtype=bool)  # nothing running: no device in use
+        _mark(
+            empty, devices.eligible_unlocked(pod, store.nodes, empty=True)[0], store.index.node_ix
+        )
+        return NodeMask(mask, ((why, excluded),), None if (empty == mask).all() else empty)
 
     def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
         reach = _reach(cycle, ask)
@@ -182,6 +182,13 @@ class DeviceClaims(Constraint):
             most = f": at most {best} fit in any such place" if best is not None else ""
             return f"{where}{most} ({refusal.count} nodes or domains ruled out)"
         return f"{refusal.count} pods with claims and no DRA state"
+
+
+def _mark(mask: np.ndarray, names: Sequence[str], ix: Mapping[str, int]) -> None:
+    for name in names:
+        i = ix.get(name)
+        if i is not None:
+            mask[i] = True
 
 
 def _reach(cycle: Cycle, ask: Ask | None) -> GroupReach | None:

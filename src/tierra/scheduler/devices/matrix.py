@@ -150,10 +150,12 @@ def _reach(group_of: IntArray, groups: Mapping[tuple[int, ...], int]) -> Reach:
 
 @dataclass(frozen=True, slots=True)
 class Counted:
-    """Per node of the matrix: counts suffice (``passes``), and whether they are exact."""
+    """Per node of the matrix: counts suffice (``passes``), and whether they are exact;
+    ``found``: how many of the devices asked for it has free (for the closest node)."""
 
     passes: BoolArray
     exact: bool
+    found: IntArray
 
 
 def countable(request: ExactRequest | None) -> bool:
@@ -196,8 +198,11 @@ def count_claims(
             groups.append((vector, n))
     free = matrix.free(in_use)
     passes = np.ones(len(matrix.nodes), dtype=bool)
+    found = np.zeros(len(matrix.nodes), dtype=np.int64)
     for vector, n in groups:
-        passes &= matrix.room(vector & free) >= n
+        room = matrix.room(vector & free)
+        passes &= room >= n
+        found += np.minimum(room, n)
     disjoint = all(not np.any(a & b) for i, (a, _) in enumerate(groups) for b, _ in groups[i + 1 :])
     exact = disjoint and not any(c.spec.constraints for c in claims)
-    return Counted(passes, exact)
+    return Counted(passes, exact, found)

@@ -234,6 +234,8 @@ def short_of(
     """Which resources, counted node by node over ``nodes``, hold fewer than ``need`` pods."""
     alloc, used = capacity.node_alloc[nodes], capacity.node_used[nodes]
     m = mask[nodes]
+    if not m.any():
+        return []  # no node may take it at all: the exclusions say why, not resources
     out: list[tuple[int, str]] = []
     for r in np.flatnonzero(request > 0).tolist():
         per = np.maximum(alloc[:, r] - used[:, r], 0) // request[r]
@@ -273,7 +275,7 @@ def _empty_holds(
     holds = np.zeros(len(domains), dtype=np.int64)
     for shape in demand.shapes:
         n = len(shape.pods)
-        fit = cap.domain_fit(shape.vec, domains, shape.eligibility.mask, empty=True)
+        fit = cap.domain_fit(shape.vec, domains, shape.eligibility.when_empty, empty=True)
         ok &= fit >= n
         holds += np.minimum(fit, n)
     return ok, holds
@@ -287,7 +289,9 @@ def _short_when_empty(cache: ClusterStore, demand: Demand, h: int) -> list[str]:
     alloc = cap.node_alloc[nodes]
     lacking = {i for i in range(len(axis)) if cap.dom_alloc[h, i] < demand.total[i]}
     for shape in demand.shapes:
-        eligible = alloc[shape.eligibility.mask[nodes]]
+        eligible = alloc[shape.eligibility.when_empty[nodes]]
+        if not len(eligible):
+            continue  # no node may take it at all: the exclusions say why, not resources
         for i in np.flatnonzero(shape.vec > 0).tolist():
             if not (eligible[:, i] >= shape.vec[i]).any():
                 lacking.add(i)
@@ -348,6 +352,10 @@ def never_fits(cache: ClusterStore, demand: Demand, limit: TierLimit, region: in
     ok, holds = _empty_holds(cache, demand, allowed)
     if ok.any():
         return None
+    nodes = ix.real_nodes[region]
+    if any(not s.eligibility.when_empty[nodes].any() for s in demand.shapes):
+        inside = "" if limit.flat or limit.root else f" within {limit.text}"
+        return f"can never fit{inside}: no node may take {req}{_excluded(demand)}"
     best = int(np.argmax(holds))
     most = int(holds[best])
     lacking = ", ".join(_short_when_empty(cache, demand, int(allowed[best])))
@@ -364,7 +372,7 @@ def never_fits(cache: ClusterStore, demand: Demand, limit: TierLimit, region: in
             f" add nodes or {shrink}"
         )
     name = domain_name(cache, int(allowed[best]))
-    fix = f"or {shrink}"
+    fix = shrink
     allow = _first_tier_that_fits(
         cache,
         limit,
@@ -374,7 +382,7 @@ def never_fits(cache: ClusterStore, demand: Demand, limit: TierLimit, region: in
         ),
     )
     if allow is not None:
-        fix = f"{allow} {fix}"
+        fix = f"{allow} or {fix}"
     return (
         f"can never fit within {limit.text}: even with every node empty, no allowed"
         f" HyperNode holds {req} (the most, {name}, holds {most}"
@@ -500,7 +508,7 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
             f"can never fit: even with every node empty, the whole cluster holds {most} of "
             f"{want}{lacking}; add nodes or {shrink}"
         )
-    fix = f"or {shrink}"
+    fix = shrink
     allow = _first_tier_that_fits(
         cache,
         limit,
@@ -508,7 +516,7 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
         lambda above: _minimum_holds(cache, need, floor, above)[0],
     )
     if allow is not None:
-        fix = f"{allow} {fix}"
+        fix = f"{allow} or {fix}"
     return (
         f"can never fit within {limit.text}: even with every node empty, no allowed "
         f"HyperNode holds {want} (the most, {domain_name(cache, h)}, holds {most}{lacking}); "
