@@ -459,3 +459,48 @@ def test_tierra_the_h100_capture_gives_eight_gpus_and_no_ninth() -> None:
         "0 of 1 devices"
         in refused(alloc.allocate([claim("d", exactly("r", GPU))], node, taken)).reason
     )
+
+
+def test_tierra_nvidia_smi_aligns_gpus_and_nics_the_slices_say_nothing_about() -> None:
+    """A DGX-1 whose slices carry no PCIe attributes (an older driver) and whose Node
+    carries discovery's nvidia-smi annotation: the node's inside (topology/inside.py)
+    puts GPU0 and mlx5_0 under one PCIe switch, so a GPU+NIC claim gets that NIC, not the
+    first one listed (mlx5_3, across the sockets)."""
+    from tierra.api.meta import ObjectMeta
+    from tierra.api.node import Node
+    from tierra.api.node_topology import NODE_TOPOLOGY_ANNOTATION
+    from tierra.discovery.nvidia_smi import parse
+    from tierra.scheduler.devices.cluster import DeviceCluster
+
+    text = (
+        Path(__file__).parent.parent
+        / "fixtures"
+        / "gpu-topo"
+        / "nvidia-smi-topo-dgx1-v100-4nic.txt"
+    ).read_text()
+    gpus = slice_(
+        "g",
+        GPU,
+        [{"name": f"gpu-{i}", "attributes": {"type": {"string": "gpu"}}} for i in range(8)],
+        node="dgx1",
+    )
+    nics = slice_(
+        "n",
+        NIC,
+        [
+            {"name": f"nic-{i}", "attributes": {"rdmaDevice": {"string": f"mlx5_{3 - i}"}}}
+            for i in range(4)
+        ],
+        node="dgx1",
+    )
+    c = claim("c", exactly("g", GPU), exactly("n", NIC))
+    plain = DeviceCluster.of(GPUS.values(), [c], [], [gpus, nics])
+    node = NodeInfo("dgx1")
+    assert devices(plain.allocator.allocate([c], node, set())) == [[("g", "gpu-0"), ("n", "nic-0")]]
+    annotated = Node(
+        meta=ObjectMeta(
+            name="dgx1", annotations={NODE_TOPOLOGY_ANNOTATION: parse(text, "dgx1").to_json()}
+        )
+    )
+    plain.note_node(annotated)
+    assert devices(plain.allocator.allocate([c], node, set())) == [[("g", "gpu-0"), ("n", "nic-3")]]

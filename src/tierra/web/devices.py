@@ -69,6 +69,7 @@ class DeviceRoom:
         return bool(d.slices or d.claims or d.classes)
 
     def node(self, node: Node) -> Node:
+        self.devices.note_node(node)  # its nvidia-smi annotation is part of its inside
         return node_with_devices(self.devices, node) if self.active else node
 
     def pod(self, pod: Pod) -> Pod:

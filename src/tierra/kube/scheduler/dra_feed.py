@@ -152,8 +152,10 @@ class DraFeed:
         return with_devices(self.devices, pod)
 
     def adjust_node(self, node: Node) -> Node:
-        """``node`` offering its devices, per class, as room."""
+        """``node`` offering its devices, per class, as room; its node-topology
+        annotation (nvidia-smi) joins its inside."""
         self.nodes[node.name] = node
+        self.devices.note_node(node)
         return node_with_devices(self.devices, node)
 
     def _pending(self, pod: Pod) -> Pod:

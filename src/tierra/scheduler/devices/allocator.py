@@ -63,6 +63,7 @@ from tierra.scheduler.devices.prepare import (
 )
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
 from tierra.scheduler.devices.result import build_allocation
+from tierra.topology.inside import NodeInside
 
 _BLOCKING = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
 
@@ -128,6 +129,9 @@ class DeviceAllocator:
     # one evaluation (cel_reads.py); device-independent, so kept across slice updates
     _by_reading: dict[tuple[object, ...], bool] = field(default_factory=dict)
     _reads: dict[tuple[str | None, ...], tuple[Path, ...] | None] = field(default_factory=dict)
+    # each node's inside (tierra.topology.inside), where the DRA state keeps an index of
+    # them; else the candidates' own attributes say it
+    inside: Callable[[str], NodeInside] | None = None
 
     def node_pools(self, node: NodeInfo) -> NodePools:
         """The node's pools, gathered once per node (and labels) for this allocator."""
@@ -154,8 +158,9 @@ class DeviceAllocator:
         if not claims:
             return ()
         node_pools = self.node_pools(node)
+        inside = self.inside(node.name) if self.inside is not None else None
         try:
-            search = _Search(self, claims, node_pools.pools, in_use)
+            search = _Search(self, claims, node_pools.pools, in_use, inside)
             found = search.run()
         except Refused as refused:
             return refused.refusal
@@ -370,6 +375,7 @@ class _Search:
         claims: Sequence[ResourceClaim],
         pools: Sequence[Pool],
         in_use: Set[DeviceId],
+        inside: NodeInside | None = None,
     ) -> None:
         self.owner = owner
         self.claims = claims
@@ -387,7 +393,7 @@ class _Search:
         self.allocating: dict[DeviceId, set[int]] = {}
         self.results: list[list[tuple[Alternative, Candidate]]] = [[] for _ in claims]
         self.chosen: dict[tuple[int, int], int] = {}
-        self.affinity = Affinity(self.candidates, self._free_for_root_score())
+        self.affinity = Affinity(self.candidates, self._free_for_root_score(), inside)
 
     def _free_for_root_score(self) -> list[list[Candidate]]:
         out = []

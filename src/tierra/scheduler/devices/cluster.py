@@ -20,6 +20,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from tierra.api.node import Node
+from tierra.api.node_topology import NODE_TOPOLOGY_ANNOTATION
 from tierra.api.pod import Pod
 from tierra.api.podgroup import PodGroup
 from tierra.api.resource import (
@@ -36,6 +37,7 @@ from tierra.scheduler.devices.group_claims import group_claim, group_of, reserve
 from tierra.scheduler.devices.matrix import Counted, DeviceMatrix, count_claims
 from tierra.scheduler.devices.pools import DeviceId, NodeInfo
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
+from tierra.topology.inside import InsideIndex
 
 MAX_RESERVED_FOR = 256  # resourceapi.ResourceClaimReservedForMaxSize
 
@@ -60,8 +62,12 @@ class DeviceCluster:
         default_factory=dict, repr=False, compare=False
     )
     _eligible_at: int = -1
-    _cliques: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
-    _cliques_at: int = -1
+    # nodes carrying the node-topology annotation (nvidia-smi, written by discovery):
+    # with the slices, the node's inside (tierra.topology.inside)
+    annotated: dict[str, Node] = field(default_factory=dict)
+    annotation_generation: int = 0
+    _inside: InsideIndex | None = field(default=None, repr=False, compare=False)
+    _inside_at: tuple[int, int] = (-1, -1)
     _in_use: set[DeviceId] = field(default_factory=set, repr=False, compare=False)
     _in_use_at: int = -1
     # The session's thread reads (and reserves) while the adapter's binder writes.
@@ -97,6 +103,7 @@ class DeviceCluster:
         if self._allocator is None:
             ordered = [self.slices[k] for k in sorted(self.slices)]
             fresh = DeviceAllocator(dict(self.classes), ordered)
+            fresh.inside = lambda name: self.inside().node(name)
             if self._previous is not None:
                 fresh.inherit(self._previous)
                 self._previous = None
@@ -255,6 +262,8 @@ class DeviceCluster:
             slices=dict(self.slices),
             assumed=dict(self.assumed),
             groups=dict(self.groups),
+            annotated=dict(self.annotated),
+            annotation_generation=self.annotation_generation,
             generation=self.generation,
             device_generation=self.device_generation,
             _allocator=self.allocator,
@@ -349,25 +358,42 @@ class DeviceCluster:
                 names.append(node.name)
         return tuple(names), (None if names else first)
 
-    def node_cliques(self, attributes: tuple[str, ...]) -> dict[str, str]:
-        """Per node, the NVLink clique its devices report under one of ``attributes``
-        (the first found), remembered until slices change."""
-        if self._cliques_at == self.device_generation:
-            return self._cliques
-        out: dict[str, str] = {}
-        for key in sorted(self.slices):
-            s = self.slices[key]
-            if not s.node_name or s.node_name in out:
-                continue
-            for device in s.devices:
-                attr = next(
-                    (device.attributes.get(a) for a in attributes if a in device.attributes), None
-                )
-                if attr is not None and attr.value not in (None, ""):
-                    out[s.node_name] = str(attr.value)
-                    break
-        self._cliques, self._cliques_at = out, self.device_generation
-        return out
+    def node_cliques(self) -> dict[str, str]:
+        """Per node, the NVLink clique its devices report (the node's inside)."""
+        return self.inside().cliques()
+
+    @property
+    def inside_generation(self) -> tuple[int, int]:
+        """Moves whenever a node's inside may have changed (slices, annotations)."""
+        return (self.device_generation, self.annotation_generation)
+
+    def inside(self) -> InsideIndex:
+        """Every node's inside from the slices and the annotated nodes, kept until
+        either changes."""
+        at = self.inside_generation
+        if self._inside is None or self._inside_at != at:
+            with self.lock:
+                index = InsideIndex(list(self.slices.values()), list(self.annotated.values()))
+            self._inside, self._inside_at = index, at
+        return self._inside
+
+    def note_node(self, node: Node) -> None:
+        """A node as the adapter has it: its node-topology annotation, if any, is part of
+        its inside (a change rebuilds the index, not the allocator)."""
+        has = NODE_TOPOLOGY_ANNOTATION in node.meta.annotations
+        old = self.annotated.get(node.name)
+        if not has and old is None:
+            return
+        text = node.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION)
+        if old is not None and old.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION) == text:
+            return
+        with self.lock:
+            if has:
+                self.annotated[node.name] = node
+            else:
+                self.annotated.pop(node.name, None)
+            self.annotation_generation += 1
+            self.changed()
 
     def _needs_devices(self, claims: list[ResourceClaim]) -> bool:
         return any(self.allocation_of(c.key) is None for c in claims)
