@@ -19,14 +19,12 @@ unaligned rather than refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tierra.scheduler.devices.pools import Candidate
 from tierra.topology.inside import LEVELS, NodeInside, from_devices
 
 PCIE_LEVELS = ("pcie-switch", "pcie-bridges", "host-bridge", "pcie-root")  # finest first
-
-Where = tuple[frozenset[str], ...]  # per level of LEVELS, the domains holding a device
 
 
 def inside_of(candidates: Sequence[Candidate], node: str = "") -> NodeInside:
@@ -41,9 +39,12 @@ def inside_of(candidates: Sequence[Candidate], node: str = "") -> NodeInside:
 
 
 class Affinity:
-    """Orders one node's candidates for each step of the search."""
+    """Orders one node's candidates for each step of the search.
 
-    __slots__ = ("_aligned", "_candidates", "_orders", "_pcie", "_score", "_where")
+    Each candidate's domains are bit masks per level the node knows (a handful of
+    levels, a few domains each), so ordering for what a pod holds is integer ``&``s."""
+
+    __slots__ = ("_best", "_candidates", "_codes", "_orders")
 
     def __init__(
         self,
@@ -55,41 +56,61 @@ class Affinity:
         A PCIe domain scores one per request it can serve."""
         self._candidates = tuple(candidates)
         inside = inside if inside is not None else inside_of(candidates)
-        self._where: dict[int, Where] = {}
-        for c in candidates:
-            w = inside.where(c.id)
-            self._where[id(c)] = tuple(frozenset(w.get(level, ())) for level in LEVELS)
-        known = [any(w[i] for w in self._where.values()) for i in range(len(LEVELS))]
-        self._aligned = any(known)
-        finest = next((LEVELS.index(lv) for lv in PCIE_LEVELS if known[LEVELS.index(lv)]), None)
-        self._pcie = finest
+        wheres = [inside.where(c.id) for c in candidates]
+        levels = [lv for lv in LEVELS if any(lv in w for w in wheres)]
+        bits: list[dict[str, int]] = [{} for _ in levels]
+        codes: dict[int, tuple[int, ...]] = {}
+        for c, w in zip(candidates, wheres, strict=True):
+            code = []
+            for k, lv in enumerate(levels):
+                mask = 0
+                for name in w.get(lv, ()):
+                    mask |= 1 << bits[k].setdefault(name, len(bits[k]))
+                code.append(mask)
+            codes[id(c)] = tuple(code)
+        self._codes = codes
+        self._best = self._scores(candidates, free, levels, wheres)
+        self._orders: dict[tuple[int, ...], list[Candidate]] = {}
+        if not levels:
+            self._orders[()] = list(self._candidates)  # nothing to align: upstream's order
+
+    def _scores(
+        self,
+        candidates: Sequence[Candidate],
+        free: Sequence[Sequence[Candidate]],
+        levels: Sequence[str],
+        wheres: Sequence[Mapping[str, tuple[str, ...]]],
+    ) -> list[int]:
+        """Per candidate, the most requests one of its (finest) PCIe domains can serve."""
+        pcie = next((lv for lv in PCIE_LEVELS if lv in levels), None)
+        if pcie is None:
+            return [0] * len(candidates)
+        where = {id(c): w.get(pcie, ()) for c, w in zip(candidates, wheres, strict=True)}
         score: dict[str, int] = {}
-        if finest is not None:
-            for devices in free:
-                for name in {n for d in devices for n in self._where[id(d)][finest]}:
-                    score[name] = score.get(name, 0) + 1
-        self._score = score
-        self._orders: dict[Where, list[Candidate]] = {}
+        for devices in free:
+            for name in {n for d in devices for n in where.get(id(d), ())}:
+                score[name] = score.get(name, 0) + 1
+        return [max((score.get(n, 0) for n in where[id(c)]), default=0) for c in candidates]
 
     def order(self, held: Sequence[Candidate]) -> list[Candidate]:
-        if not self._aligned:
-            return list(self._candidates)  # nothing to align: upstream's order
-        wheres = [self._where.get(id(c)) or self._own(c) for c in held]
-        together = tuple(frozenset(n for w in wheres for n in w[i]) for i in range(len(LEVELS)))
-        found = self._orders.get(together)
+        if () in self._orders:
+            return self._orders[()]
+        width = len(next(iter(self._codes.values()), ()))
+        together = [0] * width
+        for c in held:
+            code = self._codes.get(id(c))
+            if code is not None:  # a device of another node (a shared one) aligns nothing
+                for k in range(width):
+                    together[k] |= code[k]
+        key = tuple(together)
+        found = self._orders.get(key)
         if found is None:
-            keyed = sorted(range(len(self._candidates)), key=lambda i: self._key(i, together))
-            found = self._orders[together] = [self._candidates[i] for i in keyed]
+            codes, best = self._codes, self._best
+
+            def rank(i: int) -> tuple[object, ...]:
+                code = codes[id(self._candidates[i])]
+                return (*((code[k] & key[k]) == 0 for k in range(width)), -best[i], i)
+
+            keyed = sorted(range(len(self._candidates)), key=rank)
+            found = self._orders[key] = [self._candidates[i] for i in keyed]
         return found
-
-    def _key(self, i: int, held: Where) -> tuple[object, ...]:
-        w = self._where[id(self._candidates[i])]
-        apart = tuple(not (w[k] & held[k]) for k in range(len(LEVELS)))
-        best = 0
-        if self._pcie is not None:
-            best = max((self._score.get(n, 0) for n in w[self._pcie]), default=0)
-        return (*apart, -best, i)
-
-    def _own(self, c: Candidate) -> Where:
-        w = inside_of([c]).where(c.id)
-        return tuple(frozenset(w.get(level, ())) for level in LEVELS)
