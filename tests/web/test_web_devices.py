@@ -121,3 +121,22 @@ def test_a_dra_change_reaches_the_reason_without_a_rebuild() -> None:
     )
     assert row["reason"] == _scheduled_reason(changed)
     assert "node-5 comes closest" not in row["reason"]
+
+
+def test_a_node_s_detail_lists_its_inside() -> None:
+    """The node's inside from its slices: one pcie-root per GPU of the capture."""
+    from pathlib import Path
+
+    from tierra.api.snapshot import load_snapshot
+
+    capture = (
+        Path(__file__).parents[1] / "fixtures" / "dra" / "aicr-h100-resourceslices-gpu-node-1.yaml"
+    )
+    snap = load_snapshot([capture])
+    snap = replace(snap, nodes=(node("gpu-node-1", gpu=0),))
+    dash = Dashboard.from_snapshot(snap, source=Source("snapshot", "t"))
+    doc = dash.node_doc("gpu-node-1")
+    assert doc is not None
+    roots = [d for d in doc["inside"]["domains"] if d["level"] == "pcie-root"]
+    assert len(roots) == 8 and roots[0]["devices"] == [f"{GPU}/gpu-0"]
+    assert dash.node_doc("gpu-node-1") == doc  # cached per version, and stable

@@ -87,6 +87,13 @@ class DeviceRoom:
                 self.devices.groups[pg.key] = pg
                 self.devices.changed()
 
+    def inside(self, node: Node) -> dict[str, Any] | None:
+        """The node's inside (``tierra.topology.inside``: its DRA slices and nvidia-smi
+        annotation), for its detail page; None when nothing describes it."""
+        self.devices.note_node(node)
+        inside = self.devices.inside().node(node.name)
+        return None if inside.empty else inside.to_dict()
+
     def attach(self, cache: ClusterStore) -> None:
         """Give ``cache`` the DRA state (a fresh cache: its room is as just built)."""
         cache.extensions[EXTENSION] = self.devices

@@ -225,7 +225,11 @@ class Dashboard:
         if n is None:
             return None
         pods = [self.store.pods[k] for k in view.pods_on[n] if k in self.store.pods]
-        return {"version": self.version, **view.node_doc(name, pods)}
+        doc = {"version": self.version, **view.node_doc(name, pods)}
+        inside = self.devices.inside(self.store.nodes[name])
+        if inside is not None:
+            doc["inside"] = inside  # its devices' domains (web/devices.py)
+        return doc
 
     def gangs_doc(self) -> dict[str, Any]:
         def build() -> dict[str, Any]:
