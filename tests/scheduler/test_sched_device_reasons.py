@@ -6,6 +6,7 @@ only by devices other pods hold now."""
 from __future__ import annotations
 
 from dataclasses import replace
+from unittest.mock import patch
 
 from tests.scheduler.dra_builders import (
     GPU,
@@ -108,3 +109,35 @@ def test_devices_held_by_others_now_are_not_never() -> None:
     assert "never" not in reason, reason
     assert f"1 of 2 devices of class {GPU} free on node n1 (n1 comes closest)" in reason, reason
     assert "short of cpu" not in reason, reason
+
+
+def test_pods_with_equal_claims_share_the_reason_each_naming_its_own_claim() -> None:
+    """Two lone pods, one claim each of 4 GPUs, where nodes have 2: the reason is worked
+    out once and told to each with its own claim's name."""
+    from tierra.scheduler.devices.cluster import DeviceCluster
+
+    pods = []
+    pgs = []
+    for i in range(2):
+        pg, (p,) = gang(f"lone{i}", 1)
+        pods.append(replace(p, resource_claims=(PodClaim("g", f"four-{i}"),)))
+        pgs.append(pg)
+    snap = replace(
+        snapshot([node("n1", gpu=0)], [hypernode("r1", 1, nodes=["n1"])], pods, pgs),
+        device_classes=CLASSES,
+        resource_claims=tuple(
+            claim(f"four-{i}", exactly("g", GPU, 4), namespace="default") for i in range(2)
+        ),
+        resource_slices=(slice_("s", GPU, [gpu(f"gpu-{k}", "x") for k in range(2)], node="n1"),),
+    )
+    devices = DeviceCluster.of(snap.device_classes, snap.resource_claims, [], snap.resource_slices)
+    nodes = list(snap.nodes)
+    with patch.object(DeviceCluster, "plan", autospec=True, side_effect=DeviceCluster.plan) as plan:
+        first = devices.eligible(pods[0], nodes)[1]
+        searched = plan.call_count
+        second = devices.eligible(pods[1], nodes)[1]
+    assert searched and plan.call_count == searched  # not searched again
+    assert first is not None and second is not None
+    assert first.claim == "ResourceClaim/default/four-0"
+    assert second.claim == "ResourceClaim/default/four-1"
+    assert second.reason == first.reason

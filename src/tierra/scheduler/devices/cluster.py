@@ -62,6 +62,7 @@ class DeviceCluster:
         default_factory=dict, repr=False, compare=False
     )
     _eligible_at: int = -1
+    _owners: dict[Hashable, list[str]] = field(default_factory=dict, repr=False, compare=False)
     # nodes carrying the node-topology annotation (nvidia-smi, written by discovery):
     # with the slices, the node's inside (tierra.topology.inside)
     annotated: dict[str, Node] = field(default_factory=dict)
@@ -220,7 +221,8 @@ class DeviceCluster:
         key = (self._key(pod, nodes), False)
         found = self._remembered(pod, key)
         if found is None:
-            found = self._eligible[key] = self._eligible_now(pod, nodes)
+            found = self._eligible_now(pod, nodes)
+            self._remember(pod, key, found)
         return found
 
     def eligible_unlocked(
@@ -239,7 +241,7 @@ class DeviceCluster:
         found = view._eligible_now(pod, nodes)
         with self.lock:
             if self.generation == view.generation:
-                self._eligible[key] = found
+                self._remember(pod, key, found)
         return found
 
     def _emptied(self, pod: Pod) -> DeviceCluster:
@@ -282,14 +284,29 @@ class DeviceCluster:
     ) -> tuple[tuple[str, ...], DeviceRefusal | None] | None:
         if self._eligible_at != self.generation:
             self._eligible.clear()
+            self._owners.clear()
             self._eligible_at = self.generation
         found = self._eligible.get(key)
         if found is not None and found[1] is not None and not self._names(pod, found[1]):
-            return None  # the reason must name this pod's claim: computed again
+            # a pod with equal claims: the reason names its own claim in the same place
+            mine = _claim_refs(pod)
+            theirs = self._owners.get(key, [])
+            refusal = found[1]
+            if refusal.claim not in theirs or len(theirs) != len(mine):
+                return None  # computed again
+            ref = mine[theirs.index(refusal.claim)]
+            obj = ref if refusal.obj == refusal.claim else refusal.obj
+            return found[0], replace(refusal, claim=ref, obj=obj)
         return found
 
+    def _remember(
+        self, pod: Pod, key: Hashable, found: tuple[tuple[str, ...], DeviceRefusal | None]
+    ) -> None:
+        self._eligible[key] = found
+        self._owners[key] = _claim_refs(pod)
+
     def _names(self, pod: Pod, refusal: DeviceRefusal) -> bool:
-        refs = {f"ResourceClaim/{pod.namespace}/{c.claim_name}" for c in pod.resource_claims}
+        refs = _claim_refs(pod)
         return refusal.claim in refs or refusal.claim == f"Pod/{pod.key}"
 
     def _eligible_now(
@@ -406,6 +423,10 @@ class DeviceCluster:
                 return None
             out.add(s.node_name)
         return out
+
+
+def _claim_refs(pod: Pod) -> list[str]:
+    return [f"ResourceClaim/{pod.namespace}/{c.claim_name}" for c in pod.resource_claims]
 
 
 def _allowed(pod: Pod, node: Node) -> bool:

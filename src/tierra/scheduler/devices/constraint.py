@@ -47,6 +47,7 @@ from tierra.scheduler.constraints.protocol import (
 )
 from tierra.scheduler.devices.pools import NodeInfo
 from tierra.scheduler.devices.refusal import DeviceRefusal
+from tierra.topology.arrays import BoolArray
 from tierra.topology.index import IntArray
 
 if TYPE_CHECKING:
@@ -99,11 +100,14 @@ class DeviceClaims(Constraint):
             if refusal
             else "cannot allocate the pod's claims"
         )
-        empty = np.zeros(len(names), dtype=bool)  # nothing running: no device in use
-        _mark(
-            empty, devices.eligible_unlocked(pod, store.nodes, empty=True)[0], store.index.node_ix
-        )
-        return NodeMask(mask, ((why, excluded),), None if (empty == mask).all() else empty)
+        nodes, ix = store.nodes, store.index.node_ix
+
+        def empty() -> BoolArray:  # nothing running: no device in use (explain asks)
+            out = np.zeros(len(names), dtype=bool)
+            _mark(out, devices.eligible_unlocked(pod, nodes, empty=True)[0], ix)
+            return out
+
+        return NodeMask(mask, ((why, excluded),), empty)
 
     def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
         reach = _reach(cycle, ask)
