@@ -22,7 +22,7 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +43,7 @@ from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.devices.constraint import EXTENSION as DEVICES
+from tierra.scheduler.devices.room import internal
 from tierra.scheduler.result import Binding, Decision, SessionResult
 from tierra.scheduler.session import run_session
 from tierra.scheduler.state.memory import Memory
@@ -343,10 +344,10 @@ class SchedulerComponent:
                 log.info("topology: %s", note)
 
     def _gpu_gauges(self) -> None:
-        """Free and total GPUs per HyperNode, from the topology layer's ledgers."""
+        """Free and total GPUs per HyperNode, from the topology layer's ledgers: extended
+        resources only (DRA devices counted as room are the session's own, ``room.py``)."""
         cache = self.cache
-        axis = cache.capacity.axis
-        cols = [i for name, i in axis.index.items() if GPU_MARK in name]
+        cols = gpu_columns(cache.capacity.axis.index)
         if not cols:
             return
         alloc = cache.capacity.dom_alloc[:, cols].sum(axis=1) // 1000
@@ -357,6 +358,12 @@ class SchedulerComponent:
                 continue
             self.metrics.gpus.labels(name, "total").set(int(alloc[h]))
             self.metrics.gpus.labels(name, "free").set(int(free[h]))
+
+
+def gpu_columns(index: Mapping[str, int]) -> list[int]:
+    """The ledger columns the GPU gauges add up: extended resources naming a GPU, never
+    the session's own device room (``devices.tierra.dev/<class>``)."""
+    return [i for name, i in index.items() if GPU_MARK in name and not internal(name)]
 
 
 async def check_access(kube: Kube) -> None:

@@ -128,6 +128,9 @@ class Feed:
         # keeps pods with claims to their device nodes); as decoded by default.
         self.adjust_pod: Callable[[Pod], Pod] = lambda pod: pod
         self.adjust_node: Callable[[Node], Node] = lambda node: node
+        # told of every PodGroup (None: deleted), before the cache is (dra_feed.py keeps
+        # the upstream ones that share claims)
+        self.seen_podgroup: Callable[[str, PodGroup | None], None] = lambda key, pg: None
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.NODES, decode.node, self._node),
             (r.PODS, decode.pod, self._pod),
@@ -289,6 +292,7 @@ class Feed:
 
     def _podgroup(self, resource: r.Resource) -> Callable[[Event[PodGroup]], None]:
         def handle(event: Event[PodGroup]) -> None:
+            self.seen_podgroup(event.key, None if event.type is EventType.DELETED else event.obj)
             if event.type is EventType.DELETED:
                 self.sources.pop(event.key, None)
                 self._keyed.pop(event.key, None)

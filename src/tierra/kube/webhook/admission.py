@@ -29,6 +29,10 @@ as ``tierra validate``:
   empty, as ``validate`` warns: nodes can be added, and a refused PodGroup would keep
   its pods from ever asking for them.
 
+* **DRA** (``devices.py``): ResourceClaims and templates naming a DeviceClass that does
+  not exist or a selector that does not compile are refused, as ``tierra validate``
+  reports them; a PodGroup sharing such a claim (``spec.resourceClaims``) too.
+
 The Nodes the informers deliver (no pods: every node empty) are what a PodGroup is
 measured against. HyperNode members written as regexes or label selectors also resolve
 against node labels, which change without any HyperNode being written, so admission
@@ -65,6 +69,7 @@ from tierra.api.pod import decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.errors import Problem, Severity
+from tierra.kube.webhook.devices import DeviceRules
 from tierra.scheduler.explain.refusals import podgroup_refusals
 from tierra.scheduler.state.store import ClusterStore
 from tierra.topology.index import TopologyIndex
@@ -147,6 +152,7 @@ class Judge:
         # PodGroups with a Volcano networkTopology, by ns/name: a pod of theirs carrying
         # Kueue's topology annotations is warned which wins
         self.topology_podgroups: set[str] = set()
+        self.devices = DeviceRules(overlay_seconds=overlay_seconds, clock=clock)
 
     # -- the informers' side --------------------------------------------------------------
 
@@ -251,6 +257,16 @@ class Judge:
         judged, more = split(podgroup_refusals(self._cache, self._with_topology(pg)))
         errors += judged
         warnings += more
+        shared, unknown = split(self.devices.podgroup_problems(pg))
+        errors += shared
+        warnings += unknown
+        return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))
+
+    def review_devices(
+        self, kind: str, raw: Mapping[str, Any], *, dry_run: bool = False
+    ) -> Verdict:
+        """A DeviceClass, ResourceClaim or template (``devices.py``)."""
+        errors, warnings = split(self.devices.review(kind, raw, dry_run=dry_run))
         return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))
 
     def review_pod(self, raw: Mapping[str, Any]) -> Verdict:
