@@ -80,13 +80,17 @@ def podgroup(job: str, min_member: int, **spec: Any) -> dict[str, Any]:
 
 
 def write(
-    tmp: Path, nodes: Sequence[dict[str, Any]], objects: Sequence[dict[str, Any]]
+    tmp: Path,
+    nodes: Sequence[dict[str, Any]],
+    objects: Sequence[dict[str, Any]],
+    levels: Sequence[str] = (BLOCK, RACK),
 ) -> list[Path]:
-    """The nodes, the HyperNodes discovered from their labels, and the objects, as files."""
+    """The nodes, the HyperNodes discovered from their ``levels`` labels, and the
+    objects, as files."""
     nodes_file = tmp / "nodes.yaml"
     nodes_file.write_text(yaml.safe_dump_all(nodes))
     code, out, err = run(
-        "discover", "labels", "--levels", f"{BLOCK},{RACK}", "--name", "default", nodes_file
+        "discover", "labels", "--levels", ",".join(levels), "--name", "default", nodes_file
     )
     assert code == 0, err
     hns = tmp / "hypernodes.yaml"
@@ -97,9 +101,13 @@ def write(
 
 
 def schedule(
-    tmp: Path, nodes: Sequence[dict[str, Any]], objects: Sequence[dict[str, Any]], *flags: str
+    tmp: Path,
+    nodes: Sequence[dict[str, Any]],
+    objects: Sequence[dict[str, Any]],
+    *flags: str,
+    levels: Sequence[str] = (BLOCK, RACK),
 ) -> dict[str, Any]:
-    code, out, err = run("schedule", *write(tmp, nodes, objects), "-o", "json", *flags)
+    code, out, err = run("schedule", *write(tmp, nodes, objects, levels), "-o", "json", *flags)
     assert code == 0, err
     result: dict[str, Any] = json.loads(out)
     return result
