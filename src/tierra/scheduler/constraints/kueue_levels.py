@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from tierra.api import kueue
 from tierra.api.kueue import PodSetTopology
+from tierra.api.kueue_pod_group import podset_of
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
@@ -91,10 +92,6 @@ class KueueShape:
     loose: tuple[Pod, ...]  # pods under the gang's limit only
     ranks: Mapping[str, tuple[str, int]]  # pod key -> (rank space, rank)
     inner: Mapping[str, tuple[Nest, ...]]  # PodSet -> its inner layers, checked at reserve
-
-
-def podset_of(pod: Pod) -> str:
-    return pod.meta.labels.get(kueue.PODSET_LABEL, "main")
 
 
 def level_tier(store: ClusterStore, key: str) -> str | None:
