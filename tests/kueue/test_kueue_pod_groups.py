@@ -193,3 +193,34 @@ def test_the_role_is_kueues_role_hash_when_written() -> None:
 
     assert role_of(pod("1")) == role_of(pod("1")) != role_of(pod("2"))
     assert role_of(pod("1", {"kueue.x-k8s.io/role-hash": "abcd1234"})) == "abcd1234"
+
+
+def test_podsets_of_one_level_are_placed_each_in_its_own_domain(tmp_path: Path) -> None:
+    """Kueue e2e jobset_test "should admit a JobSet with two ReplicatedJobs": two one-pod
+    PodSets, each hostname required, on kind-worker and kind-worker2 (one host each; one
+    host could not hold both)."""
+    pods = []
+    for rj in ("rj1", "rj2"):
+        pod = group_pod(f"g-{rj}", "g", "2", annotations={REQUIRED: "kubernetes.io/hostname"})
+        pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] = rj
+        pods.append(pod)
+    assert placed(go(tmp_path, pods)) == {"g-rj1": "kind-worker", "g-rj2": "kind-worker2"}
+
+
+def test_a_grouped_leader_takes_rank_zero_and_its_workers_the_next(tmp_path: Path) -> None:
+    """Kueue e2e leaderworkerset_test "creating a LeaderWorkerSet with leader grouped with
+    workers with the same resource requests": the leader (role ``leader``, worker index 0)
+    and three workers (role ``worker``, indexes 1..3) of one group, grouped by
+    ``podset-group-name``, block required: index i on the i-th worker of block b1 (the
+    workers' ranks follow the leader's in the group's rank space)."""
+    ann = {REQUIRED: KIND_BLOCK, "kueue.x-k8s.io/podset-group-name": "g"}
+    pods = []
+    for w in (3, 1, 0, 2):  # created in no particular order
+        role = "leader" if w == 0 else "worker"
+        pod = group_pod(
+            f"lws-{w}", "lws", "4", annotations={**ann, "kueue.x-k8s.io/role-hash": role}
+        )
+        pod["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/worker-index"] = str(w)
+        pods.append(pod)
+    want = ["kind-worker", "kind-worker2", "kind-worker3", "kind-worker4"]
+    assert placed(go(tmp_path, pods)) == {f"lws-{w}": want[w] for w in range(4)}
