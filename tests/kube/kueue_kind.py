@@ -57,6 +57,10 @@ CONTROLLERS = (
     "statefulset-controller",
     "garbage-collector-controller",
     "taint-eviction-controller",
+    # it adds the pods' spec.nodeName index the taint-eviction controller looks pods up
+    # by (only it and the node lifecycle controller add it; the latter would mark these
+    # kubelet-less nodes unreachable); no DaemonSet is made here
+    "daemonset-controller",
 )
 SCHEDULER = "tierra-kueue-kind"
 

@@ -41,6 +41,12 @@ def go(
     return schedule(tmp, nodes or kind_workers(), objects, levels=KIND_LEVELS)
 
 
+def explain_text(tmp: Path, objects: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> str:
+    code, out, err = run("explain", "default/job", *write(tmp, nodes, objects, KIND_LEVELS))
+    assert code == 0, err
+    return " ".join(out.split())
+
+
 def block(node: str) -> str:
     i = 1 if node == "kind-worker" else int(node.removeprefix("kind-worker"))
     return f"b{(i - 1) // 4 + 1}"
@@ -224,3 +230,32 @@ def test_a_grouped_leader_takes_rank_zero_and_its_workers_the_next(tmp_path: Pat
         pods.append(pod)
     want = ["kind-worker", "kind-worker2", "kind-worker3", "kind-worker4"]
     assert placed(go(tmp_path, pods)) == {f"lws-{w}": want[w] for w in range(4)}
+
+
+def test_a_replacement_avoids_a_node_its_pods_tolerate_only_for_a_while(tmp_path: Path) -> None:
+    """Kueue e2e hotswap_test "Should replace a node when it becomes tainted with NoExecute
+    and tolerationSeconds" (``checkTaintTolerations``: a temporarily tolerated taint marks
+    the node for replacement): a group of three, block required, two running on
+    kind-worker2 and kind-worker3, kind-worker tainted NoExecute and tolerated for 0 s:
+    the replacement goes to kind-worker4. A new gang with the same toleration may use
+    kind-worker (tolerated, as kube-scheduler tolerates it): eight pods take all eight."""
+    nodes = kind_workers()
+    nodes[0]["spec"] = {"taints": [{"key": "key1", "value": "value1", "effect": "NoExecute"}]}
+    toleration = {"key": "key1", "operator": "Equal", "value": "value1",
+                  "effect": "NoExecute", "tolerationSeconds": 0}  # fmt: skip
+    pods = indexed_group("job", 3, {REQUIRED: KIND_BLOCK})
+    for pod, node in zip(pods, ("kind-worker2", "kind-worker3", None), strict=True):
+        pod["spec"]["tolerations"] = [toleration]
+        if node:
+            pod["spec"]["nodeName"] = node
+            pod["status"] = {"phase": "Running"}
+    assert placed(go(tmp_path, pods, nodes)) == {"job-2": "kind-worker4"}
+    other = group_pod("other", None, None)
+    other["spec"] = {**other["spec"], "nodeName": "kind-worker4", "schedulerName": "other"}
+    result = go(tmp_path, [*pods, other], nodes)  # the block's one free node is the tainted one
+    assert not result["bindings"]
+    assert "tolerate only for a while" in explain_text(tmp_path, [*pods, other], nodes)
+    fresh = indexed_group("new", 8)
+    for pod in fresh:
+        pod["spec"]["tolerations"] = [toleration]
+    assert "kind-worker" in placed(go(tmp_path, fresh, nodes)).values()

@@ -38,6 +38,7 @@ class Toleration:
     operator: str = "Equal"  # Equal | Exists
     value: str = ""
     effect: TaintEffect | None = None  # None tolerates every effect
+    seconds: int | None = None  # tolerationSeconds: a NoExecute taint tolerated that long
 
     def tolerates(self, taint: Taint) -> bool:
         if self.effect is not None and self.effect is not taint.effect:
@@ -193,7 +194,11 @@ def _decode_toleration(f: Fields) -> Toleration:
             )
     operator = f.enum("operator", ("Equal", "Exists"), "Equal")
     return Toleration(
-        key=f.string("key"), operator=operator, value=f.string("value"), effect=effect
+        key=f.string("key"),
+        operator=operator,
+        value=f.string("value"),
+        effect=effect,
+        seconds=f.opt_int("tolerationSeconds"),
     )
 
 
