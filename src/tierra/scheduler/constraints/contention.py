@@ -22,7 +22,7 @@ pays for the gangs it places, not for every gang running.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,6 +33,7 @@ from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
 
 if TYPE_CHECKING:
+    from tierra.api.pod import Pod
     from tierra.scheduler.scoring.links import LinkTable
     from tierra.scheduler.state.store import ClusterStore
 
@@ -92,6 +93,22 @@ class UplinkLoads:
         # the shares last computed: (version, index generation, link table) and them
         self.shares: tuple[tuple[int, int, object], FloatArray] | None = None
         self.over: tuple[tuple[int, object], FloatArray] | None = None  # per index and table
+
+    def fork(self) -> UplinkLoads:
+        """A session's own copy (``state/extensions.py`` ``Versioned``): the store goes on
+        counting what it is fed, the session what it keeps."""
+        copy = UplinkLoads()
+        copy.generation, copy.version = self.generation, self.version
+        copy.load = self.load.copy()
+        copy.by_gang = dict(self.by_gang)
+        copy.gang_of = dict(self.gang_of)
+        copy.members = dict(self.members)
+        copy.over = self.over
+        return copy
+
+    def replay(self, fork: UplinkLoads, pods: Sequence[Pod]) -> None:
+        """Nothing to carry over: the store tells this copy of the replayed pods itself
+        (``pods_changed``), and it counts their gangs from the store's tables."""
 
     def sync(self, store: ClusterStore) -> None:
         """Count every gang afresh when the index is not the one counted on."""
