@@ -13,7 +13,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -40,13 +40,22 @@ from tierra.sim.cost import BoundCost, CostModel, default_cost_model, load_cost_
 from tierra.sim.engine import Failures, SimOptions
 from tierra.sim.policies import DEFAULT_POLICIES, POLICIES, SimPolicy
 from tierra.sim.policies.tierra import TierraPolicy
-from tierra.sim.report import fmt_num, fmt_pct, fmt_seconds, render
+from tierra.sim.report import (
+    STRUCTURE_COLUMNS,
+    extra_rows,
+    fmt_num,
+    fmt_pct,
+    fmt_seconds,
+    render,
+)
 from tierra.sim.workload_file import check_workload, load_workload, workload_manifest
 from tierra.sim.workloads import (
     DEFAULT_LOAD,
     DEFAULT_TRACE,
+    KALOS_PRETRAIN_SHARE,
     TRACES,
     ClusterFacts,
+    StructureMix,
     Workload,
     WorkloadSpec,
     generate,
@@ -99,6 +108,14 @@ InferencePriorityOpt = Annotated[
         " a preempting policy evict training for them.",
     ),
 ]
+StructuredOpt = Annotated[
+    float,
+    typer.Option(
+        "--structured-share",
+        help="Share of jobs (the largest gangs) given rank order, slices and a bounded"
+        f" wait, as Kalos's pretraining jobs are ({KALOS_PRETRAIN_SHARE:g} = Kalos's share).",
+    ),
+]
 PoliciesOpt = Annotated[
     str, typer.Option("--policies", help="Comma-separated policies to compare.")
 ]
@@ -143,6 +160,7 @@ def simulate(  # typer options, keyword-only
     load: LoadOpt = DEFAULT_LOAD,
     trace: TraceOpt = DEFAULT_TRACE,
     inference_priority: InferencePriorityOpt = 0,
+    structured: StructuredOpt = 0.0,
     policies: PoliciesOpt = DEFAULT_POLICY_LIST,
     cost_model: CostModelOpt = None,
     scheduler_config: SchedulerConfigOpt = None,
@@ -159,6 +177,8 @@ def simulate(  # typer options, keyword-only
     """Compare placement policies on a simulated cluster and workload."""
     names = _policy_names(policies)
     _check_options(trace=trace, hours=hours, load=load, interval=interval, seed=seed)
+    if not 0 <= structured <= 1:
+        fail(f"--structured-share must be between 0 and 1, not {structured:g}")
     writes = write_cluster_dir is not None or write_workload is not None
     if not no_report and not writes:
         _check_writable(report, "--report")  # before the run, not after minutes of it
@@ -170,7 +190,12 @@ def simulate(  # typer options, keyword-only
         bound = cost.bind(the_cluster.index, the_cluster.nodes)
         config = load_config(scheduler_config) if scheduler_config is not None else None
         spec = WorkloadSpec(
-            seed=seed, hours=hours, load=load, trace=trace, inference_priority=inference_priority
+            seed=seed,
+            hours=hours,
+            load=load,
+            trace=trace,
+            inference_priority=inference_priority,
+            structure=StructureMix(share=structured),
         )
         if writes:
             _write(the_cluster, write_cluster_dir, write_workload, workload=workload, spec=spec)
@@ -228,6 +253,7 @@ def _show(comp: Comparison, output: Output, report: Path | None) -> None:
     if output is Output.TEXT:
         _table(comp)
         _queue_table(comp)
+        _extra_table(comp, "structure", STRUCTURE_COLUMNS, "rank order, slices, bounded wait")
     else:
         print_document(comp.to_dict(), output)
     if report is None:
@@ -442,4 +468,20 @@ def _table(comp: Comparison) -> None:
                 text = f"[bold green]{text}[/bold green]"
             row.append(text)
         table.add_row(*row)
+    console.print(table)
+
+
+def _extra_table(
+    comp: Comparison, attr: str, columns: Sequence[tuple[str, str, str]], title: str
+) -> None:
+    """A nested summary (``structure``, ``devices``) per policy, when a run has one."""
+    rows = extra_rows(comp, attr, columns)
+    if not rows:
+        return
+    table = Table(title=title)
+    table.add_column("policy", justify="left")
+    for label, _, _ in columns:
+        table.add_column(label, justify="right")
+    for policy, cells in rows:
+        table.add_row(policy, *cells)
     console.print(table)

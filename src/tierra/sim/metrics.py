@@ -67,6 +67,12 @@ class JobRecord:
     contention: float = 1.0  # run time / run time with its uplinks to itself
     cost: float | None = None
     optimum: float | None = None
+    ranked: bool = False  # a gang whose pods carry their rank (tierra.sim.structure)
+    rank_contiguous: bool | None = None  # its ring crossed no uplink more than once each way
+    sliced: bool = False
+    slices_kept: bool | None = None  # every slice inside one domain of its layer's tier
+    wait_tier: int | None = None  # the tier a bounded wait asked for
+    wait_tier_met: bool | None = None  # placed within it
 
     @property
     def gang(self) -> bool:
@@ -111,12 +117,40 @@ class Summary:
     optimum_gangs: int = 0
     optimum_gap: float = math.nan  # mean (cost - optimum) / optimum
     at_optimum: float = math.nan  # share of gangs with cost == optimum
+    structure: dict[str, float] | None = None  # ``structure_summary``; None: no such gangs
 
     def to_dict(self) -> dict[str, Any]:
+        def plain(v: Any) -> Any:
+            if isinstance(v, dict):
+                return {k: plain(x) for k, x in v.items()}
+            return None if isinstance(v, float) and math.isnan(v) else v
+
         return {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
-            for k, v in asdict(self).items()
+            k: plain(v) for k, v in asdict(self).items() if not (k == "structure" and v is None)
         }
+
+
+def structure_summary(gangs: Sequence[JobRecord]) -> dict[str, float] | None:
+    """Placed gangs with rank order, slices or a bounded wait, and what became of them:
+    the share whose ring ran contiguous, whose slices all kept their tier, whose wait
+    got its tier (NaN where there were none of a kind); None when no gang had any."""
+    ranked = [r for r in gangs if r.ranked and r.rank_contiguous is not None]
+    sliced = [r for r in gangs if r.sliced and r.slices_kept is not None]
+    waited = [r for r in gangs if r.wait_tier is not None and r.wait_tier_met is not None]
+    if not (ranked or sliced or waited):
+        return None
+
+    def share(rs: Sequence[JobRecord], key: str) -> float:
+        return sum(bool(getattr(r, key)) for r in rs) / len(rs) if rs else math.nan
+
+    return {
+        "ranked_gangs": len(ranked),
+        "rank_contiguous": share(ranked, "rank_contiguous"),
+        "sliced_gangs": len(sliced),
+        "slices_kept": share(sliced, "slices_kept"),
+        "waited_gangs": len(waited),
+        "wait_tier_met": share(waited, "wait_tier_met"),
+    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -399,6 +433,7 @@ class Recorder:
             optimum_gangs=len(optimum),
             optimum_gap=float(np.mean(gaps)) if gaps else math.nan,
             at_optimum=(sum(g <= 1e-9 for g in gaps) / len(gaps)) if gaps else math.nan,
+            structure=structure_summary(gangs),
         )
 
 
