@@ -32,15 +32,18 @@ from tierra.sim.clusters import (
     SimCluster,
     build_cluster,
     load_cluster,
+    with_devices,
     write_cluster,
 )
 from tierra.sim.clusters._build import GPU
 from tierra.sim.compare import Comparison, compare, unknown_policies
 from tierra.sim.cost import BoundCost, CostModel, default_cost_model, load_cost_model
+from tierra.sim.devices import LAYOUTS
 from tierra.sim.engine import Failures, SimOptions
 from tierra.sim.policies import DEFAULT_POLICIES, POLICIES, SimPolicy
 from tierra.sim.policies.tierra import TierraPolicy
 from tierra.sim.report import (
+    DEVICE_COLUMNS,
     STRUCTURE_COLUMNS,
     extra_rows,
     fmt_num,
@@ -116,6 +119,22 @@ StructuredOpt = Annotated[
         f" wait, as Kalos's pretraining jobs are ({KALOS_PRETRAIN_SHARE:g} = Kalos's share).",
     ),
 ]
+DevicesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--devices",
+        help="Publish every node's GPUs and NICs as DRA slices and have pods claim them:"
+        " aligned (NIC k beside GPU k) or reversed (NICs enumerated the other way).",
+    ),
+]
+HalfNodeOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--half-node-share",
+        help="Share of multi-node training gangs whose workers ask for half a node"
+        " [0.5 with --devices, else 0].",
+    ),
+]
 PoliciesOpt = Annotated[
     str, typer.Option("--policies", help="Comma-separated policies to compare.")
 ]
@@ -161,6 +180,8 @@ def simulate(  # typer options, keyword-only
     trace: TraceOpt = DEFAULT_TRACE,
     inference_priority: InferencePriorityOpt = 0,
     structured: StructuredOpt = 0.0,
+    devices: DevicesOpt = None,
+    half_node_share: HalfNodeOpt = None,
     policies: PoliciesOpt = DEFAULT_POLICY_LIST,
     cost_model: CostModelOpt = None,
     scheduler_config: SchedulerConfigOpt = None,
@@ -177,8 +198,7 @@ def simulate(  # typer options, keyword-only
     """Compare placement policies on a simulated cluster and workload."""
     names = _policy_names(policies)
     _check_options(trace=trace, hours=hours, load=load, interval=interval, seed=seed)
-    if not 0 <= structured <= 1:
-        fail(f"--structured-share must be between 0 and 1, not {structured:g}")
+    half = _device_options(devices, structured, half_node_share)
     writes = write_cluster_dir is not None or write_workload is not None
     if not no_report and not writes:
         _check_writable(report, "--report")  # before the run, not after minutes of it
@@ -187,6 +207,8 @@ def simulate(  # typer options, keyword-only
     try:
         cost = load_cost_model(cost_model) if cost_model is not None else default_cost_model()
         the_cluster = _cluster(cluster, nodes, cost)
+        if devices is not None:
+            the_cluster = with_devices(the_cluster, devices)
         bound = cost.bind(the_cluster.index, the_cluster.nodes)
         config = load_config(scheduler_config) if scheduler_config is not None else None
         spec = WorkloadSpec(
@@ -196,6 +218,7 @@ def simulate(  # typer options, keyword-only
             trace=trace,
             inference_priority=inference_priority,
             structure=StructureMix(share=structured),
+            half_node_share=half,
         )
         if writes:
             _write(the_cluster, write_cluster_dir, write_workload, workload=workload, spec=spec)
@@ -230,6 +253,19 @@ def simulate(  # typer options, keyword-only
     _show(comp, output, None if no_report else report)
 
 
+def _device_options(devices: str | None, structured: float, half: float | None) -> float:
+    """Check the workload's shares and the device layout; the half-node share to use."""
+    if not 0 <= structured <= 1:
+        fail(f"--structured-share must be between 0 and 1, not {structured:g}")
+    if devices is not None and devices not in LAYOUTS:
+        fail(f"--devices must be one of {', '.join(LAYOUTS)}, not {devices!r}")
+    if half is None:
+        return 0.5 if devices is not None else 0.0
+    if not 0 <= half <= 1:
+        fail(f"--half-node-share must be between 0 and 1, not {half:g}")
+    return half
+
+
 def _policy_names(policies: str) -> list[str]:
     names = list(dict.fromkeys(p.strip() for p in policies.split(",") if p.strip()))
     if bad := unknown_policies(names):
@@ -254,6 +290,7 @@ def _show(comp: Comparison, output: Output, report: Path | None) -> None:
         _table(comp)
         _queue_table(comp)
         _extra_table(comp, "structure", STRUCTURE_COLUMNS, "rank order, slices, bounded wait")
+        _extra_table(comp, "devices", DEVICE_COLUMNS, "devices: GPU-NIC alignment, NVLink cliques")
     else:
         print_document(comp.to_dict(), output)
     if report is None:

@@ -34,6 +34,7 @@ from tierra.sim.clusters import SimCluster
 from tierra.sim.clusters._build import GPU
 from tierra.sim.contention import LinkLoads
 from tierra.sim.cost import BoundCost, CostModel
+from tierra.sim.devices import DeviceLedger, claims_nics, path_limit
 from tierra.sim.metrics import Fragmentation, JobRecord, QueueMeter, Recorder, RunResult
 from tierra.sim.optimum import DomainWeights, optimal_cost, placement_cost
 from tierra.sim.policies.base import Gang, Placement, SimPolicy, background
@@ -159,7 +160,12 @@ class Simulation:
         self.running: dict[str, _Running] = {}
         self.attempt: dict[str, int] = {}
         self.session_at: float | None = None
-        self.recorder = Recorder(policy=policy.name, total_gpus=cluster.gpus, n_nodes=n)
+        self.recorder = Recorder(
+            policy=policy.name,
+            total_gpus=cluster.gpus,
+            n_nodes=n,
+            devices=cluster.devices is not None,
+        )
         self.frag = Fragmentation(self.topo, self.capacity, workload)
         self.last_sample = -math.inf
         self.node_busy = np.zeros(n, dtype=np.float64)  # GPU-seconds used per node
@@ -174,6 +180,7 @@ class Simulation:
         self.weights = DomainWeights.of(cost) if self.oracle else None
         gpus = self.capacity.node_alloc[:, self.g] / 1000 if self.g is not None else np.zeros(n)
         self.links = LinkLoads(cost, gpus) if cost.model.contention else None
+        self.devices = DeviceLedger(cluster.devices) if cluster.devices is not None else None
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -334,6 +341,7 @@ class Simulation:
     def _apply(self, placement: Placement) -> None:
         job, gang, nodes, free = self._checked(placement)
         record = self.recorder.records[job.name]
+        pair = self._take_devices(placement, gang, record)
         masked = free.copy()
         masked[~self.healthy] = 0
         if job.pods > 1:
@@ -354,6 +362,8 @@ class Simulation:
         domain, span_gbps = self.cost.span(nodes)
         best = self._best_gbps(gang)
         comm_gbps, layers = self._structure(record, gang, nodes, domain, span_gbps)
+        if pair is not None and domain >= 0 and not self._over_nvlink(domain):
+            comm_gbps = min(comm_gbps, path_limit(pair))  # through each GPU's NIC
         slowdown = self.cost.model.slowdown(job.comm_share, best, comm_gbps, layers)
         remaining = self.remaining[job.name]
         attempt = self.attempt.get(job.name, 0) + 1
@@ -417,6 +427,33 @@ class Simulation:
                     f" {job.name}"
                 )
         return job, gang, nodes, free
+
+    def _over_nvlink(self, domain: int) -> bool:
+        """Whether pods spanning ``domain`` talk over NVLink (an NVL72 rack), not NICs."""
+        tier = self.cost.model.tier(self.cost.tier_name_of_span(domain))
+        return tier is not None and tier.medium == "nvlink"
+
+    def _take_devices(self, placement: Placement, gang: Gang, record: JobRecord) -> float | None:
+        """Check and hold the devices a placement gives each pod; the weakest GPU-NIC
+        pair of the job (None: no devices, or no NICs)."""
+        if self.devices is None:
+            return None
+        job = gang.job
+        if len(placement.devices) != job.pods:
+            raise SimulationError(
+                f"{self.policy.name} gave devices to {len(placement.devices)} of {job.pods}"
+                f" pods of {job.name}"
+            )
+        pods = [
+            (self.index.node_names[n], job.roles[r].gpus, names)
+            for n, r, names in zip(placement.nodes, gang.pod_roles, placement.devices, strict=True)
+        ]
+        taken = self.devices.take(job.name, pods, claims_nics(job.pods))
+        if isinstance(taken, str):
+            raise SimulationError(f"{self.policy.name} {taken} ({job.name})")
+        record.nic_pods, record.aligned_pods = taken.nic_pods, taken.aligned
+        record.pair_gbps, record.one_clique = taken.weakest, taken.one_clique
+        return taken.weakest
 
     def _structure(
         self, record: JobRecord, gang: Gang, nodes: list[int], domain: int, span_gbps: float
@@ -488,6 +525,8 @@ class Simulation:
     def _release(self, run: _Running) -> None:
         if self.links is not None:
             self._retime(self.links.remove(run.job.name))
+        if self.devices is not None:
+            self.devices.release(run.job.name)
         for n, vec in zip(run.nodes, run.vecs, strict=True):
             self._touch(n)
             self.capacity.remove(n, vec)

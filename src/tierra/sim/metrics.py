@@ -73,6 +73,10 @@ class JobRecord:
     slices_kept: bool | None = None  # every slice inside one domain of its layer's tier
     wait_tier: int | None = None  # the tier a bounded wait asked for
     wait_tier_met: bool | None = None  # placed within it
+    nic_pods: int = 0  # pods holding GPUs and NICs (a cluster with devices)
+    aligned_pods: int = 0  # of those, every GPU with a NIC under its own PCIe root
+    pair_gbps: float | None = None  # the job's weakest GPU-NIC path
+    one_clique: bool | None = None  # a gang one NVLink clique could hold, inside one
 
     @property
     def gang(self) -> bool:
@@ -118,6 +122,7 @@ class Summary:
     optimum_gap: float = math.nan  # mean (cost - optimum) / optimum
     at_optimum: float = math.nan  # share of gangs with cost == optimum
     structure: dict[str, float] | None = None  # ``structure_summary``; None: no such gangs
+    devices: dict[str, float] | None = None  # ``device_summary``; None: no devices
 
     def to_dict(self) -> dict[str, Any]:
         def plain(v: Any) -> Any:
@@ -126,8 +131,30 @@ class Summary:
             return None if isinstance(v, float) and math.isnan(v) else v
 
         return {
-            k: plain(v) for k, v in asdict(self).items() if not (k == "structure" and v is None)
+            k: plain(v)
+            for k, v in asdict(self).items()
+            if not (k in ("structure", "devices") and v is None)
         }
+
+
+def device_summary(started: Sequence[JobRecord], devices: bool) -> dict[str, float] | None:
+    """On a cluster with devices: pods that held GPUs and NICs, the share with every GPU
+    beside a NIC on its PCIe root, the mean weakest GPU-NIC path (GB/s) of their jobs;
+    gangs one NVLink clique could hold, and the share kept inside one."""
+    if not devices:
+        return None
+    pods = sum(r.nic_pods for r in started)
+    pairs = [r.pair_gbps for r in started if r.pair_gbps is not None]
+    cliqued = [r for r in started if r.one_clique is not None]
+    return {
+        "nic_pods": pods,
+        "aligned": sum(r.aligned_pods for r in started) / pods if pods else math.nan,
+        "pair_gbps": float(np.mean(pairs)) if pairs else math.nan,
+        "clique_gangs": len(cliqued),
+        "one_clique": sum(bool(r.one_clique) for r in cliqued) / len(cliqued)
+        if cliqued
+        else math.nan,
+    }
 
 
 def structure_summary(gangs: Sequence[JobRecord]) -> dict[str, float] | None:
@@ -348,6 +375,7 @@ class Recorder:
     evictions: int = 0
     failures: int = 0
     queues: QueueMeter | None = None  # set by the loop once the loaded window is known
+    devices: bool = False  # the cluster has devices: summarise their use
 
     def allocated(self, t: float, used_gpus: int) -> None:
         share = used_gpus / self.total_gpus if self.total_gpus else 0.0
@@ -434,6 +462,7 @@ class Recorder:
             optimum_gap=float(np.mean(gaps)) if gaps else math.nan,
             at_optimum=(sum(g <= 1e-9 for g in gaps) / len(gaps)) if gaps else math.nan,
             structure=structure_summary(gangs),
+            devices=device_summary(started, self.devices),
         )
 
 

@@ -497,7 +497,13 @@ def extra_rows(
             if v is None or (isinstance(v, float) and math.isnan(v)):
                 cells.append("–")
             else:
-                cells.append(fmt_pct(float(v)) if kind == "pct" else f"{v:,.0f}")
+                cells.append(
+                    fmt_pct(float(v))
+                    if kind == "pct"
+                    else f"{float(v):.1f}"
+                    if kind == "gbps"
+                    else f"{v:,.0f}"
+                )
         rows.append((r.policy, cells))
     return rows
 
@@ -515,6 +521,21 @@ def extra_table(
     )
     return f"<p class='muted'>{esc(intro)}</p><table><tr><th>policy</th>{head}</tr>{body}</table>"
 
+
+DEVICE_COLUMNS = (
+    ("pods with GPUs+NICs", "nic_pods", "n"),
+    ("GPUs and NICs on shared PCIe roots", "aligned", "pct"),
+    ("mean weakest GPU-NIC path, GB/s", "pair_gbps", "gbps"),
+    ("gangs one clique holds", "clique_gangs", "n"),
+    ("in one NVLink clique", "one_clique", "pct"),
+)
+DEVICE_INTRO = (
+    "On a cluster with devices (tierra simulate --devices): pods of multi-node jobs claim "
+    "GPUs and as many NICs through DRA; the share of those pods whose every GPU has a NIC "
+    "under its own PCIe root (GPUDirect RDMA through one PCIe switch, 63 GB/s, else across "
+    "the CPU interconnect, 16 GB/s), the mean of each job's weakest GPU-NIC path, and of "
+    "the gangs one NVLink clique could hold, the share placed inside one."
+)
 
 STRUCTURE_INTRO = (
     "Gangs that carry rank order, slices or a bounded wait (tierra's PodGroup annotations): "
@@ -596,6 +617,11 @@ def render(comp: Comparison, *, command: str = "") -> str:
         *(
             ["<h2>Rank order, slices, bounded wait</h2>", table]
             if (table := extra_table(comp, "structure", STRUCTURE_COLUMNS, STRUCTURE_INTRO))
+            else []
+        ),
+        *(
+            ["<h2>Devices: GPU-NIC alignment, NVLink cliques</h2>", table]
+            if (table := extra_table(comp, "devices", DEVICE_COLUMNS, DEVICE_INTRO))
             else []
         ),
         "<h2>GPU allocation over time</h2>",

@@ -262,6 +262,10 @@ class WorkloadSpec:
     max_duration: float = 24 * 3600.0
     max_jobs: int = 200_000
     structure: StructureMix = StructureMix()
+    # Of the multi-node training gangs (not the structured ones), those whose workers ask
+    # for half a node each (twice the pods): what a cluster with devices needs to tell
+    # device choices apart, since a whole-node pod gets every GPU and NIC of its node.
+    half_node_share: float = 0.0
 
 
 def _fit_ratio(mean_multi: float, sizes: Sequence[int]) -> float:
@@ -365,6 +369,7 @@ def generate(facts: ClusterFacts, spec: WorkloadSpec | None = None) -> Workload:
     offered = 0.0
     pretrain = _pretrain_odds(spec, sizes, weights, gpn)
     rng_s = np.random.default_rng([spec.seed, 0x5717])  # the structure's own stream
+    rng_h = np.random.default_rng([spec.seed, 0x4A1F])  # and the half-node pods'
     while offered < target and len(jobs) < spec.max_jobs:
         n = len(jobs)
         if rng.random() < spec.single_share:
@@ -377,6 +382,8 @@ def generate(facts: ClusterFacts, spec: WorkloadSpec | None = None) -> Workload:
             odds = pretrain.get(gpus, 0.0)
             if odds > 0 and rng_s.random() < odds:
                 job = _pretraining(job, facts, spec.structure)
+            elif spec.half_node_share > 0 and rng_h.random() < spec.half_node_share:
+                job = _half_nodes(job, gpn)
         jobs.append(job)
         offered += job.gpus * job.duration
     arrivals = np.sort(rng.uniform(0.0, horizon, size=len(jobs)))
@@ -431,6 +438,16 @@ def _pretraining(job: SimJob, facts: ClusterFacts, mix: StructureMix) -> SimJob:
     if layers:
         job = replace(job, partition_size=0, partition_topology=None, slices=layers)
     return replace(job, ranked=True, wait=wait)
+
+
+def _half_nodes(job: SimJob, gpn: int) -> SimJob:
+    """A multi-node gang of whole-node pods as twice as many half-node pods (the same
+    GPUs, partitions of the same GPUs); other jobs as they are."""
+    (role,) = job.roles
+    if job.pods < 2 or role.gpus != gpn or gpn < 2 or gpn % 2:
+        return job
+    half = replace(role, pods=role.pods * 2, gpus=gpn // 2)
+    return replace(job, roles=(half,), partition_size=job.partition_size * 2)
 
 
 def slice_layers(pods: int, facts: ClusterFacts, *, below: int) -> tuple[SliceLayer, ...]:
