@@ -69,13 +69,15 @@ DEFAULT_REPORT = Path("tierra-report.html")
 DEFAULT_POLICY_LIST = ",".join(DEFAULT_POLICIES)
 
 
-def _cluster(name: str, nodes: int | None, cost: CostModel) -> SimCluster:
+def _cluster(name: str, nodes: int | None, cost: CostModel, devices: str | None) -> SimCluster:
     path = Path(name)
     if name not in PRESETS and (path.exists() or "/" in name or name.endswith((".yaml", ".json"))):
         if nodes is not None:
             fail("--nodes applies to built-in presets only, not to a snapshot")
-        return load_cluster([path])
-    return build_cluster(name, nodes if nodes is not None else DEFAULT_NODES, cost)
+        found = load_cluster([path])
+    else:
+        found = build_cluster(name, nodes if nodes is not None else DEFAULT_NODES, cost)
+    return with_devices(found, devices) if devices is not None else found
 
 
 def _workload(path: Path | None, cluster: SimCluster, spec: WorkloadSpec) -> Workload:
@@ -206,9 +208,7 @@ def simulate(  # typer options, keyword-only
         _check_writable(write_workload, "--write-workload")
     try:
         cost = load_cost_model(cost_model) if cost_model is not None else default_cost_model()
-        the_cluster = _cluster(cluster, nodes, cost)
-        if devices is not None:
-            the_cluster = with_devices(the_cluster, devices)
+        the_cluster = _cluster(cluster, nodes, cost, devices)
         bound = cost.bind(the_cluster.index, the_cluster.nodes)
         config = load_config(scheduler_config) if scheduler_config is not None else None
         spec = WorkloadSpec(
