@@ -5,11 +5,13 @@ pods span, ``bandwidthGBps / oversubscription``: every one of its GPUs pushing t
 the oversubscribed uplinks at once, which is what traffic between ranks that bear no
 relation to the placement does. Two structures a gang can declare change that.
 
-**Rank order** (``topology.tierra.dev/rank-label``, Kueue's rank-ordered slots). NCCL
-builds its rings in rank order, and training frameworks order their parallel groups so
-that the ranks that talk most are adjacent (Llama 3's [TP, CP, PP, DP] order, data
-parallel outermost because it tolerates the slower links [L3-SUM]). A ring in rank
-order sends, through the uplink of a domain ``x`` holding ``k`` of the job's pods,
+**Rank order** (``topology.tierra.dev/rank-label``, Kueue's rank-ordered slots).
+Training frameworks lay their parallel groups out so that the ranks that talk most are
+adjacent (the Llama 3 paper, arXiv 2407.21783 §3.3.2: the order [TP, CP, PP, DP], data
+parallel outermost because it tolerates the slower links), and collectives chain ranks
+into rings and pipelines in rank order -- the reason Kueue places consecutive ranks in
+one domain where it can (KEP-2724, "rank-based ordering"). Modelled as one ring in rank
+order: it sends, through the uplink of a domain ``x`` holding ``k`` of the job's pods,
 ``crossings(x) / 2`` pods' worth of traffic each way (an edge of the ring leaves or enters
 ``x``), not ``k``: ranks laid out contiguously cross each uplink once each way, ranks
 scattered up to ``k`` times -- the all-GPUs case the cost model already charges. So a
