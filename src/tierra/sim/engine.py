@@ -8,8 +8,10 @@ one every second; batching arrivals into ticks keeps the loop fast).
 
 The loop keeps its own ledger of what runs where and checks every placement a policy
 returns against it (healthy nodes, nothing over-committed, every pod of the gang), so a
-policy bug is a ``SimulationError``, never a silently wrong number. A job's run time is
-its remaining work times the cost model's slowdown for where it landed, stretched further
+policy bug is a ``SimulationError``, never a silently wrong number; on a cluster with
+devices it holds every GPU and NIC too (``devices.DeviceLedger``). A job's run time is
+its remaining work times the cost model's slowdown for where it landed (what its rank
+order and slices make of that, ``structure``; a far NIC, ``devices``), stretched further
 while it shares a busy oversubscribed uplink with other jobs (``contention``): whenever a
 job starts or ends, the jobs whose uplinks it shares are re-timed from the work they have
 done so far. A node failure kills the jobs on it; they lose the work since their last
