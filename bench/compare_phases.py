@@ -214,13 +214,20 @@ async def wait_ready(running: Running, timeout: float = 120.0) -> float:
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of ``pid`` so far (``/proc/PID/stat``), None once gone."""
+def cpu_seconds(pid: int, stat: str = "stat") -> float | None:
+    """User + system CPU seconds of ``pid`` so far (``/proc/PID/stat``), None once gone;
+    ``stat="task/PID/stat"``: of its thread PID alone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        fields = Path(f"/proc/{pid}/{stat}").read_text().rpartition(")")[2].split()
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14 and 15)
+
+
+def main_thread(pid: int) -> float | None:
+    """CPU seconds of ``pid``'s main thread: for tierra, its event loop (watches, the
+    binder, small sessions); the rest of its CPU is its session threads'."""
+    return cpu_seconds(pid, f"task/{pid}/stat")
 
 
 @dataclass
@@ -235,6 +242,7 @@ class CpuSampler:
     def sample(self) -> None:
         now = time.monotonic()
         values = {who: cpu_seconds(pid) for who, pid in self.pids.items()}
+        values["contender-loop"] = main_thread(self.pids["contender"])
         self.samples.append((now, {k: v for k, v in values.items() if v is not None}))
 
     async def run(self) -> None:
@@ -255,7 +263,7 @@ class CpuSampler:
     def per_pod_ms(self, t0: float, t1: float, pods: int) -> dict[str, float]:
         """Milliseconds of CPU per bound pod between ``t0`` and ``t1``, per process."""
         out: dict[str, float] = {}
-        for who in self.pids:
+        for who in [*self.pids, "contender-loop"]:
             a, b = self.at(t0, who), self.at(t1, who)
             if a is not None and b is not None and pods:
                 out[who] = round(1000 * (b - a) / pods, 3)

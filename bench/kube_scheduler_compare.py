@@ -213,7 +213,14 @@ def spread(values: list[Any]) -> dict[str, float] | None:
     return {"median": statistics.median(nums), "min": min(nums), "max": max(nums), "n": len(nums)}
 
 
-CPU_OF = ("contender", "kube-apiserver", "etcd", "client")
+CPU_OF = (
+    "contender",
+    "contender-loop",
+    "kube-apiserver",
+    "etcd",
+    "client",
+    "kube-controller-manager",
+)
 FIGURES = (
     "pods_per_s",
     "first_bind_after_start_s",
@@ -282,9 +289,11 @@ def phase_table(agg: dict[str, Any], phase: str) -> str:
         ("nodes used", "nodes_used", 0),
         ("peak RSS (MiB)", "peak_rss_mib", 1),
         ("CPU ms per pod, first to last bind: the contender", "cpu_ms_per_pod_contender", 3),
+        ("… its main thread (tierra: the event loop)", "cpu_ms_per_pod_contender-loop", 3),
         ("… the API server", "cpu_ms_per_pod_kube-apiserver", 3),
         ("… etcd", "cpu_ms_per_pod_etcd", 3),
         ("… this client (its watch; its creations in the live phases)", "cpu_ms_per_pod_client", 3),
+        ("… kube-controller-manager (PV controller)", "cpu_ms_per_pod_kube-controller-manager", 3),
         ("load average at start / end", None, 2),
         *((BROKEN[k], f"broken_{k}", 0) for k in BROKEN),
     ]

@@ -95,12 +95,21 @@ def cluster(nodes: int, pods: int) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "hypernode", hypernode_doc("core", 3, "core", top)
     gangs = (pods // 25) // GANG
     for i in range(pods - gangs * GANG):
-        yield "bound", pod_doc(f"svc-{i:07d}", names[i % nodes], gpus=0)
+        yield "bound", live_pod(f"svc-{i:07d}", names[i % nodes], gpus=0)
     for g in range(gangs):
         group = f"train-{g:04d}"
         yield "podgroup", podgroup_doc(group)
         for k in range(GANG):
-            yield "pending", pod_doc(f"{group}-{k:02d}", None, gpus=1, group=group)
+            yield "pending", live_pod(f"{group}-{k:02d}", None, gpus=1, group=group)
+
+
+def live_pod(name: str, node: str | None, *, gpus: int, group: str | None = None) -> Any:
+    """million_pods' pod, with limits equal to its requests: the API server refuses an
+    extended resource (GPUs) requested without a limit."""
+    doc = pod_doc(name, node, gpus=gpus, group=group)
+    for c in doc["spec"]["containers"]:
+        c["resources"]["limits"] = dict(c["resources"]["requests"])
+    return doc
 
 
 def podgroup_doc(name: str) -> dict[str, Any]:
@@ -212,8 +221,8 @@ async def samples(plane: ControlPlane) -> dict[str, dict[str, Any]]:
     proof that the API server stores these kinds as JSON, and what it adds to them."""
     shapes = {
         "node": (NODES.path(), node_doc("sample-node")),
-        "bound": (PODS.path(NS), pod_doc("sample-bound", "sample-node", gpus=0)),
-        "pending": (PODS.path(NS), pod_doc("sample-pending", None, gpus=1, group="sample")),
+        "bound": (PODS.path(NS), live_pod("sample-bound", "sample-node", gpus=0)),
+        "pending": (PODS.path(NS), live_pod("sample-pending", None, gpus=1, group="sample")),
         "hypernode": (
             VOLCANO_HYPERNODES.path(),
             hypernode_doc(
