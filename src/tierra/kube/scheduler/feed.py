@@ -153,9 +153,10 @@ class Feed:
         handler: Callable[[Event[Any]], None],
     ) -> None:
         name = resource.name
+        counted = self.metrics.informer_events.labels(name)  # once: labels() is a lookup
 
         def on_event(event: Event[Any]) -> None:
-            self.metrics.informer_events.labels(name).inc()
+            counted.inc()
             self.apply(lambda: handler(event))
 
         self.informers.append(
