@@ -16,6 +16,7 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.labels import LabelSelector, decode_label_selector
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
+from tierra.api.pod import PodClaim
 from tierra.api.quantity import milli_to_quantity
 from tierra.api.tierra_annotations import PREFERRED_TIER, PREFERRED_TIER_NAME, read_gang_topology
 from tierra.errors import Origin, Problem, Severity
@@ -104,6 +105,9 @@ class PodGroup:
     min_task_member: Mapping[str, int] = field(default_factory=dict)
     phase: str = ""
     api: PodGroupApi = VOLCANO_WORDS  # which API it came from, for the words about it
+    # an upstream PodGroup's spec.resourceClaims (DRAWorkloadResourceClaims), a template's
+    # claim named once the resourceclaim controller recorded it in status
+    resource_claims: tuple[PodClaim, ...] = ()
     origin: Origin | None = field(default=None, compare=False)
 
     @property

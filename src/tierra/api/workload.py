@@ -20,6 +20,12 @@ A label key is not a tier, so decoding keeps it (``TOPOLOGY_KEY_ANNOTATION``) an
 
 A Volcano and an upstream PodGroup with the same namespace and name are one gang to
 tierra (pods name their group by name only); keep the names apart.
+
+``spec.resourceClaims`` (alpha, ``DRAWorkloadResourceClaims``; the API server drops it
+without the gate) names claims shared by the whole group: a pod's claim with the same
+name, ResourceClaim and template is the group's, reserved for the PodGroup rather than
+for the pod (``tierra.scheduler.devices.group_claims``). A template's claim is named in
+``status.resourceClaimStatuses`` once the resourceclaim controller has made it.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from tierra.api.hypernode import TIERRA_GROUP, HyperNode, Member, MemberSelector
 from tierra.api.labels import LabelSelector
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Node
+from tierra.api.pod import PodClaim
 from tierra.api.podgroup import (
     WORKLOAD_WORDS,
     NetworkTopology,
@@ -98,8 +105,32 @@ def decode_workload_podgroup(
         priority_class_name=spec.string("priorityClassName"),
         network_topology=with_annotations(f, meta, topology, "spec.schedulingConstraints"),
         api=WORKLOAD_WORDS,
+        resource_claims=_group_claims(spec, f.obj("status")),
         origin=origin,
     )
+
+
+MAX_GROUP_CLAIMS = 4  # scheduling/v1alpha2 MaxPodGroupResourceClaims
+
+
+def _group_claims(spec: Fields, status: Fields) -> tuple[PodClaim, ...]:
+    """``spec.resourceClaims``, each with the claim it names (a template's once made)."""
+    items = spec.objects("resourceClaims")
+    if len(items) > MAX_GROUP_CLAIMS:
+        spec.problem("resourceClaims", f"takes at most {MAX_GROUP_CLAIMS}, got {len(items)}")
+    made = {
+        s.string("name"): s.string("resourceClaimName")
+        for s in status.objects("resourceClaimStatuses")
+    }
+    out = []
+    for c in items:
+        name = c.string("name", required=True)
+        template = c.string("resourceClaimTemplateName")
+        claim = c.string("resourceClaimName")
+        if bool(template) == bool(claim):
+            c.problem("", "must set exactly one of resourceClaimName, resourceClaimTemplateName")
+        out.append(PodClaim(name, claim or made.get(name, ""), template))
+    return tuple(out)
 
 
 def topology_key(pg: PodGroup) -> str | None:

@@ -28,9 +28,11 @@ from tierra.cli.common import (
     print_document,
     print_problems,
 )
+from tierra.cli.tree_inside import add_inside, index_of, inside_json
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health
 from tierra.topology.index import TopologyIndex
+from tierra.topology.inside import InsideIndex
 
 GPU = "nvidia.com/gpu"
 
@@ -49,8 +51,15 @@ class _View:
     apart (missing), so the root (every node) is never smaller than a domain under it.
     """
 
-    def __init__(self, index: TopologyIndex, capacity: Capacity, health: Health) -> None:
+    def __init__(
+        self,
+        index: TopologyIndex,
+        capacity: Capacity,
+        health: Health,
+        inside: InsideIndex | None = None,
+    ) -> None:
         self.index, self.capacity, self.health = index, capacity, health
+        self.inside = inside  # --inside: each node's inside (tree_inside.py)
         healthy = np.asarray(~self.health.node_flags.any(axis=1), dtype=bool)
         left = np.maximum(capacity.node_alloc - capacity.node_used, 0)
         self.unavailable = index.sum_under(np.where(healthy[:, None], 0, left))
@@ -124,6 +133,8 @@ class _View:
         out["children"] = [self.as_json(k, show_nodes) for k in self.index.children[h]]
         if show_nodes and h != self.index.root:
             out["members"] = [self.index.node_names[n] for n in self.index.direct_nodes[h].tolist()]
+            if self.inside is not None:
+                out["inside"] = inside_json(self.inside, out["members"])
         return out
 
     def add(self, parent: RichTree, h: int, show_nodes: bool) -> None:
@@ -134,7 +145,9 @@ class _View:
             for n in self.index.direct_nodes[h].tolist():
                 healthy = self.health.node_healthy(n)
                 mark = "" if healthy else " [yellow](unhealthy)[/yellow]"
-                branch.add(f"[dim]{escape(self.index.node_names[n])}[/dim]{mark}")
+                leaf = branch.add(f"[dim]{escape(self.index.node_names[n])}[/dim]{mark}")
+                if self.inside is not None:
+                    add_inside(leaf, self.inside.node(self.index.node_names[n]))
 
 
 def tree(
@@ -143,6 +156,14 @@ def tree(
     ],
     output: AnyOutput = Output.TEXT,
     nodes: Annotated[bool, typer.Option("--nodes", help="List the nodes under each leaf.")] = False,
+    inside: Annotated[
+        bool,
+        typer.Option(
+            "--inside",
+            help="Also each node's inside: NVLink islands, PCIe switches and roots, NUMA "
+            "nodes, from DRA ResourceSlices and nvidia-smi (implies --nodes).",
+        ),
+    ] = False,
 ) -> None:
     """Show the HyperNode forest with capacity and health."""
     snapshot = load_snapshot_or_exit(files)
@@ -153,7 +174,9 @@ def tree(
         index,
         Capacity.with_bound_pods(index, snapshot.nodes, snapshot.pods),
         Health(index, snapshot.nodes),
+        index_of(snapshot) if inside else None,
     )
+    nodes = nodes or inside
     if output is not Output.TEXT:
         doc = view.as_json(index.root, nodes)
         doc["unusableTrees"] = [

@@ -33,6 +33,7 @@ from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
 from tierra.errors import Problem, Severity
 from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, explain_gang, run_session
+from tierra.web.devices import DeviceRoom
 from tierra.web.gangs import Analysis, explanation_doc
 from tierra.web.store import Change, Kind, Store, key_of
 
@@ -49,8 +50,11 @@ def in_key_order(hypernodes: dict[str, HyperNode]) -> list[HyperNode]:
 class DryRuns:
     """One long-lived cache, the changes noted for it, and the sessions run on it."""
 
-    def __init__(self, store: Store, config: SchedulerConfig) -> None:
+    def __init__(
+        self, store: Store, config: SchedulerConfig, devices: DeviceRoom | None = None
+    ) -> None:
         self.config = config
+        self.devices = devices or DeviceRoom()  # DRA: the cache's devices and their room
         self._store = store  # read in the event loop only (``note``)
         self._cache: ClusterStore | None = None
         self._memory = Memory(skip_unchanged=False)
@@ -113,13 +117,21 @@ class DryRuns:
             and _hypernode_errors(problems) != _hypernode_errors(cache.input_problems)
         ):
             cache = self._build(_objects(cache), problems)
+        self.devices.refresh(cache)
         return cache, version
 
     def _build(self, snapshot: Snapshot, problems: tuple[Problem, ...]) -> ClusterStore:
         hns = tuple(in_key_order(self._hypernodes))
+        room = self.devices
+        snapshot = replace(
+            snapshot,
+            nodes=tuple(room.node(n) for n in snapshot.nodes),
+            pods=tuple(room.pod(p) for p in snapshot.pods),
+        )
         self._cache = ClusterStore.from_snapshot(
             replace(snapshot, hypernodes=hns, problems=problems)
         )
+        room.attach(self._cache)
         return self._cache
 
     def _apply(self, cache: ClusterStore, changes: list[Change]) -> bool:
@@ -138,12 +150,12 @@ class DryRuns:
                     if new is None:
                         cache.remove_node(c.key)
                     else:
-                        cache.upsert_node(cast(Node, new))
+                        cache.upsert_node(self.devices.node(cast(Node, new)))
                 elif c.kind is Kind.POD:
                     if new is None:
                         cache.remove_pod(c.key)
                     else:
-                        cache.upsert_pod(cast(Pod, new))
+                        cache.upsert_pod(self.devices.pod(cast(Pod, new)))
                 elif c.kind is Kind.PODGROUP:
                     if new is None:
                         cache.remove_podgroup(c.key)

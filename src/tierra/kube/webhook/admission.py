@@ -14,10 +14,14 @@ as ``tierra validate``:
   the problems of the forest with the new object, minus those it already had. A forest
   that is already broken somewhere else does not block unrelated writes, and a write
   that repairs part of it is welcome.
-* **Pod**: only Kueue's topology annotations (``tierra.api.kueue``): refused when
-  malformed or naming a level no node carries, warned when the pod's PodGroup also sets
-  Volcano's ``networkTopology`` (that one is the gang's limit; the informers keep which
-  PodGroups do). Registered for pods carrying a ``kueue.x-k8s.io/podset-`` annotation.
+* **Pod**: only Kueue's keys: its topology annotations (``tierra.api.kueue``), refused
+  when malformed or naming a level no node carries, warned when the pod's PodGroup also
+  sets Volcano's ``networkTopology`` (that one is the gang's limit; the informers keep
+  which PodGroups do); and its plain pod group keys (``tierra.api.kueue_pod_group``),
+  refused as Kueue's own webhook refuses them (a name without a count, a count that is
+  not an integer of at least 1, an index at or above the count). Registered for pods
+  carrying a ``kueue.x-k8s.io/podset-`` or ``kueue.x-k8s.io/pod-group-`` annotation or
+  a ``kueue.x-k8s.io/pod-group-`` label.
 * **PodGroup**, Volcano's (``scheduling.volcano.sh``) or the upstream Workload API's
   (``scheduling.k8s.io/v1alpha2``, whose topology is a node-label key: resolved as
   ``tierra.api.workload`` resolves it, through HyperNodes discovered from that label or
@@ -28,6 +32,10 @@ as ``tierra validate``:
   could hold its minimum (``minMember`` pods, ``minResources``) even with every node
   empty, as ``validate`` warns: nodes can be added, and a refused PodGroup would keep
   its pods from ever asking for them.
+
+* **DRA** (``devices.py``): ResourceClaims and templates naming a DeviceClass that does
+  not exist or a selector that does not compile are refused, as ``tierra validate``
+  reports them; a PodGroup sharing such a claim (``spec.resourceClaims``) too.
 
 The Nodes the informers deliver (no pods: every node empty) are what a PodGroup is
 measured against. HyperNode members written as regexes or label selectors also resolve
@@ -65,6 +73,7 @@ from tierra.api.pod import decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.errors import Problem, Severity
+from tierra.kube.webhook.devices import DeviceRules
 from tierra.scheduler.explain.refusals import podgroup_refusals
 from tierra.scheduler.state.store import ClusterStore
 from tierra.topology.index import TopologyIndex
@@ -147,6 +156,7 @@ class Judge:
         # PodGroups with a Volcano networkTopology, by ns/name: a pod of theirs carrying
         # Kueue's topology annotations is warned which wins
         self.topology_podgroups: set[str] = set()
+        self.devices = DeviceRules(overlay_seconds=overlay_seconds, clock=clock)
 
     # -- the informers' side --------------------------------------------------------------
 
@@ -251,15 +261,32 @@ class Judge:
         judged, more = split(podgroup_refusals(self._cache, self._with_topology(pg)))
         errors += judged
         warnings += more
+        shared, unknown = split(self.devices.podgroup_problems(pg))
+        errors += shared
+        warnings += unknown
+        return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))
+
+    def review_devices(
+        self, kind: str, raw: Mapping[str, Any], *, dry_run: bool = False
+    ) -> Verdict:
+        """A DeviceClass, ResourceClaim or template (``devices.py``)."""
+        errors, warnings = split(self.devices.review(kind, raw, dry_run=dry_run))
         return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))
 
     def review_pod(self, raw: Mapping[str, Any]) -> Verdict:
         """Refuse a pod whose Kueue topology annotations are malformed or name a level no
-        node carries (``tierra validate``'s words); warn when its gang also has Volcano's
-        topology. Nothing else of a pod is judged here."""
+        node carries, or whose Kueue pod group keys are malformed (``tierra validate``'s
+        words); warn when its gang also has Volcano's topology. Nothing else of a pod is
+        judged here."""
         decoded: list[Problem] = []
         pod = decode_pod(raw, None, decoded)
-        ours = [p for p in decoded if p.path.startswith(f"metadata.annotations[{KUEUE_PREFIX}")]
+        ours = [
+            p
+            for p in decoded
+            if p.path.startswith(
+                (f"metadata.annotations[{KUEUE_PREFIX}", f"metadata.labels[{KUEUE_PREFIX}")
+            )
+        ]
         errors, warnings = split(ours)
         group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
         podgroup = (group, group in self.topology_podgroups) if group is not None else None

@@ -98,7 +98,7 @@ def missing(m: Missing) -> str:
         return f"task {m.name}: {m.have} of minTaskMember {m.need} pods"
     if m.rule == "minSubGroups":
         return f"policy {m.name}: {m.have} of minSubGroups {m.need} sub-groups"
-    return f"{m.have} of {m.field or 'minMember'} {m.need} pods"
+    return f"{m.have} of {m.name or 'minMember'} {m.need} pods"
 
 
 def _no_queue(p: GangProblem) -> str:

@@ -25,6 +25,7 @@ from tierra.api.podgroup import WORKLOAD_WORDS
 from tierra.api.quantity import format_milli
 from tierra.api.workload import label_key_of
 from tierra.scheduler.constraints.tier_limit import resolve
+from tierra.scheduler.devices.room import shown
 from tierra.scheduler.status import Status
 
 if TYPE_CHECKING:
@@ -176,8 +177,9 @@ def quantity(axis: ResourceAxis, i: int, value: float) -> str:
 
 
 def amount(axis: ResourceAxis, i: int, value: float) -> str:
-    """One ledger amount with its resource (``16Gi memory``, ``8 nvidia.com/gpu``)."""
-    return f"{quantity(axis, i, value)} {axis.names[i]}"
+    """One ledger amount with its resource (``16Gi memory``, ``8 nvidia.com/gpu``; a
+    DeviceClass's room as ``4 gpu.nvidia.com devices``)."""
+    return f"{quantity(axis, i, value)} {shown(axis.names[i])}"
 
 
 def amounts(axis: ResourceAxis, vec: IntArray) -> str:
@@ -258,7 +260,7 @@ def _empty_holds(
     holds = np.zeros(len(domains), dtype=np.int64)
     for shape in demand.shapes:
         n = len(shape.pods)
-        fit = cap.domain_fit(shape.vec, domains, shape.eligibility.mask, empty=True)
+        fit = cap.domain_fit(shape.vec, domains, shape.eligibility.when_empty, empty=True)
         ok &= fit >= n
         holds += np.minimum(fit, n)
     return ok, holds
@@ -272,11 +274,13 @@ def _short_when_empty(cache: ClusterStore, demand: Demand, h: int) -> list[str]:
     alloc = cap.node_alloc[nodes]
     lacking = {i for i in range(len(axis)) if cap.dom_alloc[h, i] < demand.total[i]}
     for shape in demand.shapes:
-        eligible = alloc[shape.eligibility.mask[nodes]]
+        eligible = alloc[shape.eligibility.when_empty[nodes]]
+        if not len(eligible):
+            continue  # no node may take it at all: the exclusions say why, not resources
         for i in np.flatnonzero(shape.vec > 0).tolist():
             if not (eligible[:, i] >= shape.vec[i]).any():
                 lacking.add(i)
-    return [axis.names[i] for i in sorted(lacking) if axis.names[i] != "pods"]
+    return [shown(axis.names[i]) for i in sorted(lacking) if axis.names[i] != "pods"]
 
 
 def _allowing(cache: ClusterStore, limit: TierLimit, t: int, h: int) -> str:
@@ -343,6 +347,10 @@ def never_fits(cache: ClusterStore, demand: Demand, limit: TierLimit, region: in
     ok, holds = _empty_holds(cache, demand, allowed)
     if ok.any():
         return None
+    nodes = ix.real_nodes[region]
+    if any(not s.eligibility.when_empty[nodes].any() for s in demand.shapes):
+        inside = "" if limit.flat or limit.root else f" within {limit.text}"
+        return f"can never fit{inside}: no node may take {req}{_excluded(demand)}"
     best = int(np.argmax(holds))
     most = int(holds[best])
     lacking = ", ".join(_short_when_empty(cache, demand, int(allowed[best])))
@@ -413,14 +421,14 @@ def no_fit_reason(
             f"{_next_tier_note(cache, limit)}" + _refused(cache, misses)
         )
     if not with_cands and root_miss is not None:
-        short = f" (short of {', '.join(root_miss.short)})" if root_miss.short else ""
+        short = f" (short of {', '.join(map(shown, root_miss.short))})" if root_miss.short else ""
         return (
             f"{prefix}the cluster cannot hold {req}: room for {root_miss.holds}{short}"
             f"{_excluded(demand)}" + _refused(cache, misses)
         )
     best = max(with_cands, key=lambda m: (m.holds, -m.tier))
     tiers = sorted({m.tier for m in with_cands})
-    short = f" (short of {', '.join(best.short)})" if best.short else ""
+    short = f" (short of {', '.join(map(shown, best.short))})" if best.short else ""
     assert best.domain is not None
     text = (
         f"{prefix}no {_tiers_text(tiers)} HyperNode{inside} can hold {req}: best "
@@ -484,7 +492,7 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
     if floor is not None:
         have = cache.capacity.dom_alloc[h]
         short = [
-            f"{axis.names[i]} ({quantity(axis, i, int(have[i]))} of {quantity(axis, i, v)})"
+            f"{shown(axis.names[i])} ({quantity(axis, i, int(have[i]))} of {quantity(axis, i, v)})"
             for i, v in enumerate(floor.tolist())
             if v > have[i]
         ]

@@ -58,7 +58,7 @@ class Topology(Feedable):
 
     hypernodes: dict[HyperNodeKey, HyperNode]  # by (group, name): two name spaces
     input_problems: tuple[Problem, ...]
-    hypernode_problems: dict[HyperNodeKey, tuple[Problem, ...]]  # each one's decoding's
+    hypernode_problems: dict[HyperNodeKey, tuple[Problem, ...]]  # its decoding's
     index: TopologyIndex
     capacity: Capacity  # the ledger: used room per node and per domain
     health: Health
