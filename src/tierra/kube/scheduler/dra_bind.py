@@ -108,7 +108,7 @@ class ClaimWriter:
             key = f"{pod.namespace}/{c.claim_name}"
             path = r.RESOURCE_CLAIMS.path(pod.namespace, c.claim_name)
             raws[key] = await self.kube.get(path, what=f"read ResourceClaim/{key}")
-        with devices.lock:
+        with self.dra.feed.cache.feeding(), devices.lock:
             planned = self._plan(pod, node, raws)
         if planned is None:
             return False
@@ -119,7 +119,7 @@ class ClaimWriter:
                 if key in planned:
                     mine.add(key)
         except BaseException:
-            with devices.lock:
+            with self.dra.feed.cache.feeding(), devices.lock:
                 for key in planned.keys() - mine:
                     devices.assumed.pop(key, None)
                 devices.changed()
@@ -227,7 +227,7 @@ class ClaimWriter:
             shared = group_claim(pod, group, c)
             if shared and not self._group_idle(pod):
                 continue  # the group's other pods hold it
-            with self.dra.devices.lock:
+            with self.dra.feed.cache.feeding(), self.dra.devices.lock:
                 self.dra.devices.assumed.pop(key, None)
             gone = self._consumer(pod, key).uid if shared else pod.meta.uid
             for _ in range(ATTEMPTS):
@@ -240,7 +240,7 @@ class ClaimWriter:
                     if exc.status != 404:
                         log.warning("Pod/%s: %s", b.pod, exc)
                     break
-        with self.dra.devices.lock:
+        with self.dra.feed.cache.feeding(), self.dra.devices.lock:
             self.dra.devices.changed()
 
     async def _unreserve(self, key: str, uid: str, *, deallocate: bool) -> None:

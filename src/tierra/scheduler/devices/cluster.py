@@ -271,6 +271,67 @@ class DeviceCluster:
             _allocator=self.allocator,
         )
 
+    # -- a session's view (``state/extensions.py``: ``Versioned``) --------------------
+
+    def fork(self) -> DeviceCluster:
+        """A copy for a session's view, taken when the store is fed while it runs: the
+        adapter goes on changing this one. The allocator and what was worked out per
+        generation are shared until either side changes."""
+        with self.lock:
+            twin = DeviceCluster(
+                classes=dict(self.classes),
+                claims=dict(self.claims),
+                templates=dict(self.templates),
+                slices=dict(self.slices),
+                assumed=dict(self.assumed),
+                groups=dict(self.groups),
+                annotated=dict(self.annotated),
+                annotation_generation=self.annotation_generation,
+                generation=self.generation,
+                device_generation=self.device_generation,
+                _allocator=self._allocator,
+                _previous=self._previous,
+                _eligible=dict(self._eligible),
+                _owners=dict(self._owners),
+                _eligible_at=self._eligible_at,
+                _inside=self._inside,
+                _inside_at=self._inside_at,
+                _in_use=self._in_use,
+                _in_use_at=self._in_use_at,
+            )
+        return twin
+
+    def replay(self, fork: DeviceCluster, pods: Sequence[Pod]) -> None:
+        """The devices the session reserved in ``fork`` for ``pods``' claims, assumed
+        here too, where the adapter's binder writes them from; a claim allocated
+        meanwhile, or devices gone or taken meanwhile, are left to the binder to plan
+        again."""
+        with self.lock:
+            taken = set(self.in_use())
+            present: set[DeviceId] | None = None
+            kept = False
+            for pod in pods:
+                for c in pod.resource_claims:
+                    key = f"{pod.namespace}/{c.claim_name}"
+                    allocation = fork.assumed.get(key)
+                    if allocation is None or self.allocation_of(key) is not None:
+                        continue
+                    if present is None:
+                        present = {
+                            (s.driver, s.pool, d.name)
+                            for s in self.slices.values()
+                            for d in s.devices
+                        }
+                    ids = {r.device_id for r in allocation.results}
+                    held = {r.device_id for r in allocation.results if not r.admin_access}
+                    if not ids <= present or held & taken:
+                        continue
+                    self.assumed[key] = allocation
+                    taken |= held
+                    kept = True
+            if kept:
+                self.changed()
+
     def _key(self, pod: Pod, nodes: Sequence[Node]) -> Hashable:
         return (
             self.signature(pod),
@@ -394,16 +455,21 @@ class DeviceCluster:
             self._inside, self._inside_at = index, at
         return self._inside
 
+    def annotation_changed(self, node: Node) -> bool:
+        """The node's node-topology annotation differs from the one kept (``note_node``
+        would change something: an adapter then calls it inside ``store.feeding()``)."""
+        text = node.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION)
+        old = self.annotated.get(node.name)
+        if old is None:
+            return text is not None
+        return old.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION) != text
+
     def note_node(self, node: Node) -> None:
         """A node as the adapter has it: its node-topology annotation, if any, is part of
         its inside (a change rebuilds the index, not the allocator)."""
+        if not self.annotation_changed(node):
+            return
         has = NODE_TOPOLOGY_ANNOTATION in node.meta.annotations
-        old = self.annotated.get(node.name)
-        if not has and old is None:
-            return
-        text = node.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION)
-        if old is not None and old.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION) == text:
-            return
         with self.lock:
             if has:
                 self.annotated[node.name] = node

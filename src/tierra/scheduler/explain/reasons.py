@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from tierra.scheduler.placement.demand import Demand, Shape
     from tierra.scheduler.state.store import ClusterStore
     from tierra.topology.arrays import BoolArray
-    from tierra.topology.capacity import Capacity, ResourceAxis
+    from tierra.topology.capacity import ResourceAxis
     from tierra.topology.index import IntArray
 
 
@@ -228,23 +228,6 @@ def describe_shortfall(cache: ClusterStore, demand: Demand, h: int, holds: int) 
     return f"holds {holds} of {demand.count} pods (counted node by node)"
 
 
-def short_of(
-    capacity: Capacity, request: IntArray, mask: BoolArray, nodes: IntArray, need: int
-) -> list[str]:
-    """Which resources, counted node by node over ``nodes``, hold fewer than ``need`` pods."""
-    alloc, used = capacity.node_alloc[nodes], capacity.node_used[nodes]
-    m = mask[nodes]
-    if not m.any():
-        return []  # no node may take it at all: the exclusions say why, not resources
-    out: list[tuple[int, str]] = []
-    for r in np.flatnonzero(request > 0).tolist():
-        per = np.maximum(alloc[:, r] - used[:, r], 0) // request[r]
-        pods = int(np.where(m, per, 0).sum())
-        if pods < need:
-            out.append((pods, shown(capacity.axis.names[r])))
-    return [name for _, name in sorted(out)]
-
-
 def _excluded(demand: Demand) -> str:
     texts = [s.eligibility.describe() for s in demand.shapes if s.eligibility.excluded]
     return f"; nodes excluded: {texts[0]}" if texts else ""
@@ -426,14 +409,14 @@ def no_fit_reason(
             f"{_next_tier_note(cache, limit)}" + _refused(cache, misses)
         )
     if not with_cands and root_miss is not None:
-        short = f" (short of {', '.join(root_miss.short)})" if root_miss.short else ""
+        short = f" (short of {', '.join(map(shown, root_miss.short))})" if root_miss.short else ""
         return (
             f"{prefix}the cluster cannot hold {req}: room for {root_miss.holds}{short}"
             f"{_excluded(demand)}" + _refused(cache, misses)
         )
     best = max(with_cands, key=lambda m: (m.holds, -m.tier))
     tiers = sorted({m.tier for m in with_cands})
-    short = f" (short of {', '.join(best.short)})" if best.short else ""
+    short = f" (short of {', '.join(map(shown, best.short))})" if best.short else ""
     assert best.domain is not None
     text = (
         f"{prefix}no {_tiers_text(tiers)} HyperNode{inside} can hold {req}: best "
