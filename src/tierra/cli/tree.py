@@ -4,6 +4,9 @@ Each HyperNode line carries its tier and tier name, how many nodes it holds, fre
 allocatable GPUs and CPU (bound pods in the snapshot already subtracted; what sits on a
 NotReady, cordoned or NoExecute node shown as unavailable, not free), and health.
 Unusable trees are shown with the reasons, so a broken topology is never silent.
+A HyperNode is (API group, name): a name both groups hold is shown ``group/name``, and
+the controller's Volcano copies of tierra's HyperNodes are set aside and said so (one
+topology, scheduled by tierra's group).
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ class _View:
             )
         if h != ix.root:
             hn = ix.hypernodes[h]
+            out["group"] = hn.group
             out["tierName"] = hn.tier_name
             out["usable"] = bool(ix.usable[h])
         return out
@@ -178,6 +182,8 @@ def tree(
         doc["unusableTrees"] = [
             {"name": t.name, "reasons": list(t.reasons)} for t in index.trees if not t.usable
         ]
+        if index.mirrors:
+            doc["mirrors"] = index.mirrors.to_dict()
         print_document(doc, output)
         return
     top = RichTree(view.label(index.root))
@@ -194,3 +200,5 @@ def tree(
             console.print(f"[red]tree {escape(t.name)} is unusable:[/red]")
             for reason in t.reasons:
                 console.print(f"  - {escape(reason)}")
+    if index.mirrors:
+        console.print(f"[dim]{escape(index.mirrors.note())}[/dim]")

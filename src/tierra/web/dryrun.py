@@ -40,13 +40,11 @@ from tierra.web.store import Change, Kind, Store, key_of
 SEED_AFTER = 10_000  # changes beyond the store's object count: build afresh instead
 
 
-def first_of_each_name(hypernodes: dict[str, HyperNode]) -> list[HyperNode]:
-    """The store's HyperNodes (keyed ``group/name``) with a name both groups define kept
-    once, the first by key: what the topology index (and so the picture) keeps."""
-    out: dict[str, HyperNode] = {}
-    for key in sorted(hypernodes):
-        out.setdefault(hypernodes[key].name, hypernodes[key])
-    return list(out.values())
+def in_key_order(hypernodes: dict[str, HyperNode]) -> list[HyperNode]:
+    """The store's HyperNodes (keyed ``group/name``), every one: a name both groups hold
+    is two HyperNodes, or one and its mirror, as the topology index (and so the
+    picture) tells them apart."""
+    return [hypernodes[key] for key in sorted(hypernodes)]
 
 
 class DryRuns:
@@ -123,7 +121,7 @@ class DryRuns:
         return cache, version
 
     def _build(self, snapshot: Snapshot, problems: tuple[Problem, ...]) -> ClusterStore:
-        hns = tuple(first_of_each_name(self._hypernodes))
+        hns = tuple(in_key_order(self._hypernodes))
         room = self.devices
         snapshot = replace(
             snapshot,
@@ -168,7 +166,7 @@ class DryRuns:
                 else:
                     cache.upsert_queue(cast(Queue, new))
             if hypernodes_moved:
-                cache.set_hypernodes(first_of_each_name(self._hypernodes))
+                cache.set_hypernodes(in_key_order(self._hypernodes))
         return hypernodes_moved
 
 

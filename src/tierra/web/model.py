@@ -214,7 +214,7 @@ class Dashboard:
         return self._cached("topology", self.view.topology_doc)
 
     def hypernode_doc(self, name: str) -> dict[str, Any] | None:
-        h = self.view.index.ix.get(name)
+        h = self.view.index.find(name)  # its name, or group/name
         if h is None:
             return None
         return self._cached(f"hypernode/{name}", lambda: self.view.hypernode_doc(h))

@@ -37,6 +37,7 @@ from tierra.kube.scheduler.dra_bind import ClaimWriter
 from tierra.kube.scheduler.dra_feed import DraFeed
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
+from tierra.kube.scheduler.provisioning_status import RetryPolicy
 from tierra.kube.scheduler.queue_status_writer import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
@@ -71,6 +72,8 @@ class Options:
     bind_retry_for: float = 30.0
     queue_status: bool = True  # write Volcano Queue status (off beside Volcano's controllers)
     provisioning_class: str = ""  # a ProvisioningRequest per gang that cannot fit ("": none)
+    provisioning_retries: int = 3  # ... asked again after Failed/expired/revoked (Kueue's)
+    provisioning_backoff: float = 60.0  # seconds before the first retry, doubling
 
 
 class LostLease(Exception):
@@ -100,6 +103,7 @@ class SchedulerComponent:
         self.binder: Binder | None = None
         self.dra: DraFeed | None = None  # when the API server serves resource.k8s.io/v1
         self.servers: list[Server] = []
+        self.topology_note: str | None = None  # the mirror note last logged
 
     def trigger(self) -> None:
         self._wake.set()
@@ -234,8 +238,16 @@ class SchedulerComponent:
         gc.freeze()
         status = StatusWriter(self.kube, feed, self.recorder)
         signals = AutoscalerSignals(
-            self.kube, feed, self.metrics, provisioning_class=self.options.provisioning_class
+            self.kube,
+            feed,
+            self.metrics,
+            provisioning_class=self.options.provisioning_class,
+            retry=RetryPolicy(self.options.provisioning_retries, self.options.provisioning_backoff),
+            recorder=self.recorder,
+            on_note=status.renote,
+            on_retry_due=self.trigger,
         )
+        status.notes = signals.note
 
         def bound(gang: str, bindings: Sequence[Binding]) -> None:
             status.bound(gang, bindings)
@@ -291,6 +303,7 @@ class SchedulerComponent:
                 loop.call_soon_threadsafe(binder.decided, d)
 
         started = time.perf_counter()
+        self._note_topology()
         if self.dra is not None:
             self.dra.refresh()
         binder.begin()
@@ -319,6 +332,16 @@ class SchedulerComponent:
             m.pending_gangs.labels(code).set(codes.get(code, 0))
         self._gpu_gauges()
         return result
+
+    def _note_topology(self) -> None:
+        """Log, once each time it changes, which group sessions schedule by where the
+        controller's Volcano copies are set aside (``tierra.topology.mirrors``)."""
+        mirrors = self.cache.index.mirrors
+        note = mirrors.note() if mirrors else None
+        if note != self.topology_note:
+            self.topology_note = note
+            if note is not None:
+                log.info("topology: %s", note)
 
     def _gpu_gauges(self) -> None:
         """Free and total GPUs per HyperNode, from the topology layer's ledgers: extended

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tierra.api.pod import ONE_POD, PODS
+from tierra.api.podgroup import WORKLOAD_WORDS
 from tierra.api.quantity import format_milli
+from tierra.api.workload import label_key_of
 from tierra.scheduler.constraints.tier_limit import resolve
 from tierra.scheduler.devices.room import shown
 from tierra.scheduler.status import Status
@@ -283,13 +285,23 @@ def _short_when_empty(cache: ClusterStore, demand: Demand, h: int) -> list[str]:
 
 def _allowing(cache: ClusterStore, limit: TierLimit, t: int, h: int) -> str:
     """``allow tier 2 (highestTierName: spine; s0 could hold it)``: the change that would
-    let a gang fit, in the words of the limit the user wrote (a name or a number)."""
+    let a gang fit, in the words of the limit the user wrote (a name, a number, or an
+    upstream PodGroup's topology key)."""
     ix = cache.index
-    tier_name = ix.hypernodes[h].tier_name if h != ix.root else None
-    if t == cache.layouts.root_tier:
+    hn = ix.hypernodes[h] if h != ix.root else None
+    root = t == cache.layouts.root_tier
+    if limit.text.startswith("topology key"):  # the upstream Workload API's PodGroup
+        # a key resolves through the label HyperNodes were discovered from, or their tier
+        # name (``api.workload.discovered_tier``)
+        key = (label_key_of(hn) or hn.tier_name) if hn is not None else None
+        if root:
+            allow = f"drop {WORKLOAD_WORDS.topology}"
+        else:
+            allow = f"key: {key}" if key else f"a key whose domains are tier {t}"
+    elif root:
         allow = "mode: soft"
-    elif tier_name and limit.text.startswith("highestTierName"):
-        allow = f"highestTierName: {tier_name}"
+    elif hn is not None and hn.tier_name and limit.text.startswith("highestTierName"):
+        allow = f"highestTierName: {hn.tier_name}"
     else:
         allow = f"highestTierAllowed: {t}"
     return f"allow tier {t} ({allow}; {domain_name(cache, h)} could hold it)"
@@ -355,7 +367,7 @@ def never_fits(cache: ClusterStore, demand: Demand, limit: TierLimit, region: in
             f" add nodes or {shrink}"
         )
     name = domain_name(cache, int(allowed[best]))
-    fix = shrink
+    fix = f"add nodes or {shrink}"  # no wider tier could hold it either
     allow = _first_tier_that_fits(
         cache,
         limit,
@@ -365,7 +377,7 @@ def never_fits(cache: ClusterStore, demand: Demand, limit: TierLimit, region: in
         ),
     )
     if allow is not None:
-        fix = f"{allow} or {fix}"
+        fix = f"{allow} or {shrink}"
     return (
         f"can never fit within {limit.text}: even with every node empty, no allowed"
         f" HyperNode holds {req} (the most, {name}, holds {most}"
@@ -456,7 +468,7 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
     if not cache.nodes:
         return None  # topology files alone (no Node): nothing to measure a gang against
     ix = cache.index
-    limit = resolve(pg.network_topology, ix, "spec.networkTopology")
+    limit = resolve(pg.network_topology, ix, pg.api.topology)
     if isinstance(limit, Status):
         return None  # the limit's own problem is reported (topology_checks)
     axis = cache.capacity.axis
@@ -485,13 +497,13 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
             if v > have[i]
         ]
         lacking = f", short of {', '.join(short)}" if short else ""
-    shrink = f"lower minMember to {most}" if most < need else "lower minResources"
+    shrink = pg.api.lower_min(most) if most < need else "lower minResources"
     if limit.flat or limit.root:
         return (
             f"can never fit: even with every node empty, the whole cluster holds {most} of "
             f"{want}{lacking}; add nodes or {shrink}"
         )
-    fix = shrink
+    fix = f"add nodes or {shrink}"  # no wider tier could hold it either
     allow = _first_tier_that_fits(
         cache,
         limit,
@@ -499,7 +511,7 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
         lambda above: _minimum_holds(cache, need, floor, above)[0],
     )
     if allow is not None:
-        fix = f"{allow} or {fix}"
+        fix = f"{allow} or {shrink}"
     return (
         f"can never fit within {limit.text}: even with every node empty, no allowed "
         f"HyperNode holds {want} (the most, {domain_name(cache, h)}, holds {most}{lacking}); "

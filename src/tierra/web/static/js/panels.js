@@ -33,7 +33,7 @@ export function hyperNodePanel(doc, go) {
   const hl = doc.health;
   const root = doc.name === '<cluster>';
   const title = root ? 'The whole cluster' : doc.name;
-  const tier = root ? `virtual root · tier ${doc.tier}` : `HyperNode · tier ${doc.tier}${doc.tierName ? ` (${doc.tierName})` : ''}`;
+  const tier = root ? `virtual root · tier ${doc.tier}` : `HyperNode (${doc.group}) · tier ${doc.tier}${doc.tierName ? ` (${doc.tierName})` : ''}`;
   const out = [
     h('h2', { id: 'panel-title', dataset: { kind: 'hypernode', name: doc.name } }, title),
     h('div', { class: 'sub muted' }, tier,
@@ -127,7 +127,7 @@ export function gangPanel(doc, go) {
       ` · ${fmt(p.bound)} of ${plural(p.total, 'pod')} bound`),
     dl([
       ['queue', doc.queue],
-      ['minMember', fmt(doc.minMember)],
+      [doc.minimumField || 'minMember', fmt(doc.minMember)],
       ['constraint', doc.constraint],
       ['sub-groups', doc.subGroups.length ? doc.subGroups.map((g) => `${g.name} (${g.size} pods): ${g.constraint}`).join('; ') : null],
       ['achieved', doc.achieved ? achieved(doc.achieved, go) : (p.bound ? null : 'not running')],
