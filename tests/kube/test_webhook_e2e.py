@@ -104,6 +104,17 @@ def kueue_pod(name: str, group: str, annotations: dict[str, str]) -> dict[str, A
     }
 
 
+TOTAL = "kueue.x-k8s.io/pod-group-total-count"
+
+
+def group_pod(name: str, group: str, total: str | None) -> dict[str, Any]:
+    """A pod of Kueue's plain pod group ``group`` (label), of ``total`` pods."""
+    pod = kueue_pod(name, "unused", {} if total is None else {TOTAL: total})
+    del pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+    pod["metadata"]["labels"] = {"kueue.x-k8s.io/pod-group-name": group}
+    return pod
+
+
 NODES = [node_manifest(f"w-n{i}", labels={RACK: "a"}) for i in range(2)]  # 2 x 110 pods
 
 
@@ -229,6 +240,19 @@ def test_the_api_server_calls_the_webhook_over_tls(tierra_plane: ControlPlane) -
             )
             assert code == 0, err
             assert "spec.networkTopology and this pod Kueue's topology annotations" in err
+
+            # Pods of Kueue's plain pod groups (matchConditions: a pod-group label or
+            # annotation): a count that is not a number, a name without a count, refused
+            # as Kueue's own pod webhook refuses them; a well-formed one admitted.
+            code, err = await apply(tierra_plane, [group_pod("w-pg-count", "g1", "many")])
+            assert code != 0
+            assert 'admission webhook "pods.topology.tierra.dev" denied the request' in err
+            assert f"metadata.annotations[{TOTAL}]: must be an integer, got 'many'" in err
+            code, err = await apply(tierra_plane, [group_pod("w-pg-nocount", "g2", None)])
+            assert code != 0
+            assert f"metadata.annotations[{TOTAL}]: both the '{TOTAL}' annotation" in err
+            code, err = await apply(tierra_plane, [group_pod("w-pg-ok", "g3", "2")])
+            assert code == 0, err
 
             # The controller is exempt (it checks whole plans itself): its write passes.
             code, err = await apply(

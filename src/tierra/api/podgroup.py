@@ -104,10 +104,10 @@ class PodGroup:
     sub_group_policies: tuple[SubGroupPolicy, ...] = ()
     min_task_member: Mapping[str, int] = field(default_factory=dict)
     phase: str = ""
+    api: PodGroupApi = VOLCANO_WORDS  # which API it came from, for the words about it
     # an upstream PodGroup's spec.resourceClaims (DRAWorkloadResourceClaims), a template's
     # claim named once the resourceclaim controller recorded it in status
     resource_claims: tuple[PodClaim, ...] = ()
-    api: PodGroupApi = VOLCANO_WORDS  # which API it came from, for the words about it
     origin: Origin | None = field(default=None, compare=False)
 
     @property

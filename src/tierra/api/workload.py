@@ -104,8 +104,8 @@ def decode_workload_podgroup(
         min_member=min_member,
         priority_class_name=spec.string("priorityClassName"),
         network_topology=with_annotations(f, meta, topology, "spec.schedulingConstraints"),
-        resource_claims=_group_claims(spec, f.obj("status")),
         api=WORKLOAD_WORDS,
+        resource_claims=_group_claims(spec, f.obj("status")),
         origin=origin,
     )
 

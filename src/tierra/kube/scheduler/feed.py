@@ -38,6 +38,7 @@ from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
 from tierra.api.tierra_annotations import annotation_levels
 from tierra.api.workload import SYNTHETIC_ANNOTATION, resolve_topology_keys, topology_key
+from tierra.bulk import building
 from tierra.errors import Problem
 from tierra.kube import resources as r
 from tierra.kube.client import Kube
@@ -49,6 +50,9 @@ from tierra.kube.scheduler.storage_feed import handlers as storage_handlers
 from tierra.topology.index import TopologyIndex
 
 log = logging.getLogger(__name__)
+# Pods and Nodes come by the hundred thousand: typed off the wire, lean metadata only
+# (``tierra.kube.wire``); every decoder here reads lean metadata anyway.
+LEAN = frozenset({r.PODS, r.NODES})
 
 
 class CacheApi(Protocol):
@@ -152,9 +156,10 @@ class Feed:
         handler: Callable[[Event[Any]], None],
     ) -> None:
         name = resource.name
+        counted = self.metrics.informer_events.labels(name)  # once: labels() is a lookup
 
         def on_event(event: Event[Any]) -> None:
-            self.metrics.informer_events.labels(name).inc()
+            counted.inc()
             self.apply(lambda: handler(event))
 
         self.informers.append(
@@ -165,6 +170,7 @@ class Feed:
                 on_event,
                 on_list=lambda start: self.apply(self._begin if start else self._end),
                 name=name,
+                lean=resource in LEAN,
             )
         )
 
@@ -190,6 +196,9 @@ class Feed:
     def _begin(self) -> None:
         if self._batch_depth == 0:
             self._batch = contextlib.ExitStack()
+            # A list makes objects by the hundred thousand that live as long as the cache:
+            # the cyclic collector would trace them all, again and again, as they pile up.
+            self._batch.enter_context(building())
             self._batch.enter_context(self.cache.batch())
         self._batch_depth += 1
 

@@ -106,16 +106,13 @@ class StatusWriter:
         if repaired:  # replacements beside a running gang's survivors (node repair)
             message += f"; {repaired}"
         source = self.feed.sources.get(gang)
-        if source is None:  # a pod without a PodGroup
-            if len(bindings) == 1:
-                pod = self.feed.cache.pods.get(bindings[0].pod)
+        if source is None:  # a pod without a PodGroup, or a Kueue pod group: on each pod
+            for b in bindings:
+                pod = self.feed.cache.pods.get(b.pod)
                 if pod is not None:
                     ref = ObjectRef("Pod", "v1", pod.name, pod.namespace, pod.meta.uid)
                     self.recorder.record(
-                        ref,
-                        NORMAL,
-                        "Scheduled",
-                        f"Successfully assigned {pod.key} to {bindings[0].node}",
+                        ref, NORMAL, "Scheduled", f"Successfully assigned {pod.key} to {b.node}"
                     )
             return
         self.recorder.record(self._ref(gang), NORMAL, "Scheduled", message)
@@ -168,7 +165,7 @@ class StatusWriter:
             if pg is not None and len(members) < pg.min_member:
                 return  # its pods are still being created: status says so, no Events
             self.recorder.record(self._ref(gang), WARNING, "Unschedulable", reason)
-        else:
+        elif not members:  # a pod without a PodGroup (a Kueue pod group keeps members)
             pod = self.feed.cache.pods.get(gang)
             pending = [pod] if pod is not None and not pod.bound else []
         for p in pending:

@@ -14,10 +14,14 @@ as ``tierra validate``:
   the problems of the forest with the new object, minus those it already had. A forest
   that is already broken somewhere else does not block unrelated writes, and a write
   that repairs part of it is welcome.
-* **Pod**: only Kueue's topology annotations (``tierra.api.kueue``): refused when
-  malformed or naming a level no node carries, warned when the pod's PodGroup also sets
-  Volcano's ``networkTopology`` (that one is the gang's limit; the informers keep which
-  PodGroups do). Registered for pods carrying a ``kueue.x-k8s.io/podset-`` annotation.
+* **Pod**: only Kueue's keys: its topology annotations (``tierra.api.kueue``), refused
+  when malformed or naming a level no node carries, warned when the pod's PodGroup also
+  sets Volcano's ``networkTopology`` (that one is the gang's limit; the informers keep
+  which PodGroups do); and its plain pod group keys (``tierra.api.kueue_pod_group``),
+  refused as Kueue's own webhook refuses them (a name without a count, a count that is
+  not an integer of at least 1, an index at or above the count). Registered for pods
+  carrying a ``kueue.x-k8s.io/podset-`` or ``kueue.x-k8s.io/pod-group-`` annotation or
+  a ``kueue.x-k8s.io/pod-group-`` label.
 * **PodGroup**, Volcano's (``scheduling.volcano.sh``) or the upstream Workload API's
   (``scheduling.k8s.io/v1alpha2``, whose topology is a node-label key: resolved as
   ``tierra.api.workload`` resolves it, through HyperNodes discovered from that label or
@@ -271,11 +275,18 @@ class Judge:
 
     def review_pod(self, raw: Mapping[str, Any]) -> Verdict:
         """Refuse a pod whose Kueue topology annotations are malformed or name a level no
-        node carries (``tierra validate``'s words); warn when its gang also has Volcano's
-        topology. Nothing else of a pod is judged here."""
+        node carries, or whose Kueue pod group keys are malformed (``tierra validate``'s
+        words); warn when its gang also has Volcano's topology. Nothing else of a pod is
+        judged here."""
         decoded: list[Problem] = []
         pod = decode_pod(raw, None, decoded)
-        ours = [p for p in decoded if p.path.startswith(f"metadata.annotations[{KUEUE_PREFIX}")]
+        ours = [
+            p
+            for p in decoded
+            if p.path.startswith(
+                (f"metadata.annotations[{KUEUE_PREFIX}", f"metadata.labels[{KUEUE_PREFIX}")
+            )
+        ]
         errors, warnings = split(ours)
         group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
         podgroup = (group, group in self.topology_podgroups) if group is not None else None

@@ -19,8 +19,6 @@ hook               asked                                        kube-scheduler
                    once, whenever fit counts are taken
 ``domain_scores``  per tier, over its candidates               Score (domains)
 ``node_scores``    over nodes, on the flat path                 Score (nodes)
-``child_quotas``   per domain node choice descends into: how    (Kueue's balanced
-                   many pods each child takes (None: best fit)  placement)
 ``reserve``        once a domain holds the gang, before the     Reserve / Unreserve
                    session keeps it; undone with the attempt
 ``describe``       only by ``explain``, to word a ``Refusal``   Status message
@@ -214,15 +212,6 @@ class Constraint:
         self, cycle: Cycle, request: IntArray, nodes: IntArray, region: int
     ) -> FloatArray | None:
         """A share of each node's score on the flat path (added; higher is better)."""
-        return None
-
-    def child_quotas(
-        self, cycle: Cycle, h: int, need: int, kids: IntArray, counts: IntArray
-    ) -> IntArray | None:
-        """How many of ``need`` pods each of domain ``h``'s children ``kids`` (with room
-        for ``counts`` pods each) takes when node choice descends into ``h`` (None: the
-        built-in best fit decides). Quotas must not exceed ``counts``; their sum is what
-        is placed inside ``h``."""
         return None
 
     def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:

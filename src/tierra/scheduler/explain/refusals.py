@@ -32,6 +32,7 @@ from tierra.scheduler.explain.misses import worded
 from tierra.scheduler.explain.reasons import never_fits, podgroup_never_fits
 from tierra.scheduler.explain.topology_checks import podgroup_problems, topology_problem
 from tierra.scheduler.gang import Gang, collect
+from tierra.scheduler.kueue_pod_groups import MADE_FROM
 from tierra.scheduler.placement.demand import Demands
 from tierra.scheduler.placement.plan import make_plan
 from tierra.scheduler.state.memory import Memory
@@ -105,8 +106,8 @@ def _reasons(cache: ClusterStore, demands: Demands, gang: Gang) -> list[tuple[st
 
 
 def _where(gang: Gang) -> tuple[Origin | None, str]:
-    if gang.podgroup is not None:
-        return gang.podgroup.origin, f"PodGroup/{gang.key}"
+    if gang.podgroup is not None and MADE_FROM not in gang.podgroup.meta.annotations:
+        return gang.podgroup.origin, f"PodGroup/{gang.key}"  # (not one made for Kueue's pods)
     pod = gang.pending[0]
     return pod.origin, f"Pod/{pod.key}"
 
