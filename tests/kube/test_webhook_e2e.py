@@ -122,7 +122,7 @@ def configuration(plane: ControlPlane, port: int) -> dict[str, Any]:
     """deploy/'s configuration, pointed at the webhook on loopback (no Service routing here)."""
     objs = rendered(plane, DEPLOY / "overlays" / "standalone")
     (vwc,) = [o for o in objs if o["kind"] == "ValidatingWebhookConfiguration"]
-    paths = ("hypernodes", "podgroups", "pods")
+    paths = ("hypernodes", "podgroups", "pods", "devices")
     for hook, path in zip(vwc["webhooks"], paths, strict=True):
         hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/validate/{path}"}
     return vwc
@@ -179,7 +179,7 @@ def test_the_api_server_calls_the_webhook_over_tls(tierra_plane: ControlPlane) -
             await eventually(lambda: ready(health), 20, "the webhook ready")
             bundles = await ca_bundles(kube)
             secret = await kube.get(SECRETS.path(NAMESPACE, "tierra-webhook-tls"))
-            assert bundles == [secret["data"]["ca.crt"]] * 3  # every webhook trusts its CA
+            assert bundles == [secret["data"]["ca.crt"]] * 4  # every webhook trusts its CA
 
             # A valid tree, sent as one file: each object judged against the ones before.
             code, err = await apply(tierra_plane, tree())

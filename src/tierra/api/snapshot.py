@@ -209,6 +209,12 @@ def _identity(kind: str, obj: Any) -> str:
     return f"{kind}/{meta.namespace}/{meta.name}" if meta.namespace else f"{kind}/{meta.name}"
 
 
+def _seen_key(kind: str, obj: Any, ident: str) -> str:
+    """What makes two objects one: a HyperNode's group is part of it (the two groups are
+    two name spaces, so ``tierra snapshot`` of a cluster holding both is read whole)."""
+    return f"{obj.group}/{ident}" if isinstance(obj, HyperNode) else ident
+
+
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -270,10 +276,11 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
             bucket, decode = found
             obj = decode(raw, origin, problems)
             ident = _identity(kind, obj)
-            if ident in seen:
-                problems.append(Problem(f"defined twice; first at {seen[ident]}", origin, ident))
+            key = _seen_key(kind, obj, ident)
+            if key in seen:
+                problems.append(Problem(f"defined twice; first at {seen[key]}", origin, ident))
                 continue
-            seen[ident] = origin
+            seen[key] = origin
             buckets[bucket].append(obj)
         if not count:
             empty.append(path)

@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
-from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
+from tierra.api.podgroup import (
+    VOLCANO_WORDS,
+    NetworkTopology,
+    PodGroup,
+    PodGroupApi,
+    SubGroupPolicy,
+)
 from tierra.scheduler.constraints.kueue_levels import KueueShape, kueue_shape
 from tierra.scheduler.constraints.tier_limit import from_annotations
 from tierra.scheduler.kueue_pod_groups import lone_problem, podgroup_for
@@ -100,6 +106,12 @@ class Gang:
         return math.inf if meta is None or meta.created is None else meta.created
 
     @property
+    def api(self) -> PodGroupApi:
+        """How its PodGroup's own API names the fields messages mention (Volcano's for a
+        lone pod, which has none)."""
+        return self.podgroup.api if self.podgroup is not None else VOLCANO_WORDS
+
+    @property
     def pending_since(self) -> float | None:
         """When it became pending, by the API: its pending pods' earliest
         ``creationTimestamp`` (None when none carries one). The preemption delay counts
@@ -139,7 +151,7 @@ class Tally:
         None when it is."""
         g = self.gang
         if self.total < g.min_member:
-            return Missing("minMember", self.total, g.min_member)
+            return Missing("minMember", self.total, g.min_member, g.api.min_member)
         for task, m in sorted(g.min_task_member.items()):
             if task in self.present_tasks and self.tasks[task] < m:
                 return Missing("minTaskMember", self.tasks[task], m, task)
@@ -191,7 +203,8 @@ def _problem(
     if pg.min_member > total:
         gated = sum(1 for p in state.gang_pods(pg.key) if p.gated and not p.bound)
         counts = (("total", total), ("pending", len(pending)), ("running", len(running)))
-        return GangProblem("minMember", (("minMember", pg.min_member), *counts, ("gated", gated)))
+        field = (("field", pg.api.min_member), ("minMember", pg.min_member))
+        return GangProblem("minMember", (*field, *counts, ("gated", gated)))
     tasks = Counter(task_of(p) for p in (*running, *pending))
     for task, m in sorted(pg.min_task_member.items()):
         if task in tasks and tasks[task] < m:

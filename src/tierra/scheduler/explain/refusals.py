@@ -90,12 +90,12 @@ def _reasons(cache: ClusterStore, demands: Demands, gang: Gang) -> list[tuple[st
     if isinstance(plan, Status):
         out = [(worded(plan, cache).reason, Severity.ERROR)]
         if gang.problem is not None:  # the plan stopped there: its limit is still judged
-            limit = resolve(gang.topology, cache.index, "spec.networkTopology")
+            limit = resolve(gang.topology, cache.index, gang.api.topology)
             if isinstance(limit, Status):
                 out.append((limit.reason, Severity.ERROR))
         return out
     frame = plan.frame
-    no_domain = topology_problem(gang.topology, cache.index, "spec.networkTopology")
+    no_domain = topology_problem(gang.topology, cache.index, gang.api.topology)
     if no_domain is not None:
         return [(no_domain.reason, Severity.ERROR)]
     if plan.demand.count and frame.sticky is None:
