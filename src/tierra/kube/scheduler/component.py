@@ -25,7 +25,7 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,11 +40,13 @@ from tierra.kube.scheduler.dra_bind import ClaimWriter
 from tierra.kube.scheduler.dra_feed import DraFeed
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
+from tierra.kube.scheduler.provisioning_status import RetryPolicy
 from tierra.kube.scheduler.queue_status_writer import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.devices.constraint import EXTENSION as DEVICES
+from tierra.scheduler.devices.room import internal
 from tierra.scheduler.result import Binding, Decision, SessionResult
 from tierra.scheduler.session import run_session
 from tierra.scheduler.state.memory import Memory
@@ -75,6 +77,8 @@ class Options:
     bind_retry_for: float = 30.0
     queue_status: bool = True  # write Volcano Queue status (off beside Volcano's controllers)
     provisioning_class: str = ""  # a ProvisioningRequest per gang that cannot fit ("": none)
+    provisioning_retries: int = 3  # ... asked again after Failed/expired/revoked (Kueue's)
+    provisioning_backoff: float = 60.0  # seconds before the first retry, doubling
 
 
 class LostLease(Exception):
@@ -106,6 +110,7 @@ class SchedulerComponent:
         self.binder: Binder | None = None
         self.dra: DraFeed | None = None  # when the API server serves resource.k8s.io/v1
         self.servers: list[Server] = []
+        self.topology_note: str | None = None  # the mirror note last logged
 
     def trigger(self) -> None:
         self._wake.set()
@@ -239,8 +244,16 @@ class SchedulerComponent:
         gc.freeze()
         status = StatusWriter(self.kube, feed, self.recorder)
         signals = AutoscalerSignals(
-            self.kube, feed, self.metrics, provisioning_class=self.options.provisioning_class
+            self.kube,
+            feed,
+            self.metrics,
+            provisioning_class=self.options.provisioning_class,
+            retry=RetryPolicy(self.options.provisioning_retries, self.options.provisioning_backoff),
+            recorder=self.recorder,
+            on_note=status.renote,
+            on_retry_due=self.trigger,
         )
+        status.notes = signals.note
 
         def bound(gang: str, bindings: Sequence[Binding]) -> None:
             status.bound(gang, bindings)
@@ -321,6 +334,7 @@ class SchedulerComponent:
                 loop.call_soon_threadsafe(binder.decided, d)
 
         started = time.perf_counter()
+        self._note_topology()
         if self.dra is not None:
             self.dra.refresh()
         binder.begin()
@@ -360,11 +374,21 @@ class SchedulerComponent:
         self._gpu_gauges()
         return result
 
+    def _note_topology(self) -> None:
+        """Log, once each time it changes, which group sessions schedule by where the
+        controller's Volcano copies are set aside (``tierra.topology.mirrors``)."""
+        mirrors = self.cache.index.mirrors
+        note = mirrors.note() if mirrors else None
+        if note != self.topology_note:
+            self.topology_note = note
+            if note is not None:
+                log.info("topology: %s", note)
+
     def _gpu_gauges(self) -> None:
-        """Free and total GPUs per HyperNode, from the topology layer's ledgers."""
+        """Free and total GPUs per HyperNode, from the topology layer's ledgers: extended
+        resources only (DRA devices counted as room are the session's own, ``room.py``)."""
         cache = self.cache
-        axis = cache.capacity.axis
-        cols = [i for name, i in axis.index.items() if GPU_MARK in name]
+        cols = gpu_columns(cache.capacity.axis.index)
         if not cols:
             return
         alloc = cache.capacity.dom_alloc[:, cols].sum(axis=1) // 1000
@@ -375,6 +399,12 @@ class SchedulerComponent:
                 continue
             self.metrics.gpus.labels(name, "total").set(int(alloc[h]))
             self.metrics.gpus.labels(name, "free").set(int(free[h]))
+
+
+def gpu_columns(index: Mapping[str, int]) -> list[int]:
+    """The ledger columns the GPU gauges add up: extended resources naming a GPU, never
+    the session's own device room (``devices.tierra.dev/<class>``)."""
+    return [i for name, i in index.items() if GPU_MARK in name and not internal(name)]
 
 
 async def check_access(kube: Kube) -> None:

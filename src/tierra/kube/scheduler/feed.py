@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tierra.api.hypernode import HyperNode
+from tierra.api.hypernode import TIERRA_GROUP, HyperNode, HyperNodeKey
 from tierra.api.kueue import PREFIX as KUEUE_PREFIX
 from tierra.api.kueue import level_keys
 from tierra.api.node import Node
@@ -62,7 +62,7 @@ class CacheApi(Protocol):
     podgroups: dict[str, PodGroup]
     members: dict[str, dict[str, None]]
     assumed: set[str]
-    hypernodes: dict[str, HyperNode]
+    hypernodes: dict[HyperNodeKey, HyperNode]
     index: TopologyIndex
 
     @property
@@ -79,7 +79,7 @@ class CacheApi(Protocol):
     def upsert_queue(self, q: Queue) -> None: ...
     def remove_queue(self, name: str) -> None: ...
     def upsert_hypernode(self, h: HyperNode, problems: Iterable[Problem] = ()) -> None: ...
-    def remove_hypernode(self, name: str) -> None: ...
+    def remove_hypernode(self, name: str, group: str = TIERRA_GROUP) -> None: ...
     def upsert_priority_class(self, name: str, value: int) -> None: ...
     def remove_priority_class(self, name: str) -> None: ...
     def assume(self, pod_key: str, node: str) -> None: ...
@@ -132,11 +132,14 @@ class Feed:
         # keeps pods with claims to their device nodes); as decoded by default.
         self.adjust_pod: Callable[[Pod], Pod] = lambda pod: pod
         self.adjust_node: Callable[[Node], Node] = lambda node: node
+        # told of every PodGroup (None: deleted), before the cache is (dra_feed.py keeps
+        # the upstream ones that share claims)
+        self.seen_podgroup: Callable[[str, PodGroup | None], None] = lambda key, pg: None
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.NODES, decode.node, self._node),
             (r.PODS, decode.pod, self._pod),
             (r.PRIORITY_CLASSES, decode.priority_class, self._priority_class),
-            *((hn, decode.hypernode, self._hypernode) for hn in r.HYPERNODES),
+            *((hn, decode.hypernode, self._hypernode(hn.group)) for hn in r.HYPERNODES),
             (r.VOLCANO_PODGROUPS, decode.volcano_podgroup, self._podgroup(r.VOLCANO_PODGROUPS)),
             (r.VOLCANO_QUEUES, decode.queue, self._queue),
             (r.WORKLOAD_PODGROUPS, decode.workload_podgroup, self._podgroup(r.WORKLOAD_PODGROUPS)),
@@ -278,18 +281,27 @@ class Feed:
         ):  # new work, freed room, or the last scheduling gate lifted: a session now
             self.on_change()
 
-    def _hypernode(self, event: Event[tuple[HyperNode, tuple[Problem, ...]]]) -> None:
-        if event.type is EventType.DELETED:
-            self.cache.remove_hypernode(event.key)
-        else:
-            assert event.obj is not None
-            self.cache.upsert_hypernode(*event.obj)
-        if (self._keyed or self._level_count) and not self.listing:
-            self._resolve_keys()
-        self.on_change()
+    def _hypernode(
+        self, group: str
+    ) -> Callable[[Event[tuple[HyperNode, tuple[Problem, ...]]]], None]:
+        """The handler of one group's informer: a name is one HyperNode per group, so a
+        Volcano ``rack-a`` deleted never takes tierra's ``rack-a`` with it."""
+
+        def handle(event: Event[tuple[HyperNode, tuple[Problem, ...]]]) -> None:
+            if event.type is EventType.DELETED:
+                self.cache.remove_hypernode(event.key, group)
+            else:
+                assert event.obj is not None
+                self.cache.upsert_hypernode(*event.obj)
+            if (self._keyed or self._level_count) and not self.listing:
+                self._resolve_keys()
+            self.on_change()
+
+        return handle
 
     def _podgroup(self, resource: r.Resource) -> Callable[[Event[PodGroup]], None]:
         def handle(event: Event[PodGroup]) -> None:
+            self.seen_podgroup(event.key, None if event.type is EventType.DELETED else event.obj)
             if event.type is EventType.DELETED:
                 self.sources.pop(event.key, None)
                 self._keyed.pop(event.key, None)
@@ -348,7 +360,7 @@ class Feed:
         wanted = {h.name for h in extra}
         with self.cache.batch():
             for name in sorted(self._synthetic - wanted):
-                self.cache.remove_hypernode(name)
+                self.cache.remove_hypernode(name, TIERRA_GROUP)  # label_domain's group
             for h in extra:
                 self.cache.upsert_hypernode(h)
             for pg in podgroups:
