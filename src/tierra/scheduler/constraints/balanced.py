@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tierra.api.kueue_forest import NODE_LEVEL
 from tierra.api.podgroup import TopologyMode
 from tierra.api.workload import SYNTHETIC_ANNOTATION
 from tierra.scheduler.constraints.balanced_plan import Dom, Request, fill, plan
+from tierra.scheduler.constraints.kueue_resolve import NODE
 from tierra.scheduler.constraints.protocol import Constraint, Cycle, Refusal
 from tierra.topology.index import IntArray
 
@@ -53,21 +55,12 @@ class _Ask:
     slice_tier: str | None
 
 
-def _node_level(ix: TopologyIndex, tier_name: str) -> bool:
-    """Whether a tier's domains are single nodes made from a node label (hostname)."""
-    doms = ix.by_tier_name(tier_name)
-    return bool(doms) and all(
-        SYNTHETIC_ANNOTATION in ix.hypernodes[h].meta.annotations and len(ix.real_nodes[h]) == 1
-        for h in doms
-    )
-
-
-def _asked(gang: Gang, ix: TopologyIndex) -> _Ask | None:
+def _asked(gang: Gang) -> _Ask | None:
     """The gang's request when Kueue would balance it (module docstring), else None."""
     shape, topo = gang.kueue, gang.topology
     if shape is None or topo is None or gang.running or shape.inner:
         return None
-    if topo.mode is not TopologyMode.SOFT or topo.preferred_tier_name is None:
+    if topo.mode is not TopologyMode.SOFT or shape.preferred is None:
         return None
     if topo.highest_tier_name is not None or topo.highest_tier_allowed is not None:
         return None
@@ -78,16 +71,12 @@ def _asked(gang: Gang, ix: TopologyIndex) -> _Ask | None:
         if shape.loose or any("-slice-" not in p.id for p in shape.parts):
             return None  # a leader and its workers: not balanced here
         sizes = {p.size for p in shape.parts}
-        tiers = {p.topology.highest_tier_name for p in shape.parts if p.topology is not None}
+        tiers = {p.tier for p in shape.parts}
         if len(sizes) != 1 or len(tiers) != 1:
             return None
         size, slice_tier = sizes.pop(), tiers.pop()
-    preferred: str | None = topo.preferred_tier_name
-    if _node_level(ix, topo.preferred_tier_name):
-        preferred = None
-    if slice_tier is not None and _node_level(ix, slice_tier):
-        slice_tier = None
-    return _Ask(len(gang.pending), size, preferred, slice_tier)
+    preferred = None if shape.preferred == NODE else shape.preferred
+    return _Ask(len(gang.pending), size, preferred, None if slice_tier == NODE else slice_tier)
 
 
 def _trees(ix: TopologyIndex, ask: _Ask) -> list[int]:
@@ -107,11 +96,19 @@ def _trees(ix: TopologyIndex, ask: _Ask) -> list[int]:
 def _build(
     ix: TopologyIndex, h: int, prefix: tuple[str, ...], levels: dict[int, int], counts: IntArray
 ) -> Dom | None:
-    """Domain ``h`` with its children and nodes that have room (None: no room at all)."""
+    """Domain ``h`` with its children and nodes that have room (None: no room at all);
+    a child of a tier that is no level (one discovered from the hostname label) gives its
+    nodes to ``h``, as the node level is the node."""
     key = (*prefix, ix.names[h])
     last = len(levels)
-    kids = [d for c in ix.children[h] if (d := _build(ix, c, key, levels, counts)) is not None]
-    for n in ix.direct_nodes[h].tolist():
+    kids: list[Dom] = []
+    nodes = ix.direct_nodes[h].tolist()
+    for c in ix.children[h]:
+        if int(ix.tier[c]) not in levels:
+            nodes.extend(ix.real_nodes[c].tolist())
+        elif (d := _build(ix, c, key, levels, counts)) is not None:
+            kids.append(d)
+    for n in sorted(nodes, key=lambda n: ix.node_names[n]):
         if counts[n] > 0:
             kids.append(Dom((*key, ix.node_names[n]), last, node=n, pods=int(counts[n])))
     return Dom(key, levels[int(ix.tier[h])], kids) if kids else None
@@ -132,7 +129,8 @@ def quotas(store: ClusterStore, ask: _Ask, counts: IntArray) -> dict[int, int] |
     node; None when it does not apply or finds nothing (best fit then)."""
     ix = store.index
     trees = _trees(ix, ask)
-    tiers = sorted({t for i in trees for t in ix.trees[i].tiers}, reverse=True)
+    hosts = {ix.trees[i].tier_names.get(NODE_LEVEL) for i in trees}
+    tiers = sorted({t for i in trees for t in ix.trees[i].tiers} - hosts, reverse=True)
     levels = {t: i for i, t in enumerate(tiers)}
     last = len(tiers)
 
@@ -147,7 +145,9 @@ def quotas(store: ClusterStore, ask: _Ask, counts: IntArray) -> dict[int, int] |
         d
         for i in trees
         for h in ix.trees[i].hypernodes
-        if int(ix.parent[h]) == ix.root and (d := _build(ix, h, (), levels, counts)) is not None
+        if int(ix.parent[h]) == ix.root
+        and int(ix.tier[h]) in levels
+        and (d := _build(ix, h, (), levels, counts)) is not None
     ]
     leaves = [x.node for d in tops for x in d.leaves()]
     if len(leaves) != len(set(leaves)):
@@ -173,6 +173,13 @@ def _placed(cycle: Cycle, gang: Gang) -> IntArray:
     return out
 
 
+def balancing(cycle: Cycle, gang: Gang) -> bool:
+    """Whether this attempt places ``gang`` by a balanced plan (its caps then say where
+    each slice goes)."""
+    kept = cycle.data.get(BalancedPlacement.name)
+    return kept is not None and kept[0] is gang and kept[1] is not None
+
+
 @dataclass(frozen=True, slots=True)
 class BalancedPlacement(Constraint):
     """Kueue's balanced placement for Kueue's preferred PodSets, as per-node caps."""
@@ -181,7 +188,7 @@ class BalancedPlacement(Constraint):
 
     def _caps(self, cycle: Cycle, gang: Gang, shape: Shape) -> tuple[IntArray, IntArray] | None:
         """The plan as caps over every node, with the request it was made for."""
-        ask = _asked(gang, cycle.store.index)
+        ask = _asked(gang)
         if ask is None:
             return None
         placed = _placed(cycle, gang)
