@@ -27,6 +27,7 @@ from tierra.scheduler.constraints.tier_limit import TierLimits
 from tierra.scheduler.devices.cliques import NvlinkCliques
 from tierra.scheduler.devices.constraint import DeviceClaims
 from tierra.scheduler.podrules.constraints import CONSTRAINTS as POD_RULES
+from tierra.scheduler.podrules.preferences import PREFERENCES as POD_PREFERENCES
 
 DEFAULT: tuple[Constraint, ...] = (
     QueueCapability(),
@@ -40,6 +41,7 @@ DEFAULT: tuple[Constraint, ...] = (
     DegradedDomains(),
     NvlinkCliques(),  # a gang inside one NVLink clique where one holds it (a preference)
     PolicyScores(),
+    *POD_PREFERENCES,  # the pods' own preferences: kube-scheduler's scores that read the pod
     Contention(),
     InnerSlices(),  # Kueue's multi-layer slices: refuses before ranks are handed out
     RankOrder(),  # last: moves pods between the nodes the others agreed to
@@ -52,6 +54,7 @@ HOOKS = (
     "node_caps",
     "domain_scores",
     "node_scores",
+    "pod_scores",
     "reserve",
     "child_quotas",
 )
@@ -67,6 +70,7 @@ class Hooks:
     node_caps: tuple[Constraint, ...]
     domain_scores: tuple[Constraint, ...]
     node_scores: tuple[Constraint, ...]
+    pod_scores: tuple[Constraint, ...]
     reserve: tuple[Constraint, ...]
     child_quotas: tuple[Constraint, ...]
 

@@ -168,7 +168,7 @@ class Allocator:
                 mark = self.txn.mark()
                 if plan.single:
                     placed = self.nodes.place_in(h, plan.demand)
-                    status = success(h) if placed else attempt_failed("placement failed")
+                    status = success(h) if placed else attempt_failed(self.nodes.failure(h))
                 else:
                     status = self._core(plan, h, trace)
                 if status.ok:
