@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from tierra.kube import resources as r
@@ -62,6 +62,7 @@ class Binder:
         on_failure: Callable[[], None] = lambda: None,
         on_bound: Callable[[str, Sequence[Binding]], None] = lambda gang, b: None,
         claims: ClaimWriter | None = None,
+        nominate: Callable[[Sequence[Binding]], Awaitable[None]] | None = None,
     ) -> None:
         self.kube = kube
         self.feed = feed
@@ -71,6 +72,8 @@ class Binder:
         self.on_failure = on_failure
         self.on_bound = on_bound
         self.claims = claims  # DRA: claims allocated before a binding, released after a failed one
+        # status.nominatedNodeName on a preemptor's pods while its victims go (nominations.py)
+        self.nominate = nominate
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._victims: list[asyncio.Task[bool]] = []  # this session's evictions
@@ -128,6 +131,8 @@ class Binder:
     async def _bind_after(
         self, evicting: list[asyncio.Task[bool]], gang: str, bindings: list[Binding]
     ) -> None:
+        if evicting and self.nominate is not None:
+            await self.nominate(bindings)  # before the binding, which clears it
         if evicting and not all(await asyncio.gather(*evicting)):
             for b in bindings:
                 self._forget(b.pod)

@@ -37,6 +37,7 @@ from tierra.kube.scheduler.dra_bind import ClaimWriter
 from tierra.kube.scheduler.dra_feed import DraFeed
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
+from tierra.kube.scheduler.nominations import NominationWriter
 from tierra.kube.scheduler.queue_status_writer import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
 from tierra.kube.serving import Probes, Server
@@ -240,6 +241,7 @@ class SchedulerComponent:
             status.bound(gang, bindings)
             signals.bound(gang, bindings)
 
+        nominations = NominationWriter(self.kube, feed)
         binder = Binder(
             self.kube,
             feed,
@@ -249,9 +251,11 @@ class SchedulerComponent:
             on_failure=self.trigger,
             on_bound=bound,
             claims=ClaimWriter(self.kube, self.dra) if self.dra is not None else None,
+            nominate=nominations.nominate,
         )
         self.binder = binder
         writer = asyncio.create_task(status.run(), name="status")
+        nominator = asyncio.create_task(nominations.run(), name="nominations")
         queues = QueueStatusWriter(self.kube, lambda name: name in self.cache.queues, self.metrics)
         queue_writer = asyncio.create_task(queues.run(), name="queue status")
         signals_writer = asyncio.create_task(signals.run(), name="autoscaler signals")
@@ -268,6 +272,7 @@ class SchedulerComponent:
                 result = await self._session(feed, binder)
                 status.observe(result)
                 signals.observe(result)
+                nominations.observe(result)
                 if self.options.queue_status:
                     queues.observe(result)
         finally:
@@ -275,8 +280,9 @@ class SchedulerComponent:
             writer.cancel()
             queue_writer.cancel()
             signals_writer.cancel()
+            nominator.cancel()
             await binder.cancel()
-            for task in (writer, queue_writer, signals_writer):
+            for task in (writer, queue_writer, signals_writer, nominator):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 

@@ -27,12 +27,14 @@ from tierra.scheduler.constraints.tier_limit import TierLimits
 from tierra.scheduler.devices.cliques import NvlinkCliques
 from tierra.scheduler.devices.constraint import DeviceClaims
 from tierra.scheduler.podrules.constraints import CONSTRAINTS as POD_RULES
+from tierra.scheduler.podrules.nominated import NominatedRoom
 from tierra.scheduler.podrules.preferences import PREFERENCES as POD_PREFERENCES
 
 DEFAULT: tuple[Constraint, ...] = (
     QueueCapability(),
     NodeEligibility(),
     *POD_RULES,  # kube-scheduler's pod filters: ports, inter-pod affinity, spread, volumes
+    NominatedRoom(),  # room a preemption freed, held for its nominated pod
     DeviceClaims(),  # DRA: nodes that can serve a pod's claims; devices reserved per gang
     TierLimits(),
     BoundedWait(),

@@ -25,6 +25,7 @@ from tierra.api.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
+from tierra.scheduler.podrules.nominations import Nominations
 from tierra.scheduler.podrules.state import NodeTable, PodIndex
 from tierra.scheduler.podrules.volumes import ClaimAction, Storage
 
@@ -47,6 +48,8 @@ class RulesBook:
         # what the adapter must do before binding a pod (VolumeBinding's pre-bind)
         self.actions: dict[str, tuple[ClaimAction, ...]] = {}
         self._table: tuple[object, NodeTable] | None = None
+        # pending pods' status.nominatedNodeName: room held for them (``nominated.py``)
+        self.nominations = Nominations()
 
     # -- pods (the store calls these) ---------------------------------------------
 
@@ -59,12 +62,18 @@ class RulesBook:
             return
         for key in keys:
             self._sync(store, key)
+            self.nominations.sync(store, key)
 
     def wake(self, store: ClusterStore) -> None:
-        """Index every pod holding a node (once, when the first pod with rules comes)."""
+        """Index every pod holding a node, and every nominated pending pod (once, when the
+        first pod with rules comes)."""
         self.awake = True
         for key in store.node_of:
             self._sync(store, key)
+        pods = store.pods
+        for key in store.pending:
+            if (p := pods.get(key)) is not None and p.rules is not None and p.rules.nominated_node:
+                self.nominations.sync(store, key)
 
     def _sync(self, store: ClusterStore, key: str) -> None:
         pod = store.pods.get(key)
