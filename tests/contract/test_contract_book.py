@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tierra.api.labels import LabelSelector
+from tierra.api.meta import ObjectMeta
 from tierra.api.pod_rules import PlacementRules, PodAffinityTerm
+from tierra.api.storage import Namespace
 from tierra.scheduler import ClusterStore, SchedulerConfig, run_session
+from tierra.scheduler.podrules import inter_pod_affinity as ipa
 from tierra.scheduler.podrules.book import book_of
 from tierra.scheduler.testing import node, pod
 
@@ -51,3 +54,40 @@ def test_a_session_commit_assume_forget_and_a_trial() -> None:
     assert "default/first" not in book.placed.entries
     store.assume("default/first", "b")
     assert book.placed.entries["default/first"].node == "b"
+
+
+def test_a_namespace_relabelled_reindexes_the_terms_that_select_it() -> None:
+    """A placed pod's anti-affinity term picks namespaces by label: relabelling a
+    Namespace into (or out of) it changes which incoming pods it keeps away, at once --
+    and the index gives every term back exactly when the pod goes."""
+    team = LabelSelector({"team": "red"})
+    rules = PlacementRules(
+        anti_affinity=(
+            PodAffinityTerm(HOST, LabelSelector({"app": "x"}), namespace_selector=team),
+        ),
+        preferred_anti_affinity=(
+            PodAffinityTerm(HOST, LabelSelector({"app": "x"}), namespace_selector=team, weight=5),
+        ),
+    )
+    store = ClusterStore(nodes=[node("a", labels={HOST: "a"}), node("b", labels={HOST: "b"})])
+    book = book_of(store)
+    book.upsert(Namespace(meta=ObjectMeta(name="blue", labels={"team": "blue"})))
+    store.upsert_pod(replace(pod("holder", node_name="a"), rules=rules))
+    incoming = replace(
+        pod("p", labels={"app": "x"}),
+        meta=ObjectMeta(name="p", namespace="blue", labels={"app": "x"}),
+    )
+
+    def refused() -> list[bool]:
+        v = ipa.evaluate(incoming, book.nodes(store), book.placed)
+        return [] if v is None else (~v.mask).tolist()
+
+    assert refused() == [False, False]
+    assert book.upsert(Namespace(meta=ObjectMeta(name="blue", labels={"team": "red"})))
+    assert refused() == [True, False]
+    (held,) = book.placed.soft.terms.values()
+    assert held.spaces == frozenset({"blue"})
+    assert book.remove(Namespace(meta=ObjectMeta(name="blue", labels={"team": "red"})))
+    assert refused() == [False, False]
+    store.remove_pod("default/holder")
+    assert not book.placed.anti_terms and not book.placed.soft.terms

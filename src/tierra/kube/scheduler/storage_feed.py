@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from tierra.api.storage import (
     SELECTED_NODE,
+    decode_capacity,
+    decode_csidriver,
     decode_csinode,
     decode_namespace,
     decode_pv,
@@ -45,6 +47,8 @@ _DECODERS: dict[r.Resource, Any] = {
     r.PVS: decode_pv,
     r.STORAGE_CLASSES: decode_storage_class,
     r.CSINODES: decode_csinode,
+    r.CSIDRIVERS: decode_csidriver,
+    r.CSI_CAPACITIES: decode_capacity,
     r.NAMESPACES: decode_namespace,
 }
 

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from tierra.api.pod import Pod
 from tierra.api.storage import (
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     Namespace,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -33,7 +35,15 @@ if TYPE_CHECKING:
     from tierra.scheduler.state.store import ClusterStore
 
 NAME = "podrules"
-StorageObject = PersistentVolumeClaim | PersistentVolume | StorageClass | CSINode | Namespace
+StorageObject = (
+    PersistentVolumeClaim
+    | PersistentVolume
+    | StorageClass
+    | CSINode
+    | CSIDriver
+    | CSIStorageCapacity
+    | Namespace
+)
 
 
 class RulesBook:
@@ -43,7 +53,7 @@ class RulesBook:
         self.awake = False
         self.namespaces: dict[str, dict[str, str]] = {}
         self.placed = PodIndex(namespaces=self.namespaces)
-        self.storage = Storage({}, {}, {}, {})
+        self.storage = Storage()
         self._namespace_objects: dict[str, object] = {}
         # what the adapter must do before binding a pod (VolumeBinding's pre-bind)
         self.actions: dict[str, tuple[ClaimAction, ...]] = {}
@@ -100,7 +110,7 @@ class RulesBook:
         if table.get(key) == obj:
             return False
         if isinstance(obj, Namespace):
-            self.namespaces[key] = dict(obj.meta.labels)
+            self._relabel(key, dict(obj.meta.labels))
         table[key] = obj
         self.storage.invalidate()
         return True
@@ -110,9 +120,25 @@ class RulesBook:
         if table.pop(key, None) is None:
             return False
         if isinstance(obj, Namespace):
-            self.namespaces.pop(key, None)
+            self._relabel(key, None)
         self.storage.invalidate()
         return True
+
+    def _relabel(self, namespace: str, labels: dict[str, str] | None) -> None:
+        """A Namespace's labels changed (None: it is gone): the placed pods whose terms
+        pick namespaces by label are indexed again, so the namespaces each term reads
+        (``PodIndex.namespaces_of``, kept with the term) follow the new labels."""
+        if self.namespaces.get(namespace) == labels:
+            return
+        moved = [e for e in self.placed.entries.values() if _selects_namespaces(e.pod)]
+        for entry in moved:
+            self.placed.remove(entry.pod.key)
+        if labels is None:
+            self.namespaces.pop(namespace, None)
+        else:
+            self.namespaces[namespace] = labels
+        for entry in moved:
+            self.placed.add(entry.pod, entry.node)
 
     def forget(self, kind: str, key: str) -> bool:
         """A deleted object of ``kind`` (its class name) whose last state was not kept."""
@@ -122,12 +148,14 @@ class RulesBook:
             "PersistentVolume": s.volumes,  # type: ignore[dict-item]
             "StorageClass": s.classes,  # type: ignore[dict-item]
             "CSINode": s.csinodes,  # type: ignore[dict-item]
+            "CSIDriver": s.drivers,  # type: ignore[dict-item]
+            "CSIStorageCapacity": s.capacities,  # type: ignore[dict-item]
             "Namespace": self._namespace_objects,
         }
         if tables[kind].pop(key, None) is None:
             return False
         if kind == "Namespace":
-            self.namespaces.pop(key, None)
+            self._relabel(key, None)
         self.storage.invalidate()
         return True
 
@@ -141,6 +169,10 @@ class RulesBook:
             return s.classes, obj.name  # type: ignore[return-value]
         if isinstance(obj, CSINode):
             return s.csinodes, obj.name  # type: ignore[return-value]
+        if isinstance(obj, CSIDriver):
+            return s.drivers, obj.name  # type: ignore[return-value]
+        if isinstance(obj, CSIStorageCapacity):
+            return s.capacities, obj.key  # type: ignore[return-value]
         return self._namespace_objects, obj.name
 
     # -- reading ---------------------------------------------------------------------
@@ -151,6 +183,20 @@ class RulesBook:
             self._table = (store.index, NodeTable(store.nodes))
             self.storage.invalidate()
         return self._table[1]
+
+
+def _selects_namespaces(pod: Pod) -> bool:
+    """Whether a term of the pod picks namespaces by their labels."""
+    rules = pod.rules
+    if rules is None:
+        return False
+    terms = (
+        *rules.affinity,
+        *rules.anti_affinity,
+        *rules.preferred_affinity,
+        *rules.preferred_anti_affinity,
+    )
+    return any(t.namespace_selector is not None and not t.all_namespaces for t in terms)
 
 
 def book_of(store: ClusterStore) -> RulesBook:

@@ -173,6 +173,8 @@ class ClusterStore:
                 *snapshot.volumes,
                 *snapshot.storage_classes,
                 *snapshot.csinodes,
+                *snapshot.csidrivers,
+                *snapshot.capacities,
                 *snapshot.namespaces,
             )
             if storage:  # what the pod rules read beside the pods (``podrules/book.py``)
