@@ -38,7 +38,7 @@ from tierra.kube.scheduler import decode
 from tierra.kube.scheduler.dra_bind import ClaimWriter
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
-from tierra.kube.scheduler.storage_feed import pre_bind
+from tierra.kube.scheduler.storage_feed import BIND_TIMEOUT, PreBindFailed, pre_bind
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,7 @@ class Binder:
         on_bound: Callable[[str, Sequence[Binding]], None] = lambda gang, b: None,
         claims: ClaimWriter | None = None,
         nominate: Callable[[Sequence[Binding]], Awaitable[None]] | None = None,
+        volume_bind_timeout: float = BIND_TIMEOUT,
     ) -> None:
         self.kube = kube
         self.feed = feed
@@ -74,6 +75,7 @@ class Binder:
         self.claims = claims  # DRA: claims allocated before a binding, released after a failed one
         # status.nominatedNodeName on a preemptor's pods while its victims go (nominations.py)
         self.nominate = nominate
+        self.volume_bind_timeout = volume_bind_timeout  # pre-bind's wait for claims Bound
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._victims: list[asyncio.Task[bool]] = []  # this session's evictions
@@ -244,9 +246,9 @@ class Binder:
 
     async def _post_binding(self, b: Binding) -> bool:
         namespace, name = _split(b.pod)
-        try:  # VolumeBinding's pre-bind: claimRef or selected-node first (storage_feed.py)
-            await pre_bind(self.kube, self.feed.cache, b.pod)
-        except ApiError as exc:
+        try:  # VolumeBinding's pre-bind: claims written and Bound first (storage_feed.py)
+            await pre_bind(self.kube, self.feed.cache, b.pod, timeout=self.volume_bind_timeout)
+        except (ApiError, PreBindFailed) as exc:
             log.warning("pre-bind of Pod/%s: %s", b.pod, exc)
             self._forget(b.pod)
             return False

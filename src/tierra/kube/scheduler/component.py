@@ -69,6 +69,7 @@ class Options:
     batch_delay: float = 0.02
     max_binds_in_flight: int = 64
     bind_retry_for: float = 30.0
+    volume_bind_timeout: float = 600.0  # VolumeBinding's bindTimeoutSeconds
     queue_status: bool = True  # write Volcano Queue status (off beside Volcano's controllers)
     provisioning_class: str = ""  # a ProvisioningRequest per gang that cannot fit ("": none)
 
@@ -252,6 +253,7 @@ class SchedulerComponent:
             on_bound=bound,
             claims=ClaimWriter(self.kube, self.dra) if self.dra is not None else None,
             nominate=nominations.nominate,
+            volume_bind_timeout=self.options.volume_bind_timeout,
         )
         self.binder = binder
         writer = asyncio.create_task(status.run(), name="status")

@@ -27,25 +27,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tierra.api.pod import Pod
-from tierra.kube import resources as r
-from tierra.kube.client import MERGE_PATCH, ApiError, Kube
-from tierra.kube.scheduler.feed import Feed
+from tierra.kube.client import ApiError, Kube
+from tierra.kube.scheduler.nominated_node import write_nomination
 from tierra.kube.scheduler.status import flush_when_dirty
 from tierra.scheduler.podrules.nominations import nominated_node
 from tierra.scheduler.result import Binding, SessionResult
 
+if TYPE_CHECKING:
+    from tierra.kube.scheduler.feed import Feed  # the feed's storage handlers import this
+
 log = logging.getLogger(__name__)
-
-
-def nomination_patch(node: str, uid: str = "") -> dict[str, Any]:
-    """The status merge kube-scheduler's ``updatePod`` sends ("" clears the field)."""
-    patch: dict[str, Any] = {"status": {"nominatedNodeName": node or None}}
-    if uid:
-        patch["metadata"] = {"uid": uid}
-    return patch
 
 
 def _waiting(pod: Pod, key: str, assumed: set[str]) -> bool:
@@ -94,16 +88,9 @@ class NominationWriter:
         waiting = _waiting(pod, key, self.feed.cache.assumed)
         if not node and (not waiting or not nominated_node(pod)):
             return  # bound meanwhile (the API cleared it) or cleared already
-        namespace, _, name = key.partition("/")
         async with self._limit:
             try:
-                await self.kube.request(
-                    "PATCH",
-                    r.PODS.path(namespace, name, "status"),
-                    body=nomination_patch(node, pod.meta.uid),
-                    content_type=MERGE_PATCH,
-                    what=f"set nominatedNodeName={node!r} on Pod {key}",
-                )
+                await write_nomination(self.kube, key, node, pod.meta.uid)
             except ApiError as exc:
                 if exc.status not in (404, 409):
                     log.warning("%s", exc)
