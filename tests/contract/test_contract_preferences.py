@@ -262,3 +262,12 @@ def test_a_required_rule_the_topology_cannot_honour_names_its_field(tmp_path: Pa
     members = [pod(f"job-{i}", group="job", **port) for i in range(3)]
     bound, waiting = schedule(tmp_path, [*racks(), podgroup("job", 3, 1), *members])
     assert bound == {} and "spec.containers[].ports[].hostPort" in waiting["job"]
+    # without a topology constraint (the flat path): two nodes for three such pods
+    members = [pod(f"job-{i}", group="job", labels=WEB, **anti) for i in range(3)]
+    bound, waiting = schedule(tmp_path, [node("n1"), node("n2"), podgroup("job", 3), *members])
+    assert bound == {}
+    assert waiting["job"].startswith("its pods compete for nodes")
+    assert (
+        "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        in (waiting["job"])
+    )

@@ -292,7 +292,12 @@ class Allocator:
         if limit.flat:
             mark = self.txn.mark()
             for i, shape in enumerate(demand.shapes):
+                self.nodes.refused = []
                 if self.nodes.pack_flat(shape, shape.pods, region, partial=False) < len(shape.pods):
+                    if i > 0 and self.nodes.refused:  # kept from the nodes the others took
+                        failure = self.nodes.failure(region)
+                        self.txn.rollback(mark)
+                        return attempt_failed(f"its pods compete for nodes; {failure}")
                     self.txn.rollback(mark)
                     probe = Search(
                         cache, self.config, demand, root_only(limit), region, cycle=self.cycle

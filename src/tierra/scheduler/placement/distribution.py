@@ -230,8 +230,9 @@ class NodeChoice:
         return True
 
     def failure(self, h: int) -> str:
-        """Why the last ``place_in`` failed: the node caps that kept a shape short (a
-        rule keeping the gang's pods apart names its field), else only that it did."""
+        """Why the last ``place_in`` (or ``pack_flat``) fell short: the node caps that
+        kept a shape short (a rule keeping the gang's pods apart names its field), else
+        only that it did."""
         words = [r.words(self.cache, h) for r in self.refused]
         return "placement failed" + (": " + "; ".join(words) if words else "")
 
@@ -288,9 +289,10 @@ class NodeChoice:
         when no constraint caps nodes: the state is kept between gangs, caps are not)."""
         given = caps_for(self.cycle, shape, state.nodes) if self.caps else []
         if not given:  # no constraint caps this shape: the kept arrays as they are
+            self._capped = []
             return state.counts, state.live
         counts = state.counts.copy()
-        apply_caps(self.cycle, given, counts)
+        self._capped = apply_caps(self.cycle, given, counts)
         return counts, np.where(counts > 0, state.live, -np.inf)
 
     def _preferred(
@@ -323,6 +325,7 @@ class NodeChoice:
         avail = int(counts.sum())
         need = len(pods)
         if avail < need and not partial:
+            self.refused = self._capped  # for ``failure``
             return 0
         need = min(need, avail)
         packs = all(wp.policy.packs for wp in self.config.policies if wp.weight)
