@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.contract.rules_helpers import make_pod
 from tests.contract.score_helpers import bare_node, node_affinity
+
+from tierra.api.labels import Operator, Requirement
+from tierra.api.pod import NodeSelectorTerm
+from tierra.scheduler.podrules import node_affinity_score
+from tierra.scheduler.podrules.state import NodeTable
 
 LABEL1 = {"foo": "bar"}
 LABEL2 = {"key": "value"}
@@ -89,3 +96,36 @@ def test_match_fields_on_the_node_name_and_empty_terms() -> None:
     )
     nodes = [bare_node("node1", LABEL1), bare_node("node2", LABEL2)]
     assert node_affinity(p, nodes) == {"node1": 0, "node2": 100}
+
+
+KEYS = ("zone", "disk", "gen")
+VALUES = ("a", "b", "1", "7")
+requirements = st.builds(
+    Requirement,
+    st.sampled_from(KEYS),
+    st.sampled_from(list(Operator)),
+    st.lists(st.sampled_from(VALUES), min_size=1, max_size=2).map(tuple),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    labels=st.lists(
+        st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=3),
+        min_size=1,
+        max_size=6,
+    ),
+    exprs=st.lists(requirements, max_size=3),
+    named=st.booleans(),
+)
+def test_vectorized_terms_match_as_the_api_term_does(
+    labels: list[dict[str, str]], exprs: list[Requirement], named: bool
+) -> None:
+    """The table-wide matcher (label codes, no loop over nodes) agrees with
+    ``NodeSelectorTerm.matches`` node by node, Gt/Lt, absent labels, matchFields and the
+    empty term included."""
+    fields = (Requirement("metadata.name", Operator.IN, ("n0", "n2")),) if named else ()
+    term = NodeSelectorTerm(tuple(exprs), fields)
+    nodes = [bare_node(f"n{i}", ls) for i, ls in enumerate(labels)]
+    got = node_affinity_score._matching(term, NodeTable(nodes)).tolist()
+    assert got == [term.matches(n.name, n.labels) for n in nodes]

@@ -349,6 +349,8 @@ class NodeChoice:
                 k = min(int(counts[j]), need - placed) if packs else 1
                 self.txn.place(list(pods[placed : placed + k]), int(nodes[j]), shape.vec)
                 placed += k
+            if placed >= need:
+                break  # the kept state is brought up to date when next asked for (``get``)
             self.flat.refresh(state, shape, region)
             counts, live, prefers = self._preferred(shape, nodes, *self._limits(state, shape))
         return placed

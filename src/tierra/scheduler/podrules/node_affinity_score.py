@@ -13,9 +13,10 @@ import weakref
 
 import numpy as np
 
-from tierra.api.pod import Pod
+from tierra.api.labels import Operator, Requirement
+from tierra.api.pod import NodeSelectorTerm, Pod
 from tierra.api.pod_rules import PreferredNodeTerm
-from tierra.scheduler.podrules.state import NodeTable
+from tierra.scheduler.podrules.state import MISSING, NodeTable
 from tierra.topology.arrays import BoolArray
 from tierra.topology.index import IntArray
 
@@ -40,10 +41,42 @@ def raw(pod: Pod, nodes: NodeTable) -> IntArray | None:
     if found is None:
         found = np.zeros(len(nodes), dtype=np.int64)
         for t in terms:
-            hit = [t.preference.matches(n.name, n.labels) for n in nodes.nodes]
-            found += t.weight * np.asarray(hit, dtype=np.int64)
+            found += t.weight * _matching(t.preference, nodes).astype(np.int64)
         memo[terms] = found
     return found
+
+
+def _matching(term: NodeSelectorTerm, nodes: NodeTable) -> BoolArray:
+    """Nodes ``term`` matches, over the table's label codes (no loop over nodes but for
+    Gt/Lt, which compare integers); an empty term matches none."""
+    if not term.match_expressions and not term.match_fields:
+        return np.zeros(len(nodes), dtype=bool)
+    ok = np.ones(len(nodes), dtype=bool)
+    for r in term.match_expressions:
+        ok &= _requirement(r, *nodes.values(r.key), nodes)
+    for r in term.match_fields:  # metadata.name, the only field a term may name
+        ok &= np.fromiter(
+            (r.matches({"metadata.name": n}) for n in nodes.names),
+            dtype=bool,
+            count=len(nodes),
+        )
+    return ok
+
+
+def _requirement(r: Requirement, codes: IntArray, values: list[str], nodes: NodeTable) -> BoolArray:
+    if r.operator in (Operator.IN, Operator.NOT_IN):
+        wanted = [i for i, v in enumerate(values) if v in r.values]
+        hit: BoolArray = np.isin(codes, np.array(wanted, dtype=np.int64)) & (codes != MISSING)
+        return hit if r.operator is Operator.IN else ~hit
+    if r.operator is Operator.EXISTS:
+        out: BoolArray = codes != MISSING
+        return out
+    if r.operator is Operator.DOES_NOT_EXIST:
+        out = codes == MISSING
+        return out
+    return np.fromiter(  # Gt / Lt
+        (r.matches(n.labels) for n in nodes.nodes), dtype=bool, count=len(nodes)
+    )
 
 
 def normalize(scores: IntArray, feasible: BoolArray) -> IntArray:

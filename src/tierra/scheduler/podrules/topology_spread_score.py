@@ -101,7 +101,10 @@ def scores(counted: Counts, nodes: IntArray, feasible: BoolArray) -> IntArray:
     at = nodes[scoring]
     for k in counted.constraints:
         codes = k.codes[at]
-        size = len(at) if k.constraint.topology_key == HOSTNAME else len(np.unique(codes))
+        if k.constraint.topology_key == HOSTNAME:
+            size = len(at)
+        else:  # the domains among the scoring nodes (codes >= 0 there: they have every key)
+            size = int(np.count_nonzero(np.bincount(codes, minlength=len(k.counts))))
         total += k.counts[codes] * np.log(size + 2) + (k.constraint.max_skew - 1)
     raw = np.floor(total + 0.5).astype(np.int64)  # math.Round (the sums are >= 0)
     high, low = max(int(raw.max()), 0), int(raw.min())
