@@ -15,6 +15,7 @@ from tests.run_cli import run as tierra
 
 from tierra.api.node import decode_node
 from tierra.api.pod import decode_pod
+from tierra.scheduler import Memory, SchedulerConfig, run_session
 from tierra.scheduler.podrules.nominated import nominations_of
 from tierra.scheduler.state.store import ClusterStore
 
@@ -93,3 +94,21 @@ def test_the_hold_follows_the_pod() -> None:
     assert set(book.holds) == {"default/p"}
     store.remove_pod("default/p")
     assert book.holds == {}
+
+
+def test_a_gang_held_out_is_tried_again_when_the_nomination_goes() -> None:
+    """A gang kept out by a nomination waits (and a Memory skips it while nothing
+    changes); when the nominated pod gives the nomination up, the room counts as freed
+    and the next session places the gang."""
+    store = ClusterStore(nodes=[decode_node(node("n2", cpu="8"), None, [])])
+    held = nominated("preemptor", "n2", 100, volumes=MISSING)
+    store.upsert_pod(decode_pod(held, None, []))
+    store.upsert_pod(decode_pod(pod("other", priority=100, **CPU8), None, []))
+    memory = Memory()
+    first = run_session(store, SchedulerConfig(), memory=memory)
+    assert not first.bindings
+    assert not run_session(store, SchedulerConfig(), memory=memory).bindings  # skipped
+    gave_up = {**held, "status": {"phase": "Pending"}}  # the field cleared
+    store.upsert_pod(decode_pod(gave_up, None, []))
+    third = run_session(store, SchedulerConfig(), memory=memory)
+    assert [(b.pod, b.node) for b in third.bindings] == [("default/other", "n2")]

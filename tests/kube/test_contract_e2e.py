@@ -1035,3 +1035,40 @@ def test_a_matched_pv_is_bound_before_the_pod(
             assert (await c.bound(kube))["p"] == f"{c.name}-n1", c.scheduler
 
     run(control_plane, body)
+
+
+def test_a_claim_binds_only_a_pv_of_its_volume_attributes_class(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """component-helpers ``TestFindMatchVolumeWithNode`` "success-match-with-vac" and
+    "fail-vac": two local PVs, on node 0 without a VolumeAttributesClass and on node 1
+    with ``gold``; a claim asking for ``gold`` gets node 1's PV's claimRef from both."""
+    cases = both(control_plane, "vac")
+
+    async def body(kube: Kube) -> None:
+        await _no_provisioner_class(kube, "contract-local")
+        for c in cases:
+            await c.create(kube, 2)
+            # smaller and first by name: what matching picks if the class is not read
+            plain = _local_pv(c, "plain", f"{c.name}-n0", "contract-local", size="2Gi")
+            gold = _local_pv(c, "gold", f"{c.name}-n1", "contract-local")
+            gold["spec"]["volumeAttributesClassName"] = "gold"  # a CSI volume's only
+            del gold["spec"]["hostPath"]
+            gold["spec"]["csi"] = {"driver": "vac.contract.example.com", "volumeHandle": c.name}
+            for pv in (plain, gold):
+                await kube.request("POST", r.PVS.path(), body=pv)
+                await _status(kube, r.PVS, None, pv["metadata"]["name"], "Available")
+            claim = _claim("data", "contract-local")
+            claim["spec"]["volumeAttributesClassName"] = "gold"
+            await kube.request("POST", r.PVCS.path(c.namespace), body=claim)
+            await c.post(kube, c.pod("p", volumes=_volume("data")))
+
+        async def reserved(c: Case, which: str) -> bool:
+            pv = await kube.get(r.PVS.path(None, f"{c.name}-{which}"))
+            return (pv["spec"].get("claimRef") or {}).get("name") == "data"
+
+        for c in cases:
+            await eventually(lambda c=c: reserved(c, "gold"), 15, f"{c.scheduler} picks gold")
+            assert not await reserved(c, "plain"), c.scheduler
+
+    run(control_plane, body)

@@ -37,7 +37,10 @@ class Nominations:
         pod = store.pods.get(key)
         node = nominated_node(pod) if pod is not None else ""
         if pod is None or not node or key not in store.pending or pod.gated:
-            self.holds.pop(key, None)
+            if self.holds.pop(key, None) is not None and key not in store.node_of:
+                # given up or gone, not placed: its room is free for the gangs it held
+                # out, which must be tried again (bound, it holds the room itself)
+                store.extension_changed()
             return
         self.holds[key] = Hold(
             node,
