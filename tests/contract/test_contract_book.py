@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.contract.storage_docs import pv
+
 from tierra.api.labels import LabelSelector
 from tierra.api.meta import ObjectMeta
 from tierra.api.pod_rules import PlacementRules, PodAffinityTerm
@@ -91,3 +93,21 @@ def test_a_namespace_relabelled_reindexes_the_terms_that_select_it() -> None:
     assert refused() == [False, False]
     store.remove_pod("default/holder")
     assert not book.placed.anti_terms and not book.placed.soft.terms
+
+
+def test_a_view_and_its_forked_store_read_their_own_node_tables() -> None:
+    """A session's view and the store fed meanwhile (a node added: two indexes) share
+    the book: each gets its own node table, and a storage answer memoized over one is
+    never read over the other (the live scheduler crashed on a (16,) and (17,) mask)."""
+    store = ClusterStore(nodes=[node("a", labels={HOST: "a"}), node("b", labels={HOST: "b"})])
+    book = book_of(store)
+    view = store.open_view()
+    store.upsert_node(node("c", labels={HOST: "c"}))  # forks the store: a third node
+    old, new = book.nodes(view), book.nodes(store)
+    assert (len(old), len(new)) == (2, 3)
+    assert book.nodes(view) is old and book.nodes(store) is new  # both kept
+    volume = pv("pv-a", hosts=("a",))
+    assert book.storage.reach(volume, new).tolist() == [True, False, False]
+    assert book.storage.reach(volume, old).tolist() == [True, False]
+    assert book.storage.reach(volume, new).tolist() == [True, False, False]
+    store.close_view(view)

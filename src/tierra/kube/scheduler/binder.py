@@ -106,15 +106,17 @@ class Binder:
         if decision.evictions:
             self._evictions(decision.evictions)
         if decision.bindings:
-            self._bindings(decision.gang, list(decision.bindings))
+            # its own evictions make its pods preemptors: nominated while the victims go
+            self._bindings(decision.gang, list(decision.bindings), bool(decision.evictions))
 
     def _evictions(self, evictions: Sequence[Eviction]) -> None:
         task = asyncio.create_task(self._evict(evictions))
         self._victims.append(task)
         self._track(task)
 
-    def _bindings(self, gang: str, bindings: list[Binding]) -> None:
-        self._track(asyncio.create_task(self._bind_after(list(self._victims), gang, bindings)))
+    def _bindings(self, gang: str, bindings: list[Binding], preempted: bool = False) -> None:
+        victims = list(self._victims)
+        self._track(asyncio.create_task(self._bind_after(victims, gang, bindings, preempted)))
 
     def _track(self, task: asyncio.Task[Any]) -> None:
         self._tasks.add(task)
@@ -131,9 +133,13 @@ class Binder:
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def _bind_after(
-        self, evicting: list[asyncio.Task[bool]], gang: str, bindings: list[Binding]
+        self,
+        evicting: list[asyncio.Task[bool]],
+        gang: str,
+        bindings: list[Binding],
+        preempted: bool = False,
     ) -> None:
-        if evicting and self.nominate is not None:
+        if preempted and self.nominate is not None:
             await self.nominate(bindings)  # before the binding, which clears it
         if evicting and not all(await asyncio.gather(*evicting)):
             for b in bindings:

@@ -57,7 +57,7 @@ class RulesBook:
         self._namespace_objects: dict[str, object] = {}
         # what the adapter must do before binding a pod (VolumeBinding's pre-bind)
         self.actions: dict[str, tuple[ClaimAction, ...]] = {}
-        self._table: tuple[object, NodeTable] | None = None
+        self._tables: list[tuple[object, NodeTable]] = []  # (index, table), latest first
         # pending pods' status.nominatedNodeName: room held for them (``nominated.py``)
         self.nominations = Nominations()
 
@@ -178,11 +178,19 @@ class RulesBook:
     # -- reading ---------------------------------------------------------------------
 
     def nodes(self, store: ClusterStore) -> NodeTable:
-        """The store's nodes in index order (rebuilt when the index is)."""
-        if self._table is None or self._table[0] is not store.index:
-            self._table = (store.index, NodeTable(store.nodes))
-            self.storage.invalidate()
-        return self._table[1]
+        """The store's nodes in index order, one table per index (rebuilt when the index
+        is). WARNING: a session's view and the store it reads share this book, and the
+        store's index is rebuilt when a node is fed while the session runs: both tables
+        are kept (the view's and the store's, the two latest), so neither thread's reads
+        go over the other's nodes, and answers memoized over one are not reused over the
+        other (``Storage.memo`` checks the table)."""
+        tables = self._tables
+        for index, table in tables:
+            if index is store.index:
+                return table
+        table = NodeTable(store.nodes)
+        self._tables = [(store.index, table), *tables[:1]]
+        return table
 
 
 def _selects_namespaces(pod: Pod) -> bool:

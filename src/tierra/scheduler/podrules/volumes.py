@@ -75,7 +75,10 @@ class Storage:
     drivers: Mapping[str, CSIDriver] = field(default_factory=dict)
     capacities: Mapping[str, CSIStorageCapacity] = field(default_factory=dict)  # "ns/name"
     reserved: dict[str, str] = field(default_factory=dict)  # PV -> claim, this session
-    _reach: dict[str, BoolArray] = field(default_factory=dict)
+    # per-node answers, each with the node table it is over: a session's view and the
+    # store it reads may hold two tables at once (a node fed meanwhile), and read this
+    # from two threads, so an answer is only reused over its own table
+    _reach: dict[str, tuple[NodeTable, BoolArray]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -105,21 +108,21 @@ class Storage:
         return self.classes.get(name)
 
     def reach(self, pv: PersistentVolume, nodes: NodeTable) -> BoolArray:
-        """Nodes meeting ``pv``'s node affinity (memoized per PV in the session)."""
-        found = self._reach.get(pv.name)
+        """Nodes meeting ``pv``'s node affinity (memoized per PV and node table)."""
+        found = self.memo(pv.name, nodes)
         if found is None:
             found = np.fromiter(
                 (pv.reachable_from(n.name, n.labels) for n in nodes.nodes),
                 dtype=bool,
                 count=len(nodes),
             )
-            self._reach[pv.name] = found
+            self.remember(pv.name, nodes, found)
         return found
 
     def provisionable(self, sc: StorageClass, nodes: NodeTable) -> BoolArray:
         """Nodes a class's ``allowedTopologies`` admit (all without any), memoized."""
         key = f"class:{sc.name}"
-        found = self._reach.get(key)
+        found = self.memo(key, nodes)
         if found is None:
             terms = sc.allowed_topologies
             found = np.fromiter(
@@ -127,14 +130,15 @@ class Storage:
                 dtype=bool,
                 count=len(nodes),
             )
-            self._reach[key] = found
+            self.remember(key, nodes, found)
         return found
 
-    def memo(self, key: str) -> BoolArray | None:
-        return self._reach.get(key)
+    def memo(self, key: str, nodes: NodeTable) -> BoolArray | None:
+        found = self._reach.get(key)
+        return found[1] if found is not None and found[0] is nodes else None
 
-    def remember(self, key: str, nodes: BoolArray) -> None:
-        self._reach[key] = nodes
+    def remember(self, key: str, nodes: NodeTable, answer: BoolArray) -> None:
+        self._reach[key] = (nodes, answer)
 
     def invalidate(self) -> None:
         """Nodes or storage objects changed: what was computed over them is again."""
@@ -215,7 +219,7 @@ def enough_capacity(
     if claim.request <= 0 or driver is None or not driver.storage_capacity:
         return np.ones(len(nodes), dtype=bool)
     key = f"capacity:{sc.name}:{claim.request}"
-    found = storage.memo(key)
+    found = storage.memo(key, nodes)
     if found is None:
         found = np.zeros(len(nodes), dtype=bool)
         for cap in storage.capacities.values():
@@ -228,7 +232,7 @@ def enough_capacity(
             found |= np.fromiter(
                 (topology.matches(n.labels) for n in nodes.nodes), dtype=bool, count=len(nodes)
             )
-        storage.remember(key, found)
+        storage.remember(key, nodes, found)
     return found
 
 

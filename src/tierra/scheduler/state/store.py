@@ -282,11 +282,12 @@ class ClusterStore:
     def open_view(self) -> ClusterStore:
         """What one session reads and keeps its decisions in: this store's tables, until
         the store is fed while the session runs (then the store forks). One at a time."""
-        if self.viewing is not None:
-            raise RuntimeError("ClusterStore.open_view: a session already runs on this store")
-        view = copy.copy(self)
-        view.kept = []
-        self.viewing = Viewing(view)
+        with self.lock:  # never half-way through a change being fed (``view.fed``)
+            if self.viewing is not None:
+                raise RuntimeError("ClusterStore.open_view: a session already runs on this store")
+            view = copy.copy(self)
+            view.kept = []
+            self.viewing = Viewing(view)
         return view
 
     def close_view(self, view: ClusterStore) -> None:

@@ -89,15 +89,18 @@ class Kept:
 def fed(
     method: Callable[Concatenate[ClusterStore, P], R],
 ) -> Callable[Concatenate[ClusterStore, P], R]:
-    """A change fed to the store: while a view is open, under the lock, forked first."""
+    """A change fed to the store, under the lock: while a view is open, forked first.
+
+    Always under the lock (uncontended when no session runs), because a session's thread
+    may open its view at any moment: a view copied from a store half-way through a change
+    (a node fed: the index rebuilt, then the ledgers, the pods renumbered) would read node
+    numbers its ledger does not have."""
 
     @functools.wraps(method)
     def wrapper(store: ClusterStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        viewing = store.viewing
-        if viewing is None:
-            return method(store, *args, **kwargs)
         with store.lock:
-            if viewing.forked_at is None:
+            viewing = store.viewing
+            if viewing is not None and viewing.forked_at is None:
                 fork(store, viewing)
             return method(store, *args, **kwargs)
 
