@@ -45,7 +45,7 @@ from tierra.scheduler.podrules.book import NAME, RulesBook
 from tierra.scheduler.podrules.volumes import ClaimAction
 
 if TYPE_CHECKING:
-    from tierra.kube.scheduler.feed import Feed
+    from tierra.kube.scheduler.feed import CacheApi, Feed
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +84,12 @@ def _handler(feed: Feed, resource: r.Resource) -> Callable[[Event[Any]], None]:
         book = book_in(feed.cache)
         if book is None:
             return
-        if event.type is EventType.DELETED:
-            changed = book.forget(resource.kind, event.key)
-        else:
-            assert event.obj is not None
-            changed = book.upsert(event.obj)
+        with feed.cache.feeding():  # a session's view keeps the book as it was
+            if event.type is EventType.DELETED:
+                changed = book.forget(resource.kind, event.key)
+            else:
+                assert event.obj is not None
+                changed = book.upsert(event.obj)
         if changed:
             getattr(feed.cache, "extension_changed", lambda: None)()
             feed.on_change()
@@ -106,14 +107,15 @@ class PreBindFailed(Exception):
 
 
 async def pre_bind(
-    kube: Kube, cache: object, pod_key: str, *, timeout: float = BIND_TIMEOUT
+    kube: Kube, cache: CacheApi, pod_key: str, *, timeout: float = BIND_TIMEOUT
 ) -> None:
     """VolumeBinding's PreBind for ``pod_key``: write what the session decided (a PV's
     claimRef, a claim's selected node), then wait until the PV controller has bound every
     such claim (``checkBindings``); on a failure or after ``timeout``, release what was
     written and raise ``PreBindFailed``. Nothing to write: returns at once."""
     book = book_in(cache)
-    actions = book.actions.pop(pod_key, ()) if book is not None else ()
+    with cache.feeding():  # a session's view keeps the book as it was
+        actions = book.actions.pop(pod_key, ()) if book is not None else ()
     if book is None or not actions:
         return
     written: list[ClaimAction] = []
@@ -130,16 +132,17 @@ async def pre_bind(
             raise
         raise PreBindFailed(str(exc)) from exc
     finally:
-        for a in actions:
-            if a.volume:
-                book.storage.release(a.volume)  # bound now, or released: no longer held
+        with cache.feeding():
+            for a in actions:
+                if a.volume:
+                    book.storage.release(a.volume)  # bound now, or released: not held
 
 
-async def _nominate(kube: Kube, cache: object, pod_key: str, node: str) -> None:
+async def _nominate(kube: Kube, cache: CacheApi, pod_key: str, node: str) -> None:
     """``nominatedNodeName`` before a pre-bind that waits (kube-scheduler's
     NominatedNodeNameForExpectation, on by default since 1.35): others see the pod's
     node meanwhile; the binding clears it."""
-    pod = getattr(cache, "pods", {}).get(pod_key)
+    pod = cache.pods.get(pod_key)
     try:
         await write_nomination(kube, pod_key, node, pod.meta.uid if pod is not None else "")
     except ApiError as exc:  # not what the volumes need: say it and go on
@@ -165,7 +168,7 @@ async def _write(kube: Kube, book: RulesBook, a: ClaimAction) -> None:
 
 async def _wait_bound(
     book: RulesBook,
-    cache: object,
+    cache: CacheApi,
     pod_key: str,
     actions: Sequence[ClaimAction],
     timeout: float,
@@ -176,7 +179,7 @@ async def _wait_bound(
     deadline = loop.time() + timeout
     seen: set[ClaimAction] = set()  # writes the watch has shown (an older copy is no reset)
     while True:
-        if pod_key not in getattr(cache, "pods", {}):
+        if pod_key not in cache.pods:
             raise PreBindFailed(f"pod {pod_key} does not exist any more")
         if all(_bound(book, a, seen) for a in actions):
             return

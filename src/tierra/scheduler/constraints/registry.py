@@ -58,7 +58,6 @@ HOOKS = (
     "node_scores",
     "pod_scores",
     "reserve",
-    "child_quotas",
 )
 
 
@@ -74,7 +73,6 @@ class Hooks:
     node_scores: tuple[Constraint, ...]
     pod_scores: tuple[Constraint, ...]
     reserve: tuple[Constraint, ...]
-    child_quotas: tuple[Constraint, ...]
 
 
 def _defines(c: Constraint, hook: str) -> bool:

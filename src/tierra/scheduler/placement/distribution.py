@@ -80,7 +80,6 @@ class NodeChoice:
         # the gang's attempt (the allocator starts one per gang); scores read its view
         self.cycle = Cycle(cache, config, txn, view or cache.view)
         self.caps = hooks(config.constraints).node_caps
-        self.quotas = hooks(config.constraints).child_quotas
         self.scorers = hooks(config.constraints).pod_scores
         # the node caps that kept the last shape ``place_in`` could not place short
         self.refused: list[Refusal] = []
@@ -158,13 +157,8 @@ class NodeChoice:
     ) -> int:
         """Best fit, top down: the tightest unit holding the rest, else the roomiest
         (with ``prefs``: ``_pick_preferred``)."""
-        ix = self.cache.index
         if need <= 0:
             return 0
-        if self.quotas and ix.children[h]:
-            placed = self._by_quota(h, need, per_node, out)
-            if placed is not None:
-                return placed
         healthy, degraded = self._units(h, per_node)
         placed = 0
         while placed < need and (healthy or degraded):
@@ -243,22 +237,6 @@ class NodeChoice:
         ix = self.cache.index
         nodes = np.arange(len(ix.node_names), dtype=np.int64) if h == ix.root else ix.real_nodes[h]
         return preferences.over(self.cycle, shape, nodes, per_node)
-
-    def _by_quota(
-        self, h: int, need: int, per_node: IntArray, out: list[tuple[int, int]]
-    ) -> int | None:
-        """Node choice under the first constraint that sets ``h``'s children's quotas."""
-        ix = self.cache.index
-        kids = np.asarray(ix.children[h], dtype=np.int64)
-        counts = np.array([int(per_node[ix.real_nodes[c]].sum()) for c in kids], dtype=np.int64)
-        for c in self.quotas:
-            quota = c.child_quotas(self.cycle, h, need, kids, counts)
-            if quota is not None:
-                placed = 0
-                for kid, k in zip(kids.tolist(), quota.tolist(), strict=True):
-                    placed += self._fill(kid, min(int(k), need - placed), per_node, out)
-                return placed
-        return None
 
     def place_near(self, shape: Shape, pods: Sequence[Pod], near: int, region: int) -> int:
         """As many of ``pods`` as fit, in the lowest ancestors of ``near`` within ``region``."""

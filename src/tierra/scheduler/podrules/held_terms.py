@@ -101,6 +101,14 @@ class SoftTerms:
                     if not left:
                         del self.by_label[pair]
 
+    def copy(self) -> SoftTerms:
+        """Terms of its own over the same pods (``PodIndex.copy``, a view's fork)."""
+        return SoftTerms(
+            {k: HeldSoft(h.term, h.spaces, h.kind, dict(h.nodes)) for k, h in self.terms.items()},
+            {k: set(v) for k, v in self.by_label.items()},
+            dict(self.owned),
+        )
+
     def for_labels(self, labels: Mapping[str, str]) -> list[HeldSoft]:
         """The held terms a pod with ``labels`` could match (checked in full by the
         caller); order-free, their weights are summed as integers."""

@@ -33,6 +33,12 @@ class Nominations:
     def __init__(self) -> None:
         self.holds: dict[str, Hold] = {}
 
+    def copy(self) -> Nominations:
+        """Holds of its own (``RulesBook.fork``)."""
+        twin = Nominations()
+        twin.holds = dict(self.holds)
+        return twin
+
     def sync(self, store: ClusterStore, key: str) -> None:
         pod = store.pods.get(key)
         node = nominated_node(pod) if pod is not None else ""

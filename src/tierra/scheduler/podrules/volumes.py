@@ -26,7 +26,7 @@ session.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -139,6 +139,11 @@ class Storage:
 
     def remember(self, key: str, nodes: NodeTable, answer: BoolArray) -> None:
         self._reach[key] = (nodes, answer)
+
+    def copy(self) -> Storage:
+        """Storage of its own with the same objects (``RulesBook.fork``): every table
+        copied, whatever tables it has."""
+        return Storage(**{f.name: dict(getattr(self, f.name)) for f in fields(self)})
 
     def invalidate(self) -> None:
         """Nodes or storage objects changed: what was computed over them is again."""
