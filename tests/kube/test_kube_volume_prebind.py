@@ -32,10 +32,12 @@ from tierra.kube.testing.fake import NodeShape, node_manifest, pod_manifest
 pytestmark = pytest.mark.kube
 NAME = "tierra-prebind"
 TIMEOUT = 3.0
+WATCH = 60.0  # at most, under load; the watches end once the pattern is seen
 
 
 async def _history(kube: Kube, path: str, name: str, read: Any, seconds: float) -> list[str]:
-    """The values ``read(object)`` takes on a watch of ``name`` for ``seconds``."""
+    """The values ``read(object)`` takes on a watch of ``name``: until it was set, cleared
+    and set again (written, released, written by a later session), or ``seconds``."""
     seen: list[str] = []
     query = {"watch": "true", "fieldSelector": f"metadata.name={name}"}
 
@@ -45,6 +47,8 @@ async def _history(kube: Kube, path: str, name: str, read: Any, seconds: float) 
                 value = read(json.loads(line)["object"])
                 if not seen or seen[-1] != value:
                     seen.append(value)
+                if len(seen) >= 4:
+                    return
 
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(follow(), seconds)
@@ -120,7 +124,7 @@ def test_pre_bind_gives_up_and_releases(
                     r.PVS.path(),
                     f"{namespace}-pv",
                     lambda o: (o["spec"].get("claimRef") or {}).get("name", ""),
-                    3 * TIMEOUT,
+                    WATCH,
                 )
             )
             claims = asyncio.create_task(
@@ -131,7 +135,7 @@ def test_pre_bind_gives_up_and_releases(
                     lambda o: (o["metadata"].get("annotations") or {}).get(
                         "volume.kubernetes.io/selected-node", ""
                     ),
-                    3 * TIMEOUT,
+                    WATCH,
                 )
             )
             await asyncio.sleep(0.5)  # the watches are open
