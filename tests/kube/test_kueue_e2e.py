@@ -13,6 +13,7 @@ process.
   completion index filling the slots in Kueue's order; a slice size that is not a number
   keeps its gang pending with the located reason in the PodGroup's status (no webhook here).
 * tierra's nested slices annotation on an upstream Workload API PodGroup.
+* Kueue's balanced placement (the feature gate in ``--config``) with a leader PodSet.
 """
 
 from __future__ import annotations
@@ -296,6 +297,68 @@ def test_kueue_levels_from_node_labels_and_hostname_live(
             assert sorted(Counter(hosts).values()) == [2, 2], placed  # a slice per host
             listed = await kube.get(TIERRA_HYPERNODES.path())
             assert not [h for h in listed["items"] if h["metadata"]["name"].startswith("kueue-")]
+
+        run(volcano_plane, check)
+    finally:
+        process.stop()
+
+
+def test_kueue_balanced_placement_with_a_leader_live(
+    volcano_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """``featureGates: {TASBalancedPlacement: true}`` in the live scheduler's ``--config``:
+    Kueue's ``TestFindTopologyAssignments`` "balanced placement; leader worker set does not
+    reserve leader space on every node" on nodes whose levels are label values only (x1
+    takes 7 pods, x2 5, one rack): a leader PodSet of one pod and ten workers in one PodSet
+    group, rack preferred, all asking alike. Kueue's assignment: the leader and five
+    workers on x1, five on x2 (best fit would put six workers on x1), the workers' ranks
+    (``kueue.x-k8s.io/pod-group-pod-index``) filling x1 first."""
+    ns = "bal"
+    volcano_plane.kubectl("create", "namespace", ns)
+    name = "tierra-e2e-bal"
+    block, rack = "example.com/bal-block", "example.com/bal-rack"
+    own = {"tierra.dev/e2e": "bal"}
+    index = "kueue.x-k8s.io/pod-group-pod-index"
+    group = {
+        "scheduling.k8s.io/group-name": "lws",
+        "kueue.x-k8s.io/podset-preferred-topology": rack,
+        "kueue.x-k8s.io/podset-group-name": "g",
+    }
+    config = tmp_path / "config.yaml"
+    config.write_text("featureGates: {TASBalancedPlacement: true}\n")
+
+    async def setup(kube: Kube) -> None:
+        for node, cpu in (("bal-b1-r1-x1", "7"), ("bal-b1-r1-x2", "5")):
+            labels = {**own, block: "b1", rack: "r1"}
+            shape = NodeShape(cpu=cpu, memory="64Gi")
+            await kube.request(
+                "POST", "/api/v1/nodes", body=node_manifest(node, shape=shape, labels=labels)
+            )
+        body = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "lws", "namespace": ns},
+            "spec": {"minMember": 11},
+        }
+        await kube.request("POST", VOLCANO_PODGROUPS.path(ns), body=body)
+        members = [("leader", 0), *(("workers", i) for i in range(10))]
+        for podset, i in members:
+            pod = pod_manifest(
+                f"{podset}-{i}", ns, shape=PodShape(cpu="1", memory="1Gi"),
+                scheduler_name=name, node_selector=own, annotations=group,
+                labels={"kueue.x-k8s.io/podset": podset, index: str(i)},
+            )  # fmt: skip
+            await kube.request("POST", PODS.path(ns), body=pod)
+
+    run(volcano_plane, setup)
+    process, _ = start_scheduler(volcano_plane, tmp_path, name, "--config", str(config))
+    try:
+
+        async def check(kube: Kube) -> None:
+            placed = await wait_bound(kube, ns, 11, 60, process)
+            assert placed.pop("leader-0") == "bal-b1-r1-x1", placed
+            got = [placed[f"workers-{i}"] for i in range(10)]
+            assert got == ["bal-b1-r1-x1"] * 5 + ["bal-b1-r1-x2"] * 5, placed
 
         run(volcano_plane, check)
     finally:
