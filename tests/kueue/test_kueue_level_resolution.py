@@ -248,6 +248,32 @@ def test_a_level_discovered_beside_one_that_is_not(tmp_path: Path) -> None:
     assert bound["j-0"].split("-")[1] == bound["j-1"].split("-")[1]
 
 
+def test_levels_of_another_node_group_do_not_hide_these_nodes(tmp_path: Path) -> None:
+    """Two node groups labelled differently (in Kueue, two flavors with a Topology each):
+    racks discovered as HyperNodes on the first, other label keys only on the second.
+    The second gang's levels get a forest of the second group's nodes, whatever levels
+    the first gang names (one forest over every named level held no node: it waited
+    with "has no domains yet")."""
+    other_block, other_rack = "example.com/other-block", "example.com/other-rack"
+    cluster = [kueue_node(n, 2) for n in ("b1-r1-x1", "b1-r2-x2")]
+    for name in ("o1-q1-y1", "o1-q1-y2", "o1-q2-y3", "o2-q3-y4"):
+        block, rack, host = name.split("-")
+        labels = {other_block: block, other_rack: rack, HOST: host}
+        cluster.append({**kueue_node("z-z-z", 2), "metadata": {"name": name, "labels": labels}})
+    objs = [
+        podgroup("a", 2), *pods("a", 2, {REQ: RACK}),
+        podgroup("b", 4), *pods("b", 4, {REQ: other_block, SLICE: other_rack, SIZE: "2"}),
+    ]  # fmt: skip
+    result = schedule(tmp_path, cluster, objs, levels=(BLOCK, RACK))
+    assert not result["unschedulable"], result["unschedulable"]
+    bound = placed(result)
+    assert len({bound[f"a-{i}"] for i in range(2)}) == 1  # one rack of one node
+    group = [bound[f"b-{i}"] for i in range(4)]
+    assert {n.split("-")[0] for n in group} == {"o1"}  # one block of the second group
+    racks = [n.split("-")[1] for n in group]
+    assert racks[0] == racks[1] and racks[2] == racks[3]  # each slice in one rack
+
+
 def test_the_benchmark_snapshot_binds_rack_required_host_slices() -> None:
     """The benchmark's snapshot (trimmed): label-discovered racks named ``rack``, pods
     requiring ``topology.kubernetes.io/rack`` with slices of 4 on

@@ -8,8 +8,10 @@ level where a Topology has it, is the node itself. tierra has no Topology object
 name their levels, and a level resolves to a tier of the HyperNodes (label discovery's,
 or any tree whose domains coincide with the label's values: ``constraints.kueue_levels``).
 Where a level has no such tier, the nodes' labels are the topology: this module makes
-one forest over every level the pods name (``label_forest``), as Kueue would over a
-Topology with those levels:
+one forest over the levels the pods name that share nodes (``label_forest``), as Kueue
+would over a Topology with those levels; levels on disjoint sets of nodes (two node
+groups labelled differently, as Kueue's flavors each have their own Topology) are apart
+(``level_groups``), so one group's labels never hide the other's nodes:
 
 * levels ordered top first by how many values they take (fewer first, then by key), so
   ``block`` sits above ``rack``; a gang naming them in the other order waits with a reason;
@@ -144,9 +146,29 @@ def forest_tiers(hypernodes: Iterable[HyperNode]) -> dict[str, str]:
 
 
 def forest_levels(hypernodes: Iterable[HyperNode]) -> tuple[str, ...]:
-    """The forest's levels, top first (empty when there is no forest)."""
-    for hn in hypernodes:
-        marker = hn.meta.annotations.get(FOREST_ANNOTATION)
-        if marker:
-            return tuple(marker.split(","))
-    return ()
+    """The forests' levels, each forest's top first, the forests in marker order (empty
+    when there is no forest): only levels of one forest are ever compared."""
+    markers = {hn.meta.annotations.get(FOREST_ANNOTATION) for hn in hypernodes}
+    return tuple(k for m in sorted(x for x in markers if x) for k in m.split(","))
+
+
+def level_groups(keys: Iterable[str], nodes: Iterable[Node]) -> list[frozenset[str]]:
+    """``keys`` grouped by the nodes carrying them: two levels are in one group when a
+    node carries both, or through a chain of such levels; a level no node carries is a
+    group of its own. Sorted, for a deterministic forest."""
+    parent = {k: k for k in keys}
+
+    def root(k: str) -> str:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for node in nodes:
+        carried = sorted(k for k in parent if k in node.labels)
+        for k in carried[1:]:
+            parent[root(k)] = root(carried[0])
+    groups: dict[str, set[str]] = {}
+    for k in parent:
+        groups.setdefault(root(k), set()).add(k)
+    return sorted((frozenset(g) for g in groups.values()), key=sorted)

@@ -14,7 +14,8 @@ gang names:
   top) with that value, together they hold every node carrying the label, and no other
   HyperNode has the name. Then the gang gets that tree's scoring and health;
 * else the level is a tier of the forest the nodes' label values make
-  (``tierra.api.kueue_forest``): ``wanted_forest`` says what the store should hold, and
+  (``tierra.api.kueue_forest``; one per group of levels sharing nodes):
+  ``wanted_forest`` says what the store should hold, and
   ``ClusterStore.from_snapshot`` and the scheduler's feed add it. Only where needed: a
   forest beside a tree that stands for the same levels would be a second topology over
   the same nodes.
@@ -36,7 +37,13 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from tierra.api.hypernode import HyperNode
-from tierra.api.kueue_forest import NODE_LEVEL, forest_levels, forest_tiers, label_forest
+from tierra.api.kueue_forest import (
+    NODE_LEVEL,
+    forest_levels,
+    forest_tiers,
+    label_forest,
+    level_groups,
+)
 from tierra.api.workload import SYNTHETIC_ANNOTATION, discovered_tier
 
 if TYPE_CHECKING:
@@ -140,15 +147,17 @@ def _real(store: LevelStore, key: str) -> str | None:
 
 
 def wanted_forest(store: LevelStore, keys: Iterable[str]) -> list[HyperNode]:
-    """The label forest the store should hold for Kueue levels ``keys`` (the levels the
-    pods and PodGroups name): none when every level has a HyperNode tier and those tiers
-    share their trees (so any two nest one in the other), else one over all of them."""
+    """The label forests the store should hold for Kueue levels ``keys`` (the levels the
+    pods and PodGroups name), per group of levels sharing nodes (``level_groups``): none
+    for a group whose levels each have a HyperNode tier, those tiers sharing their trees
+    (so any two nest one in the other), else one over the group."""
     levels = frozenset(k for k in keys if k != NODE_LEVEL)
     if not levels:
         return []
     book = _book(store)
     if levels not in book.wanted:
-        book.wanted[levels] = _forest(store, book, levels)
+        groups = level_groups(levels, store.nodes)
+        book.wanted[levels] = [h for g in groups for h in _forest(store, book, g)]
     return book.wanted[levels]
 
 
