@@ -25,7 +25,14 @@ from tierra.sim.cost import BoundCost, default_cost_model
 from tierra.sim.engine import SimOptions, simulate
 from tierra.sim.metrics import JobRecord
 from tierra.sim.policies import POLICIES, SessionOutcome, SimPolicy
-from tierra.sim.workloads import ClusterFacts, SimJob, Workload, WorkloadSpec, generate
+from tierra.sim.workloads import (
+    ClusterFacts,
+    SimJob,
+    StructureMix,
+    Workload,
+    WorkloadSpec,
+    generate,
+)
 from tierra.topology.capacity import Capacity
 
 PRESETS = {"fattree": 128, "cloud": 128, "nvl72": 288, "superpod": 128, "mixed": 128}
@@ -151,10 +158,18 @@ def main() -> None:
     parser.add_argument("--against", default="kueue")
     parser.add_argument("--job", help="show what ran in each domain when this job started")
     parser.add_argument("--tier", default="aggregation", help="the domains --job looks at")
+    parser.add_argument(
+        "--structured-share",
+        type=float,
+        default=0.0,
+        help="jobs with rank order, slices and a bounded wait (quality.py's default: 0.032)",
+    )
     args = parser.parse_args()
     cluster = build_cluster(args.preset, PRESETS[args.preset])
     facts = ClusterFacts.of(cluster.index, Capacity(cluster.index, cluster.nodes))
-    workload = generate(facts, WorkloadSpec(seed=args.seed, hours=24, load=args.load))
+    structure = StructureMix(share=args.structured_share)
+    spec = WorkloadSpec(seed=args.seed, hours=24, load=args.load, structure=structure)
+    workload = generate(facts, spec)
     jobs = {j.name: j for j in workload.jobs}
     runs = [run(cluster, workload, p, args.seed) for p in (args.policy, args.against)]
     differences(jobs, runs[0][1], runs[1][1], f"{args.policy} / {args.against}")
