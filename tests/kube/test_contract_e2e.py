@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
 
-from e2e_cluster import placements, start_scheduler
+from e2e_cluster import placements, start_scheduler, wait_ready
 from kube_helpers import eventually, kube_for
 
 from tierra.kube import resources as r
@@ -61,8 +61,9 @@ def schedulers(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> 
         work / "kube-scheduler.log",
         env=dict(os.environ),
     )
-    ours, _ = start_scheduler(control_plane, work, TIERRA, "--period", "60")
+    ours, port = start_scheduler(control_plane, work, TIERRA, "--period", "60")
     try:
+        wait_ready(ours, port)  # each case gives both schedulers 15 s from its pods' creation
         yield
     finally:
         ours.stop()

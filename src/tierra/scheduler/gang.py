@@ -27,9 +27,17 @@ from dataclasses import dataclass, field
 
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
-from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
+from tierra.api.podgroup import (
+    VOLCANO_WORDS,
+    NetworkTopology,
+    PodGroup,
+    PodGroupApi,
+    SubGroupPolicy,
+)
 from tierra.scheduler.constraints.kueue_levels import KueueShape, kueue_shape
 from tierra.scheduler.constraints.tier_limit import from_annotations
+from tierra.scheduler.kueue_pod_groups import lone_problem, podgroup_for
+from tierra.scheduler.misses import GangProblem, Missing, Why
 from tierra.scheduler.podrules.contract import refusal
 from tierra.scheduler.result import Unschedulable
 from tierra.scheduler.state.memory import Memory
@@ -83,7 +91,7 @@ class Gang:
     sub_groups: tuple[SubGroup, ...]  # with pending pods: required first, by index; default last
     running: tuple[Pod, ...]
     pending: tuple[Pod, ...]
-    problem: str | None = None
+    problem: Why | None = None  # why its input cannot be honoured (``misses.py``)
     # per policy, sub-groups with no pending pod that are whole by their running pods
     # (they are ready sub-groups for minSubGroups, though there is nothing to place)
     running_whole: Mapping[str, int] = field(default_factory=dict)
@@ -96,6 +104,12 @@ class Gang:
         if meta is None and self.pending:
             meta = self.pending[0].meta
         return math.inf if meta is None or meta.created is None else meta.created
+
+    @property
+    def api(self) -> PodGroupApi:
+        """How its PodGroup's own API names the fields messages mention (Volcano's for a
+        lone pod, which has none)."""
+        return self.podgroup.api if self.podgroup is not None else VOLCANO_WORDS
 
     @property
     def pending_since(self) -> float | None:
@@ -132,20 +146,21 @@ class Tally:
             self.tasks.update(task_of(p) for p in pods)
         self.groups[sg.id] += len(pods)
 
-    def missing(self) -> str | None:
-        """What keeps the gang from being ready, or None when it is."""
+    def missing(self) -> Missing | None:
+        """What keeps the gang from being ready (data: ``explain.misses`` words it), or
+        None when it is."""
         g = self.gang
         if self.total < g.min_member:
-            return f"{self.total} of minMember {g.min_member} pods"
+            return Missing("minMember", self.total, g.min_member, g.api.min_member)
         for task, m in sorted(g.min_task_member.items()):
             if task in self.present_tasks and self.tasks[task] < m:
-                return f"task {task}: {self.tasks[task]} of minTaskMember {m} pods"
+                return Missing("minTaskMember", self.tasks[task], m, task)
         for policy, m in sorted(g.min_sub_groups.items()):
             whole = g.running_whole.get(policy, 0) + sum(
                 1 for sg in g.sub_groups if sg.policy == policy and self.groups[sg.id] >= sg.size
             )
             if whole < m:
-                return f"policy {policy}: {whole} of minSubGroups {m} sub-groups"
+                return Missing("minSubGroups", whole, m, policy)
         return None
 
     @property
@@ -172,32 +187,29 @@ def _sub_group_of(pod: Pod, policies: Sequence[SubGroupPolicy]) -> tuple[str, st
 
 def _problem(
     pg: PodGroup, state: ClusterStore, running: Sequence[Pod], pending: Sequence[Pod]
-) -> str | None:
+) -> GangProblem | None:
+    """Why the gang's input cannot be honoured as it stands (data: ``explain.misses``
+    words it), or None."""
     if pg.queue != DEFAULT_QUEUE and pg.queue not in state.queues:
         known = ", ".join(sorted({DEFAULT_QUEUE, *state.queues}))
-        return f"queue {pg.queue!r} does not exist (queues: {known})"
+        return GangProblem("no queue", (("queue", pg.queue), ("known", known)))
     queue = state.queues.get(pg.queue)
     if queue is not None and queue.state not in ("Open", ""):
-        return f"queue {pg.queue!r} is {queue.state}"
+        return GangProblem("queue state", (("queue", pg.queue), ("state", queue.state)))
     for i, p in enumerate(pg.sub_group_policies):
         if not p.match_label_keys:
-            return (
-                f"spec.subGroupPolicy[{i}] ({p.name}) has no matchLabelKeys, so it forms no "
-                "sub-groups (Volcano ignores it silently); set matchLabelKeys, "
-                "e.g. [volcano.sh/partition-id]"
-            )
+            return GangProblem("no matchLabelKeys", (("index", i), ("policy", p.name)))
     total = len(running) + len(pending)
     if pg.min_member > total:
         gated = sum(1 for p in state.gang_pods(pg.key) if p.gated and not p.bound)
-        held = f", {gated} more held by schedulingGates" if gated else ""
-        return (
-            f"minMember is {pg.min_member} but the gang has only {total} "
-            f"pod{'s' if total != 1 else ''} ({len(pending)} pending, {len(running)} running{held})"
-        )
+        counts = (("total", total), ("pending", len(pending)), ("running", len(running)))
+        field = (("field", pg.api.min_member), ("minMember", pg.min_member))
+        return GangProblem("minMember", (*field, *counts, ("gated", gated)))
     tasks = Counter(task_of(p) for p in (*running, *pending))
     for task, m in sorted(pg.min_task_member.items()):
         if task in tasks and tasks[task] < m:
-            return f"minTaskMember[{task}] is {m} but task {task} has only {tasks[task]} pods"
+            values = (("task", task), ("need", m), ("have", tasks[task]))
+            return GangProblem("minTaskMember", values)
     return None
 
 
@@ -207,7 +219,10 @@ def _build(
     state: ClusterStore,
     pending: list[Pod],
     running: list[Pod],
+    *,
+    made: str | None = None,
 ) -> Gang:
+    """``made``: why a PodGroup made from Kueue's pod group keys cannot be placed."""
     pending.sort(key=pod_order)
     running.sort(key=pod_order)
     priority = max((p.priority for p in pending), default=0)
@@ -215,16 +230,13 @@ def _build(
         priority = state.priority_classes[pg.priority_class_name]  # as Volcano's cache
     shape = kueue_shape(state, pg, [*pending, *running])
     if pg is None:
-        return _alone(key, pending, priority, shape)
-    problem = _problem(pg, state, running, pending) or refusal(pending)
+        return _alone(key, pending, priority, shape, made)
+    problem: Why | None = made or _problem(pg, state, running, pending) or refusal(pending)
     if isinstance(shape, str):
         problem = problem or shape
     elif shape is not None and problem is None:
         if pg.sub_group_policies and shape.parts:
-            problem = (
-                "spec.subGroupPolicy and Kueue's slice or per-PodSet topology annotations "
-                "both cut the gang into sub-groups; use one of them"
-            )
+            problem = GangProblem("two cuts")
         else:
             return _kueue_gang(
                 key, pg, pending=pending, running=running, shape=shape, priority=priority
@@ -239,9 +251,8 @@ def _build(
         for pname, m in min_groups.items():
             formed = sum(1 for e in by_id.values() if e[0] == pname)
             if formed < m:
-                problem = (
-                    f"subGroupPolicy {pname} needs minSubGroups {m} but its pods form only "
-                    f"{formed} sub-groups"
+                problem = GangProblem(
+                    "minSubGroups", (("policy", pname), ("need", m), ("formed", formed))
                 )
     groups.sort(key=lambda sg: (not sg.required, sg.index, natural_key(sg.id)))
     if default_pending:
@@ -321,7 +332,9 @@ def _kueue_gang(
     )
 
 
-def _alone(key: str, pending: list[Pod], priority: int, shape: KueueShape | str | None) -> Gang:
+def _alone(
+    key: str, pending: list[Pod], priority: int, shape: KueueShape | str | None, made: str | None
+) -> Gang:
     """A pod without a PodGroup: a gang of one, its topology from Volcano's annotations
     (or Kueue's level, when it names one and Volcano's do not)."""
     pod = pending[0]
@@ -340,7 +353,7 @@ def _alone(key: str, pending: list[Pod], priority: int, shape: KueueShape | str 
         sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, topology),),
         running=(),
         pending=tuple(pending),
-        problem=(shape if isinstance(shape, str) else None) or refusal(pending),
+        problem=made or (shape if isinstance(shape, str) else None) or refusal(pending),
     )
 
 
@@ -435,7 +448,7 @@ def collect(
     orphans: list[Unschedulable] = []
     built = memory.built
     for g, pending in sorted(grouped.items()):
-        pg = cache.podgroups.get(g)
+        pg, made = _podgroup(cache, g)
         if pg is None:
             pending.sort(key=pod_order)
             example = pending[0].key
@@ -449,13 +462,13 @@ def collect(
         gang = _cached(cache, memory, g, alone=False)
         if gang is None:
             running = [p for p in cache.gang_pods(g) if p.holds_resources]
-            gang = _build(g, pg, cache, pending, running)
+            gang = _build(g, pg, cache, pending, running, made=made)
             built[g] = (cache.clock, gang)
         gangs.append(gang)
     for pod in sorted(solo, key=lambda p: p.key):
         gang = _cached(cache, memory, pod.key, alone=True)
         if gang is None:
-            gang = _build(pod.key, None, cache, [pod], [])
+            gang = _build(pod.key, None, cache, [pod], [], made=lone_problem(pod))
             built[pod.key] = (cache.clock, gang)
         gangs.append(gang)
     if len(built) > len(gangs):
@@ -465,10 +478,21 @@ def collect(
     return gangs, orphans
 
 
+def _podgroup(cache: ClusterStore, key: str) -> tuple[PodGroup | None, str | None]:
+    """The PodGroup of gang ``key``: the object, else the one Kueue's pod group keys on its
+    pods stand for (``kueue_pod_groups``) with what keeps it from being placed."""
+    pg = cache.podgroups.get(key)
+    if pg is not None:
+        return pg, None
+    made = podgroup_for(key, cache.gang_pods(key))
+    return made if made is not None else (None, None)
+
+
 def rebuild(state: ClusterStore, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
     """``gang`` as the state holds it now (after evictions earlier in the session)."""
     if gang.podgroup is None:
         return gang
+    pg, made = _podgroup(state, gang.key)
     names = set(scheduler_names)
     pending = [
         p
@@ -478,4 +502,4 @@ def rebuild(state: ClusterStore, gang: Gang, scheduler_names: Sequence[str]) -> 
     if not pending:
         return None
     running = [p for p in state.gang_pods(gang.key) if p.holds_resources]
-    return _build(gang.key, gang.podgroup, state, pending, running)
+    return _build(gang.key, pg or gang.podgroup, state, pending, running, made=made)

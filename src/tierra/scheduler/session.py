@@ -57,6 +57,7 @@ from tierra.scheduler.constraints.tier_limit import resolve
 from tierra.scheduler.eviction.evict import Evictor
 from tierra.scheduler.eviction.preemption import queue_of
 from tierra.scheduler.explain import words
+from tierra.scheduler.explain.misses import worded
 from tierra.scheduler.explain.reasons import Explanation, Trace
 from tierra.scheduler.gang import Gang, collect, rebuild
 from tierra.scheduler.placement.allocate import Allocator
@@ -153,7 +154,7 @@ class _Session:
             if not status.ok:
                 self.unschedulable.append(Unschedulable(gang.key, status))
             elif status.kept_by is not None:  # placed; members beyond the minimum wait
-                reason = words.kept_out(status.kept_out, status.kept_by)
+                reason = words.kept_out(status.kept_out, status.kept_by, gang.api.min_member)
                 self.unschedulable.append(Unschedulable(gang.key, queue_limited(reason)))
             if trace is not None:
                 explained = self._explanation(gang, status, trace)
@@ -215,7 +216,12 @@ class _Session:
     # -- one gang -----------------------------------------------------------------------
 
     def place(self, gang: Gang, book: QueueBook, trace: Trace | None) -> Status:
-        """Plan, admit, place (and evict for) one gang; kept when placed."""
+        """Plan, admit, place (and evict for) one gang; kept when placed. A gang that
+        waits is worded here, from what its steps missed (``explain/misses.py``)."""
+        status = self._place(gang, book, trace)
+        return status if status.ok else worded(status, self.cache)
+
+    def _place(self, gang: Gang, book: QueueBook, trace: Trace | None) -> Status:
         plan = make_plan(self.cache, gang, self.demands)
         if isinstance(plan, Status):
             return plan
@@ -234,8 +240,9 @@ class _Session:
             plan, book, budget, lambda g, cause: self.commit(g, book, cause), explain=bool(trace)
         )
         if evicted is not None and evicted.code is Code.WAIT:  # the preemption delay
+            placing, delay = worded(status, self.cache), worded(evicted, self.cache)
             return replace(
-                status, code=Code.WAIT, reason=words.waiting(status.reason, evicted.reason)
+                placing, code=Code.WAIT, reason=words.waiting(placing.reason, delay.reason)
             )
         if evicted is not None:
             return evicted
@@ -272,7 +279,7 @@ class _Session:
         self.evictor.moved()
 
     def _explanation(self, gang: Gang, status: Status, trace: Trace) -> Explanation:
-        limit = resolve(gang.topology, self.cache.index, "spec.networkTopology")
+        limit = resolve(gang.topology, self.cache.index, gang.api.topology)
         constraint = limit.reason if isinstance(limit, Status) else limit.text
         tiers = trace.ordered()
         notes = tuple(self.evictor.notes)
@@ -281,7 +288,7 @@ class _Session:
         mine = {p.key for p in gang.pending}
         bound = [b for b in self.bindings if b.pod in mine]
         summary = words.scheduled_summary(
-            gang.key, len(gang.pending), bound, self.evictions, status
+            gang.key, len(gang.pending), bound, self.evictions, status, minimum=gang.api.min_member
         )
         return Explanation(gang.key, "scheduled", summary, constraint, tiers, notes)
 

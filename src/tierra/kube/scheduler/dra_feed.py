@@ -10,6 +10,11 @@ kept here. Why no node can serve a pending pod is recorded as a Warning Event on
 
 The binder writes what the session reserved, right before each binding, through
 ``ClaimWriter`` (dra_bind.py), as kube-scheduler does in PreBind.
+
+Every change to the ``DeviceCluster`` (here and in the binder) is made inside
+``cache.feeding()``: a session running meanwhile keeps its own fork of the state, taken
+before the first change (``tierra.scheduler.state.extensions``), and what it reserves
+there is replayed here as it keeps each gang.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, TypeVar
 
 from tierra.api.node import Node
 from tierra.api.pod import Pod
+from tierra.api.podgroup import PodGroup
 from tierra.api.resource import (
     ResourceClaim,
     decode_device_class,
@@ -71,6 +77,7 @@ class DraFeed:
         self._device_seen = -1
         feed.adjust_pod = self.adjust
         feed.adjust_node = self.adjust_node
+        feed.seen_podgroup = self._podgroup
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.DEVICE_CLASSES, _decoder(decode_device_class), self._store("classes", True)),
             (r.RESOURCE_SLICES, _decoder(decode_resource_slice), self._store("slices", True)),
@@ -89,7 +96,9 @@ class DraFeed:
     def _store(self, name: str, devices: bool) -> Callable[[Event[Any]], None]:
         def handle(event: Event[Any]) -> None:
             table: dict[str, Any] = getattr(self.devices, name)
-            with self.devices.lock:  # held by a session only to copy (eligible_unlocked)
+            # a session's view keeps the devices as they were; the lock is held by a
+            # session only to copy (eligible_unlocked)
+            with self.feed.cache.feeding(), self.devices.lock:
                 if event.type is EventType.DELETED:
                     table.pop(event.key, None)
                 else:
@@ -100,7 +109,7 @@ class DraFeed:
         return handle
 
     def _claim(self, event: Event[ResourceClaim]) -> None:
-        with self.devices.lock:
+        with self.feed.cache.feeding(), self.devices.lock:
             if event.type is EventType.DELETED:
                 self.devices.claims.pop(event.key, None)
                 self.devices.assumed.pop(event.key, None)
@@ -110,6 +119,22 @@ class DraFeed:
                 self.devices.claims[event.key] = claim
                 if claim.allocation is not None:
                     self.devices.assumed.pop(event.key, None)  # confirmed by the API
+            self.devices.changed()
+        self.feed.on_change()
+
+    def _podgroup(self, key: str, pg: PodGroup | None) -> None:
+        """Upstream PodGroups that share claims: their pods' matching claims are theirs."""
+        shares = pg is not None and bool(pg.resource_claims)
+        if not shares and key not in self.devices.groups:
+            return
+        with self.devices.lock:
+            if shares:
+                assert pg is not None
+                if self.devices.groups.get(key) == pg:
+                    return
+                self.devices.groups[key] = pg
+            else:
+                self.devices.groups.pop(key, None)
             self.devices.changed()
         self.feed.on_change()
 
@@ -134,8 +159,10 @@ class DraFeed:
         return with_devices(self.devices, pod)
 
     def adjust_node(self, node: Node) -> Node:
-        """``node`` offering its devices, per class, as room."""
+        """``node`` offering its devices, per class, as room; its node-topology
+        annotation (nvidia-smi) joins its inside."""
         self.nodes[node.name] = node
+        self.devices.note_node(node)
         return node_with_devices(self.devices, node)
 
     def _pending(self, pod: Pod) -> Pod:

@@ -31,7 +31,7 @@ from tierra.scheduler.gang import Gang, SubGroup, Tally, task_of
 from tierra.scheduler.placement.demand import Demand, Demands
 from tierra.scheduler.placement.distribution import lowest_common
 from tierra.scheduler.state.store import ClusterStore
-from tierra.scheduler.status import Searched, Status, unresolvable
+from tierra.scheduler.status import Code, Searched, Status, unresolvable
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +108,7 @@ def nodes_of(cache: ClusterStore, pods: Sequence[Pod]) -> list[int]:
 def make_plan(cache: ClusterStore, gang: Gang, demands: Demands) -> GangPlan | Status:
     """The plan for ``gang`` now, or why it cannot be placed as it stands."""
     if gang.problem is not None:
-        return unresolvable(gang.problem)
+        return Status(Code.UNRESOLVABLE, why=gang.problem)
     limits = _limits(cache, gang)
     if isinstance(limits, Status):
         return limits
@@ -145,7 +145,7 @@ def make_plan(cache: ClusterStore, gang: Gang, demands: Demands) -> GangPlan | S
 def _limits(cache: ClusterStore, gang: Gang) -> dict[str, TierLimit] | Status:
     """Per sub-group id (``""``: the default pods), its limit within the gang's."""
     ix = cache.index
-    limit = resolve(gang.topology, ix, "spec.networkTopology")
+    limit = resolve(gang.topology, ix, gang.api.topology)
     if isinstance(limit, Status):
         return limit
     out: dict[str, TierLimit] = {"": limit}
