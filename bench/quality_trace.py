@@ -3,7 +3,8 @@
 ``quality.py`` says *that* tierra loses a seed; this says *why*: the difference split by
 gang size into queueing and run time, the jobs that differ most with where each policy
 put them (the tier their pods span, their slowdown), and, for one job, what ran in each
-domain of a tier when it started under each policy and until when.
+domain of a tier when it started under each policy and until when, and the GPUs each of
+those domains had in use through the job's wait (did one drain, which stayed pinned).
 
     python bench/quality_trace.py --preset fattree --load 0.9 --seed 5 --against kueue
     python bench/quality_trace.py ... --job train-01242 --tier aggregation
@@ -147,6 +148,45 @@ def at_start(
         for d in sorted(held):
             last = sorted(held[d], reverse=True)[:4]
             print(f"  {d}: running until " + ", ".join(f"{e:.1f} h {n} ({g})" for e, n, g in last))
+        waited(watch, recs, jobs, owner, job)
+
+
+def in_use(
+    watch: Watch,
+    recs: dict[str, JobRecord],
+    jobs: dict[str, SimJob],
+    owner: dict[int, str],
+    *,
+    at: float,
+    but: str,
+) -> dict[str, int]:
+    """GPUs each domain had in use at ``at`` (every job but ``but``), a job's GPUs split
+    evenly over its pods."""
+    used: dict[str, int] = defaultdict(int)
+    for name, (s, where) in watch.where.items():
+        end = recs[name].finish or float("inf")
+        if name != but and s <= at < end and where:
+            for n in where:
+                used[owner.get(n, "?")] += jobs[name].gpus // len(where)
+    return used
+
+
+def waited(
+    watch: Watch,
+    recs: dict[str, JobRecord],
+    jobs: dict[str, SimJob],
+    owner: dict[int, str],
+    job: str,
+) -> None:
+    """The domains' GPUs in use at nine times from ``job``'s arrival to its start: whether
+    one drained while it waited, and which stayed pinned."""
+    arrival, start = jobs[job].arrival, watch.where[job][0]
+    domains = sorted(set(owner.values()))
+    print(f"  GPUs in use per domain from arrival ({arrival / 3600:.2f} h) to start:")
+    for k in range(9):
+        at = arrival + (start - arrival) * k / 8
+        used = in_use(watch, recs, jobs, owner, at=at, but=job)
+        print(f"    {at / 3600:6.2f} h  " + "  ".join(f"{d}:{used[d]:4d}" for d in domains))
 
 
 def main() -> None:
