@@ -123,9 +123,9 @@ def _exclusive_gangs(store: ClusterStore, held: _Held) -> dict[str, tuple[int, .
     table = id(store.podgroups) * 1_000_003 + len(store.podgroups)
     if held.pg_clock != table:
         held.gangs = {}
-        for key, pg in store.podgroups.items():
-            if EXCLUSIVE_TIER not in pg.meta.annotations:
-                continue  # one dict look-up: most PodGroups do not ask
+        pgs = store.podgroups  # one dict look-up each, in a comprehension: most do not ask
+        asking = [(key, pg) for key, pg in pgs.items() if EXCLUSIVE_TIER in pg.meta.annotations]
+        for key, pg in asking:
             tiers = exclusive_tiers(pg, store.index)
             if isinstance(tiers, tuple):
                 held.gangs[key] = tiers
@@ -178,6 +178,9 @@ class ExclusiveDomains(Constraint):
     """Whole domains for gangs that ask, none of theirs for others (module docstring)."""
 
     name = "exclusive"
+
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # held domains, not the gang, cap a pod without the annotation
 
     def admit(self, cycle: Cycle, demand: Demand) -> Status | None:
         gang = cycle.gang
