@@ -22,6 +22,7 @@ from tierra.topology.arrays import fit_counts, segment_sums
 from tierra.topology.index import IntArray, TopologyIndex
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "nvidia.com/gpu")
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 class ResourceAxis:
@@ -152,7 +153,7 @@ class Capacity:
     @property
     def unlimited(self) -> int:
         """Pods per node when nothing is asked: huge, yet no domain's sum can overflow."""
-        return int(np.iinfo(np.int64).max // 2 // (len(self.index.real_idx) + 1))
+        return _INT64_MAX // 2 // (len(self.index.real_idx) + 1)
 
     def free(self, h: int) -> IntArray:
         return np.asarray(self.dom_alloc[h] - self.dom_used[h], dtype=np.int64)

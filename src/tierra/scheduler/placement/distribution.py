@@ -35,9 +35,10 @@ def lowest_common(cache: ClusterStore, nodes: Sequence[int] | IntArray) -> int |
     """The lowest usable domain holding every node (the root if none), None if no nodes."""
     if len(nodes) == 0:
         return None
-    arr = np.unique(np.asarray(nodes, dtype=np.int64))
     ix = cache.index
-    if len(arr) == 1:  # a lone pod's: every domain holding its node
+    if len(nodes) == 1:  # a lone pod's: every domain holding its node
+        common = ix.domains_of(int(nodes[0]))
+    elif len(arr := np.unique(np.asarray(nodes, dtype=np.int64))) == 1:
         common = ix.domains_of(int(arr[0]))
     else:
         _, doms = cache.layouts.node_entries(arr)
@@ -255,5 +256,6 @@ class NodeChoice:
                 self.txn.place(list(pods[placed : placed + k]), int(nodes[j]), shape.vec)
                 placed += k
             self.flat.refresh(state, shape, region)
-            counts, live = self._limits(state, shape)
+            if placed < need:
+                counts, live = self._limits(state, shape)
         return placed

@@ -91,7 +91,11 @@ class FlatStates:
         log = self.txn.touched
         if state.seen == len(log):
             return
-        touched = np.unique(np.concatenate(log[state.seen :]))
+        since = log[state.seen :]
+        # one pod placed since (the lone pods' case): its node, without sorting
+        touched = (
+            since[0] if len(since) == 1 and len(since[0]) == 1 else np.unique(np.concatenate(since))
+        )
         state.seen = len(log)
         at = state.pos[touched]
         at = at[at >= 0]

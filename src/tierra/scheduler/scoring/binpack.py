@@ -24,9 +24,9 @@ from tierra.scheduler.scoring.base import (
     View,
     fill_after,
     parse_resource_weights,
-    resource_weights,
+    weights_for,
 )
-from tierra.topology.arrays import FloatArray
+from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
 
 NAME = "binpack"
@@ -43,7 +43,7 @@ class Binpack:
     packs: bool = field(default=True, init=False)
 
     def weights(self, view: View) -> FloatArray:
-        return resource_weights(view.capacity.axis.names, dict(self.resources))
+        return weights_for(view.capacity.axis.names, self.resources)
 
     def domain_scores(
         self, view: View, request: IntArray, domains: IntArray, allocated: int | None
@@ -63,12 +63,11 @@ class Binpack:
             return own
         tier_w = np.array([self.fading ** (t - 1) for t in lay.tiers], dtype=np.float64)
         # each domain's fill once (only those holding these nodes, when they are fewer);
-        # those holding all of region count as "no domain"
+        # those holding all of region count as "no domain", unusable trees are not topology
         doms = self._domains(view, nodes)
         fill = np.ones(len(cap.dom_alloc), dtype=np.float64)
         fill[doms] = fill_after(cap.dom_alloc[doms], cap.dom_used[doms], request, w)
-        fill[doms[lay.covers(doms, region)]] = 1.0
-        fill[doms[~view.index.usable[doms]]] = 1.0  # unusable trees are not topology
+        fill[doms[_no_domain(view, region)[doms]]] = 1.0
         if lay.shared_tiers:
             per = self._per_tier_shared(view, fill, nodes)
         else:
@@ -108,6 +107,24 @@ class Binpack:
         tot = np.bincount(key, weights=fill[doms], minlength=len(nodes) * n_t)
         tot = tot.reshape(len(nodes), n_t)
         return np.asarray(np.where(cnt > 0, tot / np.maximum(cnt, 1), 1.0), dtype=np.float64)
+
+
+_NO_DOMAIN: dict[tuple[int, int], tuple[object, BoolArray]] = {}
+
+
+def _no_domain(view: View, region: int) -> BoolArray:
+    """Per domain, whether its fill counts as "no domain" for nodes of ``region``: it holds
+    all of the region, or its tree is unusable. Kept per layout and region."""
+    lay = view.layouts
+    key = (id(lay), region)
+    found = _NO_DOMAIN.get(key)
+    if found is None or found[0] is not lay:
+        if len(_NO_DOMAIN) > 256:
+            _NO_DOMAIN.clear()
+        every = np.arange(len(view.capacity.dom_alloc), dtype=np.int64)
+        mask = lay.covers(every, region) | ~view.index.usable[every]
+        found = _NO_DOMAIN[key] = (lay, mask)
+    return found[1]
 
 
 def parse(f: Fields) -> Binpack:
