@@ -86,6 +86,9 @@ class BalancedPlacement(Constraint):
 
     name = "kueue-balanced-placement"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # quotas inside a chosen domain: the flat path asks none
+
     def child_quotas(
         self, cycle: Cycle, h: int, need: int, kids: IntArray, counts: IntArray
     ) -> IntArray | None:

@@ -62,7 +62,7 @@ class Extras:
     kept_by: BudgetRefusal | None = None
 
 
-def _placed(domain: int, extras: Extras) -> Status:
+def placed_in(domain: int, extras: Extras = Extras()) -> Status:
     """Success, with the members beyond the minimum its queue's limits kept out."""
     return Status(Code.SUCCESS, domain=domain, kept_out=extras.kept_out, kept_by=extras.kept_by)
 
@@ -176,7 +176,7 @@ class Allocator:
                     refused = self._reserve(mark)
                     if refused is None:
                         self._attempt(trace, "gang", h, "chosen")
-                        return _placed(h, extras)
+                        return placed_in(h, extras)
                     status = attempt_failed(refused.words(cache, h))
                 self.txn.rollback(mark)
                 failure = failure or f"in {domain_name(cache, h)}: {status.reason}"
@@ -193,7 +193,7 @@ class Allocator:
         """Success once every reserving constraint agrees; else rolled back, and why."""
         refused = self._reserve(start)
         if refused is None:
-            return _placed(domain, extras)
+            return placed_in(domain, extras)
         self.txn.rollback(start)
         return attempt_failed(refused.words(self.cache, domain))
 

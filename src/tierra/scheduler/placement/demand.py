@@ -91,6 +91,10 @@ class Demands:
         shapes.sort(key=lambda s: (-int(s.vec[gpu]), -int(s.vec[0]), -int(s.vec[1])))
         return Demand(tuple(shapes), total, floor)
 
+    def mask_key(self, pod: Pod) -> Hashable:
+        """What the node-mask constraints read of ``pod``: equal keys, one node mask."""
+        return self._key(pod)
+
     def _keys(self, pod: Pod) -> Hashable:
         """What every node-mask constraint reads of ``pod`` (equal keys: one shape)."""
         return tuple(c.mask_key(pod) for c in self.masks)
