@@ -58,6 +58,9 @@ class DeviceCluster:
     _cliques_at: int = -1
     _in_use: set[DeviceId] = field(default_factory=set, repr=False, compare=False)
     _in_use_at: int = -1
+    _node_names: tuple[object, tuple[str, ...], int] = field(
+        default=(None, (), 0), repr=False, compare=False
+    )
     # The session's thread reads (and reserves) while the adapter's binder writes.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -230,8 +233,21 @@ class DeviceCluster:
             self.signature(pod),
             tuple(sorted(pod.node_selector.items())),
             pod.affinity_terms,
-            tuple(n.name for n in nodes),
+            self._nodes_token(nodes),
         )
+
+    def _nodes_token(self, nodes: Sequence[Node]) -> int:
+        """A number standing for the nodes' names in the eligibility key: the same while
+        the names are (every pod of a session asks with the store's one list of nodes,
+        and a tuple of 10,000 names built and hashed per pod was most of its mask)."""
+        seen, names, token = self._node_names
+        if seen is nodes and len(names) == len(nodes):
+            return token
+        fresh = tuple(n.name for n in nodes)
+        if fresh != names:
+            token += 1
+        self._node_names = (nodes, fresh, token)
+        return token
 
     def _remembered(
         self, pod: Pod, key: Hashable

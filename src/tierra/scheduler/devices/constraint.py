@@ -38,6 +38,7 @@ from tierra.scheduler.devices.refusal import DeviceRefusal
 if TYPE_CHECKING:
     from tierra.scheduler.devices.cluster import DeviceCluster
     from tierra.scheduler.state.store import ClusterStore
+    from tierra.topology.arrays import BoolArray
 
 EXTENSION = "devices"
 
@@ -50,6 +51,31 @@ def device_state(store: ClusterStore) -> DeviceCluster | None:
     from tierra.scheduler.devices.cluster import DeviceCluster  # noqa: PLC0415
 
     return found if isinstance(found, DeviceCluster) else None
+
+
+# Per eligibility answer (its names tuple) and index: the mask made of it.
+_MASKS: dict[int, tuple[tuple[str, ...], object, NodeMask]] = {}
+
+
+def _mask(
+    store: ClusterStore, ok: tuple[str, ...], refusal: DeviceRefusal | None, mask: BoolArray
+) -> NodeMask:
+    """``mask`` (all False) with the nodes named in ``ok``, and why the others are not."""
+    names = store.index.node_names
+    ix = store.index.node_ix
+    for name in ok:
+        i = ix.get(name)
+        if i is not None:
+            mask[i] = True
+    excluded = len(names) - int(mask.sum())
+    if not excluded:
+        return NodeMask(mask)
+    why = (
+        f"cannot allocate the pod's claims ({refusal})"
+        if refusal
+        else "cannot allocate the pod's claims"
+    )
+    return NodeMask(mask, ((why, excluded),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,20 +101,17 @@ class DeviceClaims(Constraint):
                 mask, (("without DRA state (no DeviceClasses, claims, slices)", len(names)),)
             )
         ok, refusal = devices.eligible_unlocked(pod, store.nodes)
-        ix = store.index.node_ix
-        for name in ok:
-            i = ix.get(name)
-            if i is not None:
-                mask[i] = True
-        excluded = len(names) - int(mask.sum())
-        if not excluded:
-            return NodeMask(mask)
-        why = (
-            f"cannot allocate the pod's claims ({refusal})"
-            if refusal
-            else "cannot allocate the pod's claims"
-        )
-        return NodeMask(mask, ((why, excluded),))
+        if not ok:
+            return _mask(store, ok, refusal, mask)
+        # pods with equal claims share one answer (the same tuple): one mask for them all
+        kept = _MASKS.get(id(ok))
+        if kept is not None and kept[0] is ok and kept[1] is store.index:
+            return kept[2]
+        found = _mask(store, ok, refusal, mask)
+        if len(_MASKS) > 64:
+            _MASKS.clear()
+        _MASKS[id(ok)] = (ok, store.index, found)
+        return found
 
     def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:
         claimants = [(p, n) for p, n in placed if p.resource_claims]
