@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
 
-from e2e_cluster import Fabric, placements, start_scheduler
+from e2e_cluster import Fabric, placements, scrape, start_scheduler
 from kube_helpers import kube_for
 
 from tierra.api.meta import parse_time
@@ -116,18 +116,27 @@ def test_the_delay_is_waited_out_across_a_scheduler_restart(
         assert created is not None
         return created
 
+    async def unschedulable(kube: Kube) -> list[dict[str, Any]]:
+        group = await kube.get(VOLCANO_PODGROUPS.path(namespace, "urgent"))
+        conditions = group.get("status", {}).get("conditions", [])
+        return [c for c in conditions if c["type"] == "Unschedulable"]
+
     async def body(kube: Kube) -> None:
-        created = await setup(kube)
-        first, _ = start_scheduler(control_plane, tmp_path, name, "--config", str(config))
+        # Ready before the gangs exist: the delay counts from the pods' creation, and on a
+        # loaded machine a start-up after it would leave no waiting to see.
+        first, port = start_scheduler(control_plane, tmp_path, name, "--config", str(config))
         processes: list[ManagedProcess] = [first]
         try:
+            deadline = time.time() + 120
+            while scrape(port, "/readyz")[0] != 200:
+                assert first.poll() is None and time.time() < deadline, first.log_tail(40)
+                await asyncio.sleep(0.2)
+            created = await setup(kube)
             await asyncio.sleep(max(0.0, created + DELAY / 2 - time.time()))
             placed = await placements(kube, namespace)
             assert placed["batch-0"] and placed["batch-1"], "evicted before the delay"
             assert not placed["urgent-0"], first.log_tail(20)
-            group = await kube.get(VOLCANO_PODGROUPS.path(namespace, "urgent"))
-            conditions = group.get("status", {}).get("conditions", [])
-            (cond,) = [c for c in conditions if c["type"] == "Unschedulable"]
+            (cond,) = await unschedulable(kube)
             assert "once it has waited the preemption delay" in cond["message"], cond
             assert f"of {DELAY:g} s left)" in cond["message"], cond
             first.stop()  # a restart half-way through the delay

@@ -101,6 +101,13 @@ class Pod:
     rules: PlacementRules | None = None  # ports, pod (anti-)affinity, spread, volumes
     resource_claims: tuple[PodClaim, ...] = ()  # DRA: spec.resourceClaims
     origin: Origin | None = field(default=None, compare=False)
+    # ``namespace/name``, made once: the scheduler reads it on every path (tables are
+    # keyed by it), where a property made a new string at each of ~90,000 reads per
+    # 10,000-pod session
+    key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.meta.namespace}/{self.meta.name}")
 
     @property
     def name(self) -> str:
@@ -109,10 +116,6 @@ class Pod:
     @property
     def namespace(self) -> str:
         return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        return f"{self.meta.namespace}/{self.meta.name}"
 
     @property
     def group_name(self) -> str:

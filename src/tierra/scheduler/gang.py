@@ -30,6 +30,7 @@ from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
 from tierra.scheduler.constraints.kueue_levels import KueueShape, kueue_shape
 from tierra.scheduler.constraints.tier_limit import from_annotations
+from tierra.scheduler.misses import GangProblem, Missing, Why
 from tierra.scheduler.podrules.contract import refusal
 from tierra.scheduler.result import Unschedulable
 from tierra.scheduler.state.memory import Memory
@@ -83,7 +84,7 @@ class Gang:
     sub_groups: tuple[SubGroup, ...]  # with pending pods: required first, by index; default last
     running: tuple[Pod, ...]
     pending: tuple[Pod, ...]
-    problem: str | None = None
+    problem: Why | None = None  # why its input cannot be honoured (``misses.py``)
     # per policy, sub-groups with no pending pod that are whole by their running pods
     # (they are ready sub-groups for minSubGroups, though there is nothing to place)
     running_whole: Mapping[str, int] = field(default_factory=dict)
@@ -132,20 +133,21 @@ class Tally:
             self.tasks.update(task_of(p) for p in pods)
         self.groups[sg.id] += len(pods)
 
-    def missing(self) -> str | None:
-        """What keeps the gang from being ready, or None when it is."""
+    def missing(self) -> Missing | None:
+        """What keeps the gang from being ready (data: ``explain.misses`` words it), or
+        None when it is."""
         g = self.gang
         if self.total < g.min_member:
-            return f"{self.total} of minMember {g.min_member} pods"
+            return Missing("minMember", self.total, g.min_member)
         for task, m in sorted(g.min_task_member.items()):
             if task in self.present_tasks and self.tasks[task] < m:
-                return f"task {task}: {self.tasks[task]} of minTaskMember {m} pods"
+                return Missing("minTaskMember", self.tasks[task], m, task)
         for policy, m in sorted(g.min_sub_groups.items()):
             whole = g.running_whole.get(policy, 0) + sum(
                 1 for sg in g.sub_groups if sg.policy == policy and self.groups[sg.id] >= sg.size
             )
             if whole < m:
-                return f"policy {policy}: {whole} of minSubGroups {m} sub-groups"
+                return Missing("minSubGroups", whole, m, policy)
         return None
 
     @property
@@ -172,32 +174,28 @@ def _sub_group_of(pod: Pod, policies: Sequence[SubGroupPolicy]) -> tuple[str, st
 
 def _problem(
     pg: PodGroup, state: ClusterStore, running: Sequence[Pod], pending: Sequence[Pod]
-) -> str | None:
+) -> GangProblem | None:
+    """Why the gang's input cannot be honoured as it stands (data: ``explain.misses``
+    words it), or None."""
     if pg.queue != DEFAULT_QUEUE and pg.queue not in state.queues:
         known = ", ".join(sorted({DEFAULT_QUEUE, *state.queues}))
-        return f"queue {pg.queue!r} does not exist (queues: {known})"
+        return GangProblem("no queue", (("queue", pg.queue), ("known", known)))
     queue = state.queues.get(pg.queue)
     if queue is not None and queue.state not in ("Open", ""):
-        return f"queue {pg.queue!r} is {queue.state}"
+        return GangProblem("queue state", (("queue", pg.queue), ("state", queue.state)))
     for i, p in enumerate(pg.sub_group_policies):
         if not p.match_label_keys:
-            return (
-                f"spec.subGroupPolicy[{i}] ({p.name}) has no matchLabelKeys, so it forms no "
-                "sub-groups (Volcano ignores it silently); set matchLabelKeys, "
-                "e.g. [volcano.sh/partition-id]"
-            )
+            return GangProblem("no matchLabelKeys", (("index", i), ("policy", p.name)))
     total = len(running) + len(pending)
     if pg.min_member > total:
         gated = sum(1 for p in state.gang_pods(pg.key) if p.gated and not p.bound)
-        held = f", {gated} more held by schedulingGates" if gated else ""
-        return (
-            f"minMember is {pg.min_member} but the gang has only {total} "
-            f"pod{'s' if total != 1 else ''} ({len(pending)} pending, {len(running)} running{held})"
-        )
+        counts = (("total", total), ("pending", len(pending)), ("running", len(running)))
+        return GangProblem("minMember", (("minMember", pg.min_member), *counts, ("gated", gated)))
     tasks = Counter(task_of(p) for p in (*running, *pending))
     for task, m in sorted(pg.min_task_member.items()):
         if task in tasks and tasks[task] < m:
-            return f"minTaskMember[{task}] is {m} but task {task} has only {tasks[task]} pods"
+            values = (("task", task), ("need", m), ("have", tasks[task]))
+            return GangProblem("minTaskMember", values)
     return None
 
 
@@ -216,15 +214,12 @@ def _build(
     shape = kueue_shape(state, pg, [*pending, *running])
     if pg is None:
         return _alone(key, pending, priority, shape)
-    problem = _problem(pg, state, running, pending) or refusal(pending)
+    problem: Why | None = _problem(pg, state, running, pending) or refusal(pending)
     if isinstance(shape, str):
         problem = problem or shape
     elif shape is not None and problem is None:
         if pg.sub_group_policies and shape.parts:
-            problem = (
-                "spec.subGroupPolicy and Kueue's slice or per-PodSet topology annotations "
-                "both cut the gang into sub-groups; use one of them"
-            )
+            problem = GangProblem("two cuts")
         else:
             return _kueue_gang(
                 key, pg, pending=pending, running=running, shape=shape, priority=priority
@@ -239,9 +234,8 @@ def _build(
         for pname, m in min_groups.items():
             formed = sum(1 for e in by_id.values() if e[0] == pname)
             if formed < m:
-                problem = (
-                    f"subGroupPolicy {pname} needs minSubGroups {m} but its pods form only "
-                    f"{formed} sub-groups"
+                problem = GangProblem(
+                    "minSubGroups", (("policy", pname), ("need", m), ("formed", formed))
                 )
     groups.sort(key=lambda sg: (not sg.required, sg.index, natural_key(sg.id)))
     if default_pending:

@@ -59,6 +59,7 @@ from tierra.scheduler.constraints.tier_limit import resolve
 from tierra.scheduler.eviction.evict import Evictor
 from tierra.scheduler.eviction.preemption import queue_of
 from tierra.scheduler.explain import words
+from tierra.scheduler.explain.misses import worded
 from tierra.scheduler.explain.reasons import Explanation, Trace
 from tierra.scheduler.gang import Gang, collect, rebuild
 from tierra.scheduler.placement.allocate import Allocator
@@ -262,7 +263,12 @@ class _Session:
     # -- one gang -----------------------------------------------------------------------
 
     def place(self, gang: Gang, book: QueueBook, trace: Trace | None) -> Status:
-        """Plan, admit, place (and evict for) one gang; kept when placed."""
+        """Plan, admit, place (and evict for) one gang; kept when placed. A gang that
+        waits is worded here, from what its steps missed (``explain/misses.py``)."""
+        status = self._place(gang, book, trace)
+        return status if status.ok else worded(status, self.cache)
+
+    def _place(self, gang: Gang, book: QueueBook, trace: Trace | None) -> Status:
         plan = make_plan(self.cache, gang, self.demands)
         if isinstance(plan, Status):
             return plan
@@ -281,8 +287,9 @@ class _Session:
             plan, book, budget, lambda g, cause: self.commit(g, book, cause), explain=bool(trace)
         )
         if evicted is not None and evicted.code is Code.WAIT:  # the preemption delay
+            placing, delay = worded(status, self.cache), worded(evicted, self.cache)
             return replace(
-                status, code=Code.WAIT, reason=words.waiting(status.reason, evicted.reason)
+                placing, code=Code.WAIT, reason=words.waiting(placing.reason, delay.reason)
             )
         if evicted is not None:
             return evicted

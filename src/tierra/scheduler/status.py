@@ -4,6 +4,8 @@ Planning a gang, checking its queue, placing it, preempting for it: each step re
 ``Status`` (kube-scheduler's framework ``Status``, absorbed). The code says what the
 session does next -- whether a later session may skip the gang until something
 changes, and what change can help -- and the reason is the one line a person reads.
+A failure found on the placement path carries what was missed as data instead (``why``,
+``misses.py``): the reason is made from it afterwards, only for a gang that waits.
 A step that produces a value returns either the value or a ``Status`` saying why not.
 """
 
@@ -17,6 +19,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from tierra.scheduler.constraints.tier_limit import TierLimit
+    from tierra.scheduler.misses import Why
     from tierra.scheduler.queueing.quota import BudgetRefusal
     from tierra.topology.index import IntArray
 
@@ -76,6 +79,9 @@ class Status:
     # limit that did (worded by ``explain.words.kept_out``)
     kept_out: int = 0
     kept_by: BudgetRefusal | None = None
+    # a failure not worded yet: what was missed, as data (``misses.py``); ``reason`` is
+    # made from it by ``explain.misses.worded``, only for a gang that waits
+    why: Why | None = None
 
     @property
     def ok(self) -> bool:

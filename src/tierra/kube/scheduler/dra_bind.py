@@ -87,7 +87,7 @@ class ClaimWriter:
             key = f"{pod.namespace}/{c.claim_name}"
             path = r.RESOURCE_CLAIMS.path(pod.namespace, c.claim_name)
             raws[key] = await self.kube.get(path, what=f"read ResourceClaim/{key}")
-        with devices.lock:
+        with self.dra.feed.cache.feeding(), devices.lock:
             planned = self._plan(pod, node, raws)
         if planned is None:
             return False
@@ -98,7 +98,7 @@ class ClaimWriter:
                 if key in planned:
                     mine.add(key)
         except BaseException:
-            with devices.lock:
+            with self.dra.feed.cache.feeding(), devices.lock:
                 for key in planned.keys() - mine:
                     devices.assumed.pop(key, None)
                 devices.changed()
@@ -180,7 +180,7 @@ class ClaimWriter:
             if not c.claim_name:
                 continue
             key = f"{pod.namespace}/{c.claim_name}"
-            with self.dra.devices.lock:
+            with self.dra.feed.cache.feeding(), self.dra.devices.lock:
                 self.dra.devices.assumed.pop(key, None)
             for _ in range(ATTEMPTS):
                 try:
@@ -192,7 +192,7 @@ class ClaimWriter:
                     if exc.status != 404:
                         log.warning("Pod/%s: %s", b.pod, exc)
                     break
-        with self.dra.devices.lock:
+        with self.dra.feed.cache.feeding(), self.dra.devices.lock:
             self.dra.devices.changed()
 
     async def _unreserve(self, key: str, pod: Pod, *, deallocate: bool) -> None:

@@ -10,6 +10,11 @@ kept here. Why no node can serve a pending pod is recorded as a Warning Event on
 
 The binder writes what the session reserved, right before each binding, through
 ``ClaimWriter`` (dra_bind.py), as kube-scheduler does in PreBind.
+
+Every change to the ``DeviceCluster`` (here and in the binder) is made inside
+``cache.feeding()``: a session running meanwhile keeps its own fork of the state, taken
+before the first change (``tierra.scheduler.state.extensions``), and what it reserves
+there is replayed here as it keeps each gang.
 """
 
 from __future__ import annotations
@@ -89,7 +94,9 @@ class DraFeed:
     def _store(self, name: str, devices: bool) -> Callable[[Event[Any]], None]:
         def handle(event: Event[Any]) -> None:
             table: dict[str, Any] = getattr(self.devices, name)
-            with self.devices.lock:  # held by a session only to copy (eligible_unlocked)
+            # a session's view keeps the devices as they were; the lock is held by a
+            # session only to copy (eligible_unlocked)
+            with self.feed.cache.feeding(), self.devices.lock:
                 if event.type is EventType.DELETED:
                     table.pop(event.key, None)
                 else:
@@ -100,7 +107,7 @@ class DraFeed:
         return handle
 
     def _claim(self, event: Event[ResourceClaim]) -> None:
-        with self.devices.lock:
+        with self.feed.cache.feeding(), self.devices.lock:
             if event.type is EventType.DELETED:
                 self.devices.claims.pop(event.key, None)
                 self.devices.assumed.pop(event.key, None)

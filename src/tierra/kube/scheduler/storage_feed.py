@@ -36,7 +36,7 @@ from tierra.kube.scheduler.decode import decoded
 from tierra.scheduler.podrules.book import NAME, RulesBook
 
 if TYPE_CHECKING:
-    from tierra.kube.scheduler.feed import Feed
+    from tierra.kube.scheduler.feed import CacheApi, Feed
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +73,12 @@ def _handler(feed: Feed, resource: r.Resource) -> Callable[[Event[Any]], None]:
         book = book_in(feed.cache)
         if book is None:
             return
-        if event.type is EventType.DELETED:
-            changed = book.forget(resource.kind, event.key)
-        else:
-            assert event.obj is not None
-            changed = book.upsert(event.obj)
+        with feed.cache.feeding():  # a session's view keeps the book as it was
+            if event.type is EventType.DELETED:
+                changed = book.forget(resource.kind, event.key)
+            else:
+                assert event.obj is not None
+                changed = book.upsert(event.obj)
         if changed:
             getattr(feed.cache, "extension_changed", lambda: None)()
             feed.on_change()
@@ -85,10 +86,11 @@ def _handler(feed: Feed, resource: r.Resource) -> Callable[[Event[Any]], None]:
     return handle
 
 
-async def pre_bind(kube: Kube, cache: object, pod_key: str) -> None:
+async def pre_bind(kube: Kube, cache: CacheApi, pod_key: str) -> None:
     """Write what the session's VolumeBinding decided for ``pod_key`` (if anything)."""
     book = book_in(cache)
-    actions = book.actions.pop(pod_key, ()) if book is not None else ()
+    with cache.feeding():
+        actions = book.actions.pop(pod_key, ()) if book is not None else ()
     for a in actions:
         namespace, _, name = a.claim.partition("/")
         if a.volume:

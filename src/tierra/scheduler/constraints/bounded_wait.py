@@ -80,22 +80,23 @@ def wait_spec(pg: PodGroup | None) -> WaitSpec | str | None:
     return WaitSpec(tier.strip(), seconds)
 
 
-def wait_problem(pg: PodGroup | None, index: TopologyIndex) -> str | None:
-    """Why ``pg``'s bounded wait cannot be honoured here, or None (validate, webhook)."""
+def wait_problem(pg: PodGroup | None, index: TopologyIndex) -> Status | None:
+    """Why ``pg``'s bounded wait cannot be honoured here (``UNRESOLVABLE``), or None
+    (admit, validate, the webhook)."""
     spec = wait_spec(pg)
     if spec is None:
         return None
     if isinstance(spec, str):
-        return spec
+        return unresolvable(spec)
     assert pg is not None
     if pg.network_topology is None:
-        return (
+        return unresolvable(
             f"metadata.annotations[{WAIT_TIER}] needs spec.networkTopology: the wait narrows "
             "a topology search (mode: soft takes any domain once the wait is over)"
         )
     if index.trees and spec.tiers(index) is None:
         names = sorted({n for t in index.trees if t.usable for n in t.tier_names})
-        return (
+        return unresolvable(
             f"metadata.annotations[{WAIT_TIER}]: {spec.tier!r} names no tier "
             f"(known tier names: {', '.join(names) or 'none'})"
         )
@@ -136,8 +137,7 @@ class BoundedWait(Constraint):
         gang = cycle.gang
         if gang is None or gang.podgroup is None:
             return None
-        problem = wait_problem(gang.podgroup, cycle.store.index)
-        return unresolvable(problem) if problem else None
+        return wait_problem(gang.podgroup, cycle.store.index)
 
     def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
         gang = cycle.gang

@@ -62,10 +62,11 @@ def exclusive_tiers(pg: PodGroup | None, index: TopologyIndex) -> tuple[int, ...
     return found
 
 
-def exclusive_problem(pg: PodGroup | None, index: TopologyIndex) -> str | None:
-    """Why ``pg``'s exclusive tier cannot be honoured here, or None (validate, webhook)."""
+def exclusive_problem(pg: PodGroup | None, index: TopologyIndex) -> Status | None:
+    """Why ``pg``'s exclusive tier cannot be honoured here (``UNRESOLVABLE``), or None
+    (admit, validate, the webhook)."""
     found = exclusive_tiers(pg, index)
-    return found if isinstance(found, str) else None
+    return unresolvable(found) if isinstance(found, str) else None
 
 
 @dataclass(slots=True)
@@ -186,8 +187,7 @@ class ExclusiveDomains(Constraint):
         gang = cycle.gang
         if gang is None or gang.podgroup is None:
             return None
-        found = exclusive_tiers(gang.podgroup, cycle.store.index)
-        return unresolvable(found) if isinstance(found, str) else None
+        return exclusive_problem(gang.podgroup, cycle.store.index)
 
     def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
         store, gang = cycle.store, cycle.gang

@@ -228,6 +228,63 @@ class DeviceCluster:
             _allocator=self.allocator,
         )
 
+    # -- a session's view (``state/extensions.py``: ``Versioned``) --------------------
+
+    def fork(self) -> DeviceCluster:
+        """A copy for a session's view, taken when the store is fed while it runs: the
+        adapter goes on changing this one. The allocator and what was worked out per
+        generation are shared until either side changes."""
+        with self.lock:
+            twin = DeviceCluster(
+                classes=dict(self.classes),
+                claims=dict(self.claims),
+                templates=dict(self.templates),
+                slices=dict(self.slices),
+                assumed=dict(self.assumed),
+                generation=self.generation,
+                device_generation=self.device_generation,
+                _allocator=self._allocator,
+                _previous=self._previous,
+                _eligible=dict(self._eligible),
+                _eligible_at=self._eligible_at,
+                _cliques=self._cliques,
+                _cliques_at=self._cliques_at,
+                _in_use=self._in_use,
+                _in_use_at=self._in_use_at,
+            )
+        return twin
+
+    def replay(self, fork: DeviceCluster, pods: Sequence[Pod]) -> None:
+        """The devices the session reserved in ``fork`` for ``pods``' claims, assumed
+        here too, where the adapter's binder writes them from; a claim allocated
+        meanwhile, or devices gone or taken meanwhile, are left to the binder to plan
+        again."""
+        with self.lock:
+            taken = set(self.in_use())
+            present: set[DeviceId] | None = None
+            kept = False
+            for pod in pods:
+                for c in pod.resource_claims:
+                    key = f"{pod.namespace}/{c.claim_name}"
+                    allocation = fork.assumed.get(key)
+                    if allocation is None or self.allocation_of(key) is not None:
+                        continue
+                    if present is None:
+                        present = {
+                            (s.driver, s.pool, d.name)
+                            for s in self.slices.values()
+                            for d in s.devices
+                        }
+                    ids = {r.device_id for r in allocation.results}
+                    held = {r.device_id for r in allocation.results if not r.admin_access}
+                    if not ids <= present or held & taken:
+                        continue
+                    self.assumed[key] = allocation
+                    taken |= held
+                    kept = True
+            if kept:
+                self.changed()
+
     def _key(self, pod: Pod, nodes: Sequence[Node]) -> Hashable:
         return (
             self.signature(pod),

@@ -18,6 +18,7 @@ from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.eviction.preemption import Preemptor, queue_of
 from tierra.scheduler.eviction.reclaim import Reclaimer
 from tierra.scheduler.explain import words
+from tierra.scheduler.explain.misses import worded
 from tierra.scheduler.gang import Gang
 from tierra.scheduler.placement.allocate import Allocator
 from tierra.scheduler.placement.plan import GangPlan
@@ -97,7 +98,7 @@ class Evictor:
             if refused is None:
                 kinds.append(EvictionKind.RECLAIM)
             elif explain:
-                self.notes.append(words.reclaim_impossible(refused.reason))
+                self.notes.append(words.reclaim_impossible(worded(refused, self.store).reason))
         return kinds
 
     def evict(

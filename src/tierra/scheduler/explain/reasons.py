@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from tierra.scheduler.placement.demand import Demand, Shape
     from tierra.scheduler.state.store import ClusterStore
     from tierra.topology.arrays import BoolArray
-    from tierra.topology.capacity import Capacity, ResourceAxis
+    from tierra.topology.capacity import ResourceAxis
     from tierra.topology.index import IntArray
 
 
@@ -224,21 +224,6 @@ def describe_shortfall(cache: ClusterStore, demand: Demand, h: int, holds: int) 
     if demand.floor is not None and (free < demand.floor).any():
         return "free resources below the PodGroup's minResources"
     return f"holds {holds} of {demand.count} pods (counted node by node)"
-
-
-def short_of(
-    capacity: Capacity, request: IntArray, mask: BoolArray, nodes: IntArray, need: int
-) -> list[str]:
-    """Which resources, counted node by node over ``nodes``, hold fewer than ``need`` pods."""
-    alloc, used = capacity.node_alloc[nodes], capacity.node_used[nodes]
-    m = mask[nodes]
-    out: list[tuple[int, str]] = []
-    for r in np.flatnonzero(request > 0).tolist():
-        per = np.maximum(alloc[:, r] - used[:, r], 0) // request[r]
-        pods = int(np.where(m, per, 0).sum())
-        if pods < need:
-            out.append((pods, capacity.axis.names[r]))
-    return [name for _, name in sorted(out)]
 
 
 def _excluded(demand: Demand) -> str:

@@ -28,6 +28,7 @@ from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints.bounded_wait import wait_problem
 from tierra.scheduler.constraints.exclusive import exclusive_problem
 from tierra.scheduler.constraints.tier_limit import resolve
+from tierra.scheduler.explain.misses import worded
 from tierra.scheduler.explain.reasons import never_fits, podgroup_never_fits
 from tierra.scheduler.explain.topology_checks import podgroup_problems, topology_problem
 from tierra.scheduler.gang import Gang, collect
@@ -83,10 +84,10 @@ def _reasons(cache: ClusterStore, demands: Demands, gang: Gang) -> list[tuple[st
         exclusive_problem(gang.podgroup, cache.index),
     ):
         if why is not None:  # annotations the plan does not read
-            return [(why, Severity.ERROR)]
+            return [(why.reason, Severity.ERROR)]
     plan = make_plan(cache, gang, demands)
     if isinstance(plan, Status):
-        out = [(plan.reason, Severity.ERROR)]
+        out = [(worded(plan, cache).reason, Severity.ERROR)]
         if gang.problem is not None:  # the plan stopped there: its limit is still judged
             limit = resolve(gang.topology, cache.index, "spec.networkTopology")
             if isinstance(limit, Status):
@@ -95,7 +96,7 @@ def _reasons(cache: ClusterStore, demands: Demands, gang: Gang) -> list[tuple[st
     frame = plan.frame
     no_domain = topology_problem(gang.topology, cache.index, "spec.networkTopology")
     if no_domain is not None:
-        return [(no_domain, Severity.ERROR)]
+        return [(no_domain.reason, Severity.ERROR)]
     if plan.demand.count and frame.sticky is None:
         never = never_fits(cache, plan.demand, frame.limit, frame.region)
         if never is not None:  # a warning: nodes can be added

@@ -27,11 +27,12 @@ from tierra.errors import Problem
 from tierra.scheduler.constraints.bounded_wait import wait_problem
 from tierra.scheduler.constraints.exclusive import exclusive_problem
 from tierra.scheduler.constraints.tier_limit import resolve
-from tierra.scheduler.status import Status
+from tierra.scheduler.status import Status, unresolvable
 from tierra.topology.index import TopologyIndex
 
 
-def _no_domain(nt: NetworkTopology, index: TopologyIndex, where: str) -> str | None:
+def _no_domain(nt: NetworkTopology, index: TopologyIndex, where: str) -> Status | None:
+    """``UNRESOLVABLE`` when a hard ``highestTierAllowed`` leaves no usable domain."""
     k = nt.highest_tier_allowed
     if nt.mode is not TopologyMode.HARD or k is None or index.root_tier <= k:
         return None
@@ -39,7 +40,7 @@ def _no_domain(nt: NetworkTopology, index: TopologyIndex, where: str) -> str | N
         return None
     tiers = sorted({int(index.tier[h]) for h in range(index.root) if index.usable[h]})
     shown = ", ".join(map(str, tiers)) if tiers else "none"
-    return (
+    return unresolvable(
         f"{where}.highestTierAllowed {k}: no usable HyperNode has tier {k} or lower "
         f"(usable tiers: {shown}) and the whole cluster is tier {index.root_tier}; "
         "no domain could hold the gang"
@@ -48,29 +49,30 @@ def _no_domain(nt: NetworkTopology, index: TopologyIndex, where: str) -> str | N
 
 def topology_problem(
     nt: NetworkTopology | None, index: TopologyIndex, where: str = "networkTopology"
-) -> str | None:
-    """Why ``nt`` cannot be honoured over ``index``, or None when it can."""
+) -> Status | None:
+    """Why ``nt`` cannot be honoured over ``index`` (``UNRESOLVABLE``), or None when it can."""
     if nt is None:
         return None
     limit = resolve(nt, index, where)
     if isinstance(limit, Status):
-        return limit.reason
+        return limit
     return _no_domain(nt, index, where)
 
 
 def podgroup_problems(pg: PodGroup, index: TopologyIndex) -> list[Problem]:
     """Every topology in ``pg`` (its own and each sub-group policy's) that cannot be honoured."""
     out: list[Problem] = []
-    why = topology_problem(pg.network_topology, index)
-    if why:
-        out.append(Problem(why, pg.origin, f"PodGroup/{pg.key}", "spec"))
+    found = topology_problem(pg.network_topology, index)
+    if found is not None:
+        out.append(Problem(found.reason, pg.origin, f"PodGroup/{pg.key}", "spec"))
     for i, policy in enumerate(pg.sub_group_policies):
-        why = topology_problem(policy.network_topology, index)
-        if why:
-            out.append(Problem(why, pg.origin, f"PodGroup/{pg.key}", f"spec.subGroupPolicy[{i}]"))
-    for why in (wait_problem(pg, index), exclusive_problem(pg, index)):  # annotations
-        if why:
-            out.append(Problem(why, pg.origin, f"PodGroup/{pg.key}"))
+        found = topology_problem(policy.network_topology, index)
+        if found is not None:
+            where = f"spec.subGroupPolicy[{i}]"
+            out.append(Problem(found.reason, pg.origin, f"PodGroup/{pg.key}", where))
+    for refused in (wait_problem(pg, index), exclusive_problem(pg, index)):  # annotations
+        if refused is not None:
+            out.append(Problem(refused.reason, pg.origin, f"PodGroup/{pg.key}"))
     return out
 
 

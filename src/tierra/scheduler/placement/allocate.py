@@ -11,8 +11,11 @@
    limit allows, each sub-group inside its frame, and each only while its queue's
    capability (and the guarantees held for others) allow it (``quota.Budget``).
 
-Every step returns a ``Status``; ``trace`` (explain only) is passed down explicitly.
-Nodes inside a chosen domain are picked by ``node_choice.NodeChoice``.
+Every step returns a ``Status``; a failure carries what it missed as data (``why``,
+``misses.py``: the search's misses, where they happened), never words: explain makes
+the sentence afterwards, only for a gang that waits. ``trace`` (explain only) is passed
+down explicitly, and only a traced attempt is worded as it happens. Nodes inside a
+chosen domain are picked by ``distribution.NodeChoice``.
 """
 
 from __future__ import annotations
@@ -24,9 +27,20 @@ from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints.protocol import Cycle, Refusal
 from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.constraints.tier_limit import TierLimit
-from tierra.scheduler.explain.reasons import Trace, domain_name, no_fit_reason
-from tierra.scheduler.explain.words import kept_out
+from tierra.scheduler.explain.misses import worded
+from tierra.scheduler.explain.reasons import Trace, domain_name
 from tierra.scheduler.gang import Gang, SubGroup, Tally
+from tierra.scheduler.misses import (
+    Apart,
+    BestTry,
+    Beyond,
+    KeptOut,
+    NoFit,
+    Reserved,
+    Spans,
+    Why,
+    Within,
+)
 from tierra.scheduler.placement.demand import Demand, Demands
 from tierra.scheduler.placement.distribution import NodeChoice, lowest_common
 from tierra.scheduler.placement.plan import GangPlan, nodes_of
@@ -38,14 +52,7 @@ from tierra.scheduler.state.transaction import Mark, Transaction
 
 if TYPE_CHECKING:
     from tierra.scheduler.queueing.queues import QueueBook
-from tierra.scheduler.status import (
-    Code,
-    Status,
-    attempt_failed,
-    queue_limited,
-    success,
-    unschedulable,
-)
+from tierra.scheduler.status import Code, Searched, Status, attempt_failed, success
 
 
 def root_only(limit: TierLimit) -> TierLimit:
@@ -60,6 +67,16 @@ class Extras:
     placed: int = 0
     kept_out: int = 0
     kept_by: BudgetRefusal | None = None
+
+
+def _failed(code: Code, why: Why, searched: Searched | None = None) -> Status:
+    """A failure with what it missed, as data (worded later, only if the gang waits)."""
+    return Status(code, searched=searched, why=why)
+
+
+def _why(status: Status) -> Why:
+    """What a failed step missed: its record, or its words when it has no record."""
+    return status.why if status.why is not None else status.reason
 
 
 def placed_in(domain: int, extras: Extras = Extras()) -> Status:
@@ -134,7 +151,7 @@ class Allocator:
             extras = self._extras(plan, domain, region, budget)
             if extras.placed == 0:
                 if extras.kept_by is not None:
-                    return queue_limited(kept_out(extras.kept_out, extras.kept_by))
+                    return _failed(Code.QUEUE_LIMITED, KeptOut(extras.kept_out, extras.kept_by))
                 return self._extras_failure(plan)
             return self._kept(start, domain, extras)
         if limit.flat and plan.single:
@@ -162,7 +179,7 @@ class Allocator:
                 scope="gang",
                 cycle=self.cycle,
             )
-        failure = ""
+        failure: Why | None = None
         for _, cands in search.tiers() if search is not None else iter(tiers):
             for h in cands[: self.config.max_attempts_per_tier]:
                 mark = self.txn.mark()
@@ -177,17 +194,15 @@ class Allocator:
                     if refused is None:
                         self._attempt(trace, "gang", h, "chosen")
                         return placed_in(h, extras)
-                    status = attempt_failed(refused.words(cache, h))
+                    status = _failed(Code.ATTEMPT_FAILED, Reserved(refused, h))
                 self.txn.rollback(mark)
-                failure = failure or f"in {domain_name(cache, h)}: {status.reason}"
-                self._attempt(trace, "gang", h, status.reason)
-        if failure:
-            return attempt_failed(
-                f"no allowed domain holds the gang ({limit.text}); best try {failure}"
-            )
-        misses = search.misses if search is not None else []
-        reason = no_fit_reason(cache, plan.demand, limit, misses, region=region, sticky=sticky)
-        return unschedulable(reason, plan.searched())
+                failure = failure or Within(h, _why(status))
+                self._attempt(trace, "gang", h, status)
+        if failure is not None:
+            return _failed(Code.ATTEMPT_FAILED, BestTry(limit, failure))
+        misses = tuple(search.misses) if search is not None else ()
+        nofit = NoFit(plan.demand, limit, misses, region, sticky)
+        return _failed(Code.UNSCHEDULABLE, nofit, plan.searched())
 
     def _kept(self, start: Mark, domain: int, extras: Extras) -> Status:
         """Success once every reserving constraint agrees; else rolled back, and why."""
@@ -195,12 +210,12 @@ class Allocator:
         if refused is None:
             return placed_in(domain, extras)
         self.txn.rollback(start)
-        return attempt_failed(refused.words(self.cache, domain))
+        return _failed(Code.ATTEMPT_FAILED, Reserved(refused, domain))
 
     def _core(self, plan: GangPlan, h: int, trace: Trace | None) -> Status:
         """Place the core units inside ``h``; the gang ready there, or why not."""
         tally = Tally(plan.gang)
-        first_failure = ""
+        first_failure: Why | None = None
         for i, unit in enumerate(plan.core):
             sg = unit.sub_group
             if tally.ready and not sg.required:
@@ -217,20 +232,24 @@ class Allocator:
                     status.domain,
                     sticky=sticky,
                     new_gang=not plan.gang.running,
-                    scope=f"{sg.label} inside {domain_name(self.cache, h)}",
+                    scope=(
+                        f"{sg.label} inside {domain_name(self.cache, h)}"
+                        if trace is not None
+                        else ""
+                    ),
                     trace=trace,
                     slices=self._slices(plan, i),
                 )
             if status.ok:
                 tally.add(sg, unit.pods)
                 continue
-            first_failure = first_failure or f"{sg.label}: {status.reason}"
+            first_failure = first_failure or Within(sg.label, _why(status))
             if sg.required:
-                return attempt_failed(first_failure)
+                return _failed(Code.ATTEMPT_FAILED, first_failure)
         missing = tally.missing()
         if missing is None:
             return success(h)
-        return attempt_failed(first_failure or f"only {missing}")
+        return _failed(Code.ATTEMPT_FAILED, first_failure or missing)
 
     def _slices(self, plan: GangPlan, i: int) -> Slices | None:
         """What sub-group ``i``'s search should know of its siblings (``search.Slices``):
@@ -265,15 +284,12 @@ class Allocator:
             return success(outer)
         top = limit.highest_allowed(cache.index, sticky)
         if top is None:  # placed pods cannot do this (the plan checks running ones)
-            return attempt_failed(f"its pods already span {domain_name(cache, sticky)}")
+            return _failed(Code.ATTEMPT_FAILED, Spans(sticky))
         if cache.layouts.inside(outer, top):
             return success(outer)
         if cache.layouts.inside(top, outer):
             return success(top)
-        return attempt_failed(
-            f"its pods run in {domain_name(cache, top)} ({limit.text}), "
-            f"which does not overlap {domain_name(cache, outer)}"
-        )
+        return _failed(Code.ATTEMPT_FAILED, Apart(top, outer, limit))
 
     def place_unit(
         self,
@@ -298,9 +314,9 @@ class Allocator:
                         cache, self.config, demand, root_only(limit), region, cycle=self.cycle
                     )
                     list(probe.tiers())
-                    reason = no_fit_reason(cache, demand, limit, probe.misses, region=region)
+                    why = NoFit(demand, limit, tuple(probe.misses), region)
                     # the first shape fails on counts alone; a later one competes for nodes
-                    return attempt_failed(reason) if i > 0 else unschedulable(reason)
+                    return _failed(Code.ATTEMPT_FAILED if i > 0 else Code.UNSCHEDULABLE, why)
             return success(region)
         search = Search(
             cache,
@@ -325,12 +341,15 @@ class Allocator:
                 self._attempt(
                     trace, scope, h, "placement failed: the pods' shapes compete for nodes"
                 )
-        reason = no_fit_reason(cache, demand, limit, search.misses, region=region, sticky=sticky)
-        return attempt_failed(reason) if tried else unschedulable(reason)
+        why = NoFit(demand, limit, tuple(search.misses), region, sticky)
+        return _failed(Code.ATTEMPT_FAILED if tried else Code.UNSCHEDULABLE, why)
 
-    def _attempt(self, trace: Trace | None, scope: str, h: int, outcome: str) -> None:
+    def _attempt(self, trace: Trace | None, scope: str, h: int, outcome: str | Status) -> None:
+        """Record an attempt for explain (worded now: only a traced gang pays for it)."""
         if trace is not None:
             ix = self.cache.index
+            if isinstance(outcome, Status):
+                outcome = worded(outcome, self.cache).reason
             trace.attempt(scope, int(ix.tier[h]), ix.names[h], outcome)
 
     # -- members beyond what the gang needs -------------------------------------------
@@ -422,12 +441,11 @@ class Allocator:
         cache, frame = self.cache, plan.frame
         pending = [p for e in plan.extras for p in e.pods]
         n = len(pending)
-        what = f"{n} pending pod{'s' if n != 1 else ''} beyond minMember: "
         if not pending:
             return attempt_failed("its pending pods can join no sub-group that can be whole")
         one = self.demands.of(pending[:1])
         if isinstance(one, Status):
-            return attempt_failed(what + one.reason)
+            return _failed(Code.ATTEMPT_FAILED, Beyond(n, _why(one)))
         probe = Search(
             cache,
             self.config,
@@ -439,13 +457,5 @@ class Allocator:
             cycle=self.cycle,
         )
         list(probe.tiers())
-        reason = no_fit_reason(
-            cache,
-            one,
-            frame.limit,
-            probe.misses,
-            region=frame.region,
-            sticky=frame.sticky,
-            what=what,
-        )
-        return attempt_failed(reason)
+        why = NoFit(one, frame.limit, tuple(probe.misses), frame.region, frame.sticky)
+        return _failed(Code.ATTEMPT_FAILED, Beyond(n, why))

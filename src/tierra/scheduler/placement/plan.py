@@ -31,7 +31,7 @@ from tierra.scheduler.gang import Gang, SubGroup, Tally, task_of
 from tierra.scheduler.placement.demand import Demand, Demands
 from tierra.scheduler.placement.distribution import lowest_common
 from tierra.scheduler.state.store import ClusterStore
-from tierra.scheduler.status import Searched, Status, unresolvable
+from tierra.scheduler.status import Code, Searched, Status, unresolvable
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +108,7 @@ def nodes_of(cache: ClusterStore, pods: Sequence[Pod]) -> list[int]:
 def make_plan(cache: ClusterStore, gang: Gang, demands: Demands) -> GangPlan | Status:
     """The plan for ``gang`` now, or why it cannot be placed as it stands."""
     if gang.problem is not None:
-        return unresolvable(gang.problem)
+        return Status(Code.UNRESOLVABLE, why=gang.problem)
     limits = _limits(cache, gang)
     if isinstance(limits, Status):
         return limits

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -56,7 +57,6 @@ from tierra.scheduler.explain.reasons import (
     Trace,
     Verdict,
     describe_shortfall,
-    short_of,
 )
 from tierra.scheduler.placement.asking import capped, domain_scores
 from tierra.scheduler.placement.demand import Demand
@@ -64,6 +64,9 @@ from tierra.scheduler.state.layout import TierLayout
 from tierra.scheduler.state.store import ClusterStore
 from tierra.topology.arrays import BoolArray, FloatArray, segment_sums
 from tierra.topology.index import IntArray
+
+if TYPE_CHECKING:
+    from tierra.topology.capacity import Capacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,3 +550,19 @@ def _ruled_out(said: list[Candidacy], i: int) -> Refusal | None:
         if s.excluded is not None and not s.excluded[i] and s.refusal is not None:
             return s.refusal
     return None
+
+
+def short_of(
+    capacity: Capacity, request: IntArray, mask: BoolArray, nodes: IntArray, need: int
+) -> list[str]:
+    """Which resources, counted node by node over ``nodes``, hold fewer than ``need`` pods
+    (a miss's ``short``: data, worded by explain only if the gang waits)."""
+    alloc, used = capacity.node_alloc[nodes], capacity.node_used[nodes]
+    m = mask[nodes]
+    out: list[tuple[int, str]] = []
+    for r in np.flatnonzero(request > 0).tolist():
+        per = np.maximum(alloc[:, r] - used[:, r], 0) // request[r]
+        pods = int(np.where(m, per, 0).sum())
+        if pods < need:
+            out.append((pods, capacity.axis.names[r]))
+    return [name for _, name in sorted(out)]

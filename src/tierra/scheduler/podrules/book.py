@@ -14,7 +14,7 @@ to them counts as room freed everywhere, so waiting gangs are tried again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tierra.api.pod import Pod
@@ -133,6 +133,35 @@ class RulesBook:
         if isinstance(obj, CSINode):
             return s.csinodes, obj.name  # type: ignore[return-value]
         return self._namespace_objects, obj.name
+
+    # -- a session's view (``state/extensions.py``: ``Versioned``) --------------------
+
+    def fork(self) -> RulesBook:
+        """A copy for a session's view, taken when the store is fed while it runs."""
+        twin = RulesBook()
+        twin.awake = self.awake
+        twin.namespaces = dict(self.namespaces)
+        twin.placed = self.placed.copy(twin.namespaces)
+        twin.storage = self.storage.copy()
+        twin._namespace_objects = dict(self._namespace_objects)
+        twin.actions = dict(self.actions)
+        twin._table = self._table
+        return twin
+
+    def replay(self, fork: RulesBook, pods: Sequence[Pod]) -> None:
+        """The volumes the session picked in ``fork`` for ``pods``, kept here for the
+        adapter's pre-bind; a PV another claim took meanwhile is left to the binder."""
+        for pod in pods:
+            actions = fork.actions.get(pod.key)
+            if not actions:
+                continue
+            reserved = self.storage.reserved
+            if any(a.volume and reserved.get(a.volume, a.claim) != a.claim for a in actions):
+                continue
+            self.actions[pod.key] = actions
+            for a in actions:
+                if a.volume:
+                    self.storage.reserve(a.volume, a.claim)
 
     # -- reading ---------------------------------------------------------------------
 

@@ -214,6 +214,21 @@ class PodIndex:
             for claim in pod.rules.claims:
                 _drop(self.claim_users, f"{pod.namespace}/{claim}", key)
 
+    def copy(self, namespaces: Mapping[str, Mapping[str, str]]) -> PodIndex:
+        """An index of its own over the same pods (``RulesBook.fork``)."""
+        return PodIndex(
+            namespaces=namespaces,
+            entries=dict(self.entries),
+            by_label={k: set(v) for k, v in self.by_label.items()},
+            by_namespace={k: set(v) for k, v in self.by_namespace.items()},
+            anti_terms={
+                k: HeldTerm(h.term, h.spaces, dict(h.nodes)) for k, h in self.anti_terms.items()
+            },
+            anti_by_label={k: set(v) for k, v in self.anti_by_label.items()},
+            ports={k: list(v) for k, v in self.ports.items()},
+            claim_users={k: set(v) for k, v in self.claim_users.items()},
+        )
+
     @classmethod
     def of(cls, pods: Iterable[Pod], namespaces: Mapping[str, Mapping[str, str]]) -> PodIndex:
         index = cls(namespaces=namespaces)

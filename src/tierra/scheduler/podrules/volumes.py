@@ -120,6 +120,17 @@ class Storage:
             self._reach[key] = found
         return found
 
+    def copy(self) -> Storage:
+        """Storage of its own with the same objects (``RulesBook.fork``)."""
+        return Storage(
+            dict(self.claims),
+            dict(self.volumes),
+            dict(self.classes),
+            dict(self.csinodes),
+            dict(self.reserved),
+            dict(self._reach),
+        )
+
     def invalidate(self) -> None:
         """Nodes or PVs changed: node affinities are computed again."""
         self._reach.clear()

@@ -40,12 +40,13 @@ from tierra.api.natural import natural_key
 from tierra.api.queue import Queue
 from tierra.scheduler.explain.reasons import amount, amounts, quantity
 from tierra.scheduler.gang import Gang
+from tierra.scheduler.misses import ShareHeld
 from tierra.scheduler.queueing.queue_status import QueueStatus
 from tierra.scheduler.queueing.queue_tree import QueueTree
 from tierra.scheduler.queueing.quota import UNLIMITED, Budget, Limit, Quota
 from tierra.scheduler.queueing.shares import Limits, deserved_shares
 from tierra.scheduler.state.store import DEFAULT_QUEUE, ClusterStore
-from tierra.scheduler.status import OK, Status, queue_limited, unschedulable
+from tierra.scheduler.status import OK, Code, Status, queue_limited
 from tierra.topology.index import IntArray
 
 FloatArray = npt.NDArray[np.float64]
@@ -317,19 +318,17 @@ class QueueBook:
 
     def holds_share(self, q: str, dims: npt.NDArray[np.bool_]) -> Status | None:
         """Why ``q`` may not take room back (``UNSCHEDULABLE``: it holds its share
-        already, or deserves none of it), or None."""
+        already, or deserves none of it; as data, worded by explain), or None."""
         alloc, deserved = self.allocated[q], self.deserved[q]
         if not (dims & (deserved > 0)).any():
-            names = ", ".join(n for n, d in zip(self.names, dims, strict=True) if d)
-            return unschedulable(f"queue {q} deserves none of {names}")
+            short = tuple(int(i) for i in np.flatnonzero(dims))
+            return Status(Code.UNSCHEDULABLE, why=ShareHeld(q, short))
         if self.below_share(q, dims):
             return None
         ratio = np.where(dims & (deserved > 0), alloc / np.maximum(deserved, 1e-9), -1.0)
         i = int(np.argmax(ratio))
-        return unschedulable(
-            f"queue {q} holds its deserved share of {self.names[i]} already (deserved "
-            f"{amount(self.axis, i, deserved[i])}, in use {amount(self.axis, i, alloc[i])})"
-        )
+        held = (float(deserved[i]), float(alloc[i]))
+        return Status(Code.UNSCHEDULABLE, why=ShareHeld(q, (i,), held))
 
     def share_text(self, q: str, i: int) -> str:
         """``queue b (in use 32, deserved 16 nvidia.com/gpu)``."""
