@@ -165,12 +165,18 @@ class Capacity:
         self.dom_used[self.index.domains_of(node)] -= request
         self.moved(np.array([node], dtype=np.int64))
 
+    @property
+    def move_log(self) -> list[IntArray]:
+        """The node rows moved, in order (read only): a reader keeps how many it has
+        read, and reads afresh when this is another list (the log started again)."""
+        return self._moves
+
     def moved(self, nodes: IntArray) -> None:
         """``nodes``' rows of ``node_used`` changed. Every writer calls it (``place``,
         ``remove``, ``place_all``, a transaction's ``_apply``): the kept fit counts trust
         it. A long log starts again (the counts kept then recount once)."""
         if len(self._moves) >= _MOVES_KEPT:
-            self._moves = []
+            self._moves = []  # a new list: readers of the old one start afresh
         self._moves.append(nodes)
 
     def copy(self) -> Capacity:

@@ -13,7 +13,7 @@ Two ways, both writing through the session's transaction:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
@@ -66,7 +66,8 @@ class NodeChoice:
         self.cycle = Cycle(cache, config, txn, view or cache.view)
         self.caps = hooks(config.constraints).node_caps
         self.quotas = hooks(config.constraints).child_quotas
-        self.flat = FlatStates(cache, txn, self.node_scores)
+        self.flat = FlatStates(cache, self.node_scores)
+        self._scorers = hooks(config.constraints).node_scores
 
     @property
     def view(self) -> View:
@@ -206,6 +207,14 @@ class NodeChoice:
         """Every scoring constraint's share of each node's score (``asking.node_scores``)."""
         return node_scores(self.cycle, vec, nodes, region)
 
+    def _scoring(self) -> tuple[Hashable, ...]:
+        """What the flat path's node scores read besides the ledger: the view's index,
+        layouts and link rates (by identity), its gang-shape mix, the policies and the
+        node-scoring constraints (by value) -- equal from session to session while the
+        cluster's shape mix stands, so kept scores serve the next session too."""
+        v = self.view
+        return (v.index, v.layouts, v.links, v.mix, self.config.policies, self._scorers)
+
     def _limits(self, state: FlatState, shape: Shape) -> tuple[IntArray, FloatArray]:
         """The flat state's counts and scores under the node caps (the state's own arrays
         when no constraint caps nodes: the state is kept between gangs, caps are not)."""
@@ -228,7 +237,7 @@ class NodeChoice:
         pack) rescore after every pod. The counts and scores are kept for the session's
         next gangs (``flat_state.py``), so a lone pod rescores only what changed.
         """
-        state = self.flat.get(shape, region, self.view)
+        state = self.flat.get(shape, region, self._scoring())
         nodes, group = state.nodes, state.group
         counts, live = self._limits(state, shape)
         avail = int(counts.sum())
