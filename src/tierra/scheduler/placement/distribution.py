@@ -258,12 +258,15 @@ class NodeChoice:
                 live[members] = saved
                 order = members[np.lexsort((members, -saved))]
                 batch = order[live[order] >= outside].tolist() or [i]
+            plan: list[tuple[int, int]] = []  # the batch's nodes in order, one write
+            start = placed
             for j in batch:
                 if placed >= need:
                     break
                 k = min(int(counts[j]), need - placed) if packs else 1
-                self.txn.place(list(pods[placed : placed + k]), int(nodes[j]), shape.vec)
+                plan.append((int(nodes[j]), k))
                 placed += k
+            self.txn.place_plan(pods[start:placed], plan, shape.vec)
             self.flat.refresh(state, shape, region)
             if placed < need:
                 counts, live = self._limits(state, shape)
