@@ -227,6 +227,8 @@ class Capacity:
         *,
         empty: bool = False,
     ) -> IntArray:
+        if nodes is not None and len(nodes) == 1 and not empty:
+            return self._fit_one(request, node_mask, int(nodes[0]))
         asked = np.flatnonzero(request > 0)
         alloc, used = self.node_alloc, self.node_used
         if nodes is not None:
@@ -237,6 +239,21 @@ class Capacity:
             mask = node_mask if nodes is None else node_mask[nodes]
             counts = np.where(mask, counts, 0).astype(np.int64)
         return counts
+
+    def _fit_one(
+        self, request: IntArray, node_mask: npt.NDArray[np.bool_] | None, node: int
+    ) -> IntArray:
+        """``_fit_rows`` of one node, in Python integers (the flat path recounts the one
+        node a lone pod took): the same floor divisions, minimum and mask."""
+        if node_mask is not None and not node_mask[node]:
+            return np.zeros(1, dtype=np.int64)
+        alloc, used = self.node_alloc[node].tolist(), self.node_used[node].tolist()
+        fits = [
+            max(a - u, 0) // r
+            for a, u, r in zip(alloc, used, request.tolist(), strict=True)
+            if r > 0
+        ]
+        return np.array([min(fits) if fits else self.unlimited], dtype=np.int64)
 
     def _kept_fit(self, request: IntArray, node_mask: npt.NDArray[np.bool_] | None) -> IntArray:
         """Every node's fit count for ``request`` (and mask), kept from call to call and

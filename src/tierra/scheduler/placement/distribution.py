@@ -68,6 +68,7 @@ class NodeChoice:
         self.quotas = hooks(config.constraints).child_quotas
         self.flat = FlatStates(cache, self.node_scores)
         self._scorers = hooks(config.constraints).node_scores
+        self._scoring_of: tuple[object, tuple[Hashable, ...]] = (None, ())
 
     @property
     def view(self) -> View:
@@ -213,7 +214,10 @@ class NodeChoice:
         node-scoring constraints (by value) -- equal from session to session while the
         cluster's shape mix stands, so kept scores serve the next session too."""
         v = self.view
-        return (v.index, v.layouts, v.links, v.mix, self.config.policies, self._scorers)
+        if self._scoring_of[0] is not v:
+            found = (v.index, v.layouts, v.links, v.mix, self.config.policies, self._scorers)
+            self._scoring_of = (v, found)
+        return self._scoring_of[1]
 
     def _limits(self, state: FlatState, shape: Shape) -> tuple[IntArray, FloatArray]:
         """The flat state's counts and scores under the node caps (the state's own arrays

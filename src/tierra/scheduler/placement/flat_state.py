@@ -24,6 +24,7 @@ starts again when long) or a new ``node_used`` (a forked or copied ledger) score
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -67,6 +68,7 @@ class FlatStates:
     def __init__(self, cache: ClusterStore, score: Scorer) -> None:
         self.cache = cache
         self.score = score
+        self._scoring: tuple[object, tuple[int, ...]] = (None, ())  # the last one, its key
 
     def get(self, shape: Shape, region: int, scoring: tuple[Hashable, ...]) -> FlatState:
         """The state for ``shape`` inside ``region``, as scoring from scratch would give.
@@ -78,7 +80,11 @@ class FlatStates:
         if states is None:
             states = _KEPT[cap] = OrderedDict()
         mask = shape.eligibility.mask
-        key = (region, shape.vec.tobytes(), id(mask), *map(_identity, scoring))
+        seen, tail = self._scoring
+        if seen is not scoring:  # numbers for it, once per scoring (hashing a mix is dear)
+            tail = tuple(map(_identity, scoring))
+            self._scoring = (scoring, tail)
+        key = (region, shape.vec.tobytes(), id(mask), *tail)
         state = states.get(key)
         if state is None or state.log is not cap.move_log or state.used is not cap.node_used:
             state = self._build(shape, region, (mask, *scoring))
@@ -179,7 +185,18 @@ class FlatStates:
         return found
 
 
-def _identity(item: Hashable) -> Hashable:
-    """An object of a scoring key by identity (arrays, indexes, link rates), a value by
-    itself (tuples of frozen dataclasses: a mix, policies)."""
-    return item if isinstance(item, tuple) else id(item)
+_VALUES: dict[Hashable, int] = {}  # a number per value seen in a scoring key
+_NUMBERS = itertools.count(1)  # never reused: a forgotten value's number stays its own
+
+
+def _identity(item: Hashable) -> int:
+    """An object of a scoring key by identity (indexes, layouts, link rates), a value
+    (tuples of frozen dataclasses: a mix, policies) by the number it was given."""
+    if not isinstance(item, tuple):
+        return id(item)
+    found = _VALUES.get(item)
+    if found is None:
+        if len(_VALUES) > 4096:  # a value per mix and configuration: keep a few
+            _VALUES.clear()
+        found = _VALUES[item] = next(_NUMBERS)
+    return found
