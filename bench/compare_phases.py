@@ -34,17 +34,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import compare_workloads as w
 from kube_scheduler_bind import peak_rss_mib
 
-from tierra.kube.client import ApiError, Kube
+from tierra.kube.client import MERGE_PATCH, ApiError, Kube
 from tierra.kube.resources import (
     EVENTS,
     NAMESPACES,
     PODS,
+    PVCS,
+    PVS,
+    STORAGE_CLASSES,
     VOLCANO_PODGROUPS,
     WORKLOAD_PODGROUPS,
 )
 from tierra.kube.testing import KUBE_SCHEDULER, ControlPlane, ManagedProcess
+from tierra.kube.testing.controllers import ControllerManager
 from tierra.kube.testing.controlplane import free_ports
 from tierra.kube.testing.fake import PodShape, pod_manifest, workload_podgroup_manifest
 
@@ -56,9 +61,38 @@ PLAIN_POD = PodShape(cpu="1", memory="4Gi", gpus=1)
 GANG_POD = PodShape(cpu="1", memory="4Gi", gpus=2)
 KUBE_GATES = "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
 TIERRA = [sys.executable, "-c", "from tierra.cli import main; main()"]
+# tierra under cProfile (``--profile DIR``): where its CPU per bind goes. The event loop's
+# thread only, timed by its CPU (wall time would count waiting for a core on a busy
+# machine); written when SIGTERM ends it.
+PROFILED = """
+import cProfile, sys, time
+from tierra.cli import main
+out = sys.argv.pop(1)
+profile = cProfile.Profile(time.thread_time)
+try:
+    profile.runcall(main)
+except SystemExit:
+    pass
+finally:
+    profile.dump_stats(out)
+"""
 NOOP = [sys.executable, str(REPO / "bench" / "noop_binder.py")]
 SCHEDULER_NAMES = {"kube-scheduler": "default-scheduler", "tierra": "tierra", "noop": "noop"}
-PHASES = ("plain", "plain-live", "gangs", "gangs-live")
+PHASES = (
+    "plain",
+    "plain-live",
+    "plain-rules",
+    "gangs",
+    "gangs-live",
+    "gangs-volumes",
+    "gangs-wave",
+)
+TIERRA_ONLY = frozenset({"gangs-wave"})  # kube-scheduler 1.36 has no equivalent
+PV_CONTROLLERS = (  # the volumes phase: the PV controller completes what pre-bind starts
+    "persistentvolume-binder-controller",
+    "persistentvolume-protection-controller",
+    "persistentvolumeclaim-protection-controller",
+)
 
 
 # --- the contenders --------------------------------------------------------------------
@@ -104,7 +138,10 @@ class Running:
         return out
 
 
-def start(plane: ControlPlane, workdir: Path, who: str, *, gangs: bool) -> Running:
+def start(
+    plane: ControlPlane, workdir: Path, who: str, *, gangs: bool, profile: Path | None = None
+) -> Running:
+    """Start ``who``; ``profile``: tierra runs under cProfile, its stats written there."""
     (port,) = free_ports(1)
     if who == "kube-scheduler":
         extra = ["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"]
@@ -125,8 +162,9 @@ def start(plane: ControlPlane, workdir: Path, who: str, *, gangs: bool) -> Runni
         process = ManagedProcess(who, command, workdir / f"kube-scheduler-{port}.log")
         return Running(who, process, time.monotonic(), f"https://127.0.0.1:{port}/metrics", True)
     if who == "tierra":
+        tierra = [sys.executable, "-c", PROFILED, str(profile)] if profile else TIERRA
         command = [
-            *TIERRA,
+            *tierra,
             "scheduler",
             "--kubeconfig",
             str(plane.kubeconfig),
@@ -169,6 +207,67 @@ async def wait_ready(running: Running, timeout: float = 120.0) -> float:
             pass
         await asyncio.sleep(0.2)
     raise TimeoutError(f"{running.who} not ready after {timeout:.0f} s")
+
+
+# --- where the CPU goes -------------------------------------------------------------------
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, stat: str = "stat") -> float | None:
+    """User + system CPU seconds of ``pid`` so far (``/proc/PID/stat``), None once gone;
+    ``stat="task/PID/stat"``: of its thread PID alone."""
+    try:
+        fields = Path(f"/proc/{pid}/{stat}").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14 and 15)
+
+
+def main_thread(pid: int) -> float | None:
+    """CPU seconds of ``pid``'s main thread: for tierra, its event loop (watches, the
+    binder, small sessions); the rest of its CPU is its session threads'."""
+    return cpu_seconds(pid, f"task/{pid}/stat")
+
+
+@dataclass
+class CpuSampler:
+    """Per-process CPU seconds, sampled ten times a second while a phase binds, so the
+    CPU each process spent between the first and the last bind can be told per bound pod:
+    the contender, the API server, etcd, and this client (its creations and its watch)."""
+
+    pids: dict[str, int]
+    samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+
+    def sample(self) -> None:
+        now = time.monotonic()
+        values = {who: cpu_seconds(pid) for who, pid in self.pids.items()}
+        values["contender-loop"] = main_thread(self.pids["contender"])
+        self.samples.append((now, {k: v for k, v in values.items() if v is not None}))
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.to_thread(self.sample)
+            await asyncio.sleep(0.1)
+
+    def at(self, t: float, who: str) -> float | None:
+        """CPU seconds of ``who`` at time ``t``, interpolated between samples."""
+        pts = [(ts, v[who]) for ts, v in self.samples if who in v]
+        before = [p for p in pts if p[0] <= t]
+        after = [p for p in pts if p[0] >= t]
+        if not before or not after:
+            return None
+        (t0, c0), (t1, c1) = before[-1], after[0]
+        return c0 if t1 == t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+
+    def per_pod_ms(self, t0: float, t1: float, pods: int) -> dict[str, float]:
+        """Milliseconds of CPU per bound pod between ``t0`` and ``t1``, per process."""
+        out: dict[str, float] = {}
+        for who in [*self.pids, "contender-loop"]:
+            a, b = self.at(t0, who), self.at(t1, who)
+            if a is not None and b is not None and pods:
+                out[who] = round(1000 * (b - a) / pods, 3)
+        return out
 
 
 # --- watching binds ----------------------------------------------------------------------
@@ -236,9 +335,13 @@ def plain_pod(name: str, ns: str, who: str) -> dict[str, Any]:
     return pod_manifest(name, ns, shape=PLAIN_POD, scheduler_name=SCHEDULER_NAMES[who])
 
 
-async def create_gang(kube: Kube, ns: str, who: str, gang: str, size: int) -> list[str]:
+async def create_gang(
+    kube: Kube, ns: str, who: str, gang: str, size: int, *, claims: bool = False
+) -> list[str]:
     """A gang as each scheduler reads one: a Volcano PodGroup with a hard rack limit for
-    tierra, an upstream Workload API PodGroup with a rack topology key for kube-scheduler."""
+    tierra, an upstream Workload API PodGroup with a rack topology key for kube-scheduler.
+    ``claims``: each pod mounts a claim of its own name (created first), as a
+    StatefulSet's volumeClaimTemplates make them (``compare_workloads``)."""
     if who == "kube-scheduler":
         body = workload_podgroup_manifest(gang, ns, {"gang": {"minCount": size}}, RACK)
         await create(kube, WORKLOAD_PODGROUPS.path(ns), body)
@@ -264,6 +367,9 @@ async def create_gang(kube: Kube, ns: str, who: str, gang: str, size: int) -> li
             manifest = pod_manifest(
                 name, ns, shape=GANG_POD, scheduler_name="tierra", annotations=annotations
             )
+        if claims:
+            await create(kube, PVCS.path(ns), w.claim(ns, name))
+            manifest = w.with_claim(manifest, name)
         await create(kube, PODS.path(ns), manifest)
 
     await bounded([lambda n=n: pod(n) for n in names], limit=16)
@@ -282,39 +388,57 @@ async def ensure_namespace(kube: Kube, ns: str) -> None:
             raise
 
 
+BENCH_PVS = {"labelSelector": "bench=volumes"}
+
+
 async def clean(kube: Kube, ns: str, timeout: float = 300.0) -> float:
-    """Delete every pod and PodGroup of the phase and wait until the API lists none:
-    the next phase starts on the same empty cluster. Returns the seconds it took."""
+    """Delete every pod, PodGroup, claim and volume of the phase and wait until the API
+    lists none: the next phase starts on the same empty cluster. Returns the seconds."""
     started = time.monotonic()
-    for path in (PODS.path(ns), VOLCANO_PODGROUPS.path(ns), WORKLOAD_PODGROUPS.path(ns)):
-        body = await get_retrying(kube, path)
+    for path, query in (
+        (PODS.path(ns), None),
+        (VOLCANO_PODGROUPS.path(ns), None),
+        (WORKLOAD_PODGROUPS.path(ns), None),
+        (PVCS.path(ns), None),
+        (PVS.path(), BENCH_PVS),
+    ):
+        body = await get_retrying(kube, path, query)
         names = [o["metadata"]["name"] for o in body["items"]]
-        await bounded(
-            [
-                lambda n=n, p=path: kube.request(
-                    "DELETE", f"{p}/{n}", query={"gracePeriodSeconds": 0}
-                )
-                for n in names
-            ]
-        )
+        await bounded([lambda n=n, p=path: delete(kube, f"{p}/{n}") for n in names])
     deadline = started + timeout
-    while (await kube.get(PODS.path(), query={"limit": 1}))["items"]:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"pods still listed {timeout:.0f} s after deleting {ns}'s")
-        await asyncio.sleep(0.5)
+    for path, query in ((PODS.path(), None), (PVCS.path(), None), (PVS.path(), BENCH_PVS)):
+        while (await kube.get(path, query={"limit": 1, **(query or {})}))["items"]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{path} still listed {timeout:.0f} s after deleting {ns}'s")
+            await asyncio.sleep(0.5)
     return time.monotonic() - started
 
 
-async def get_retrying(kube: Kube, path: str, tries: int = 30) -> Any:
+async def delete(kube: Kube, path: str) -> None:
+    """Delete now, and drop the storage-protection finalizers the API server's admission
+    adds (the phase is over: nothing uses the claim or the volume any more)."""
+    try:
+        await kube.request("DELETE", path, query={"gracePeriodSeconds": 0})
+        if "/persistentvolume" in path:
+            body = {"metadata": {"finalizers": None}}
+            await kube.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+
+
+async def get_retrying(
+    kube: Kube, path: str, query: dict[str, Any] | None = None, tries: int = 30
+) -> Any:
     """A GET that waits out 429 (a CRD's storage still initializing after it was installed)."""
     for _ in range(tries - 1):
         try:
-            return await kube.get(path)
+            return await kube.get(path, query=query)
         except ApiError as exc:
             if exc.status != 429:
                 raise
             await asyncio.sleep(1.0)
-    return await kube.get(path)
+    return await kube.get(path, query=query)
 
 
 async def count_events(kube: Kube, ns: str) -> dict[str, int]:
@@ -343,6 +467,17 @@ class PhaseInput:
     gang_rate: float
     timeout: float
     per_rack: int
+    racks: int = 1
+    profile: Path | None = None  # tierra's cProfile stats go here (``--profile``)
+    rules_pods: int = 0
+    volume_gang_sizes: list[int] = field(default_factory=list)
+    wave_gang_sizes: list[int] = field(default_factory=list)
+    # filled while the phase runs: what the checks of compare_workloads read
+    kinds: dict[str, str] = field(default_factory=dict)  # gang -> its wave constraint
+
+    def rack_of(self, node: str) -> str:
+        """Nodes are node-NNNNN, ``per_rack`` to a rack, as the comparison makes them."""
+        return f"rack-{int(node.split('-')[1]) // self.per_rack:03d}"
 
 
 async def until_bound(seen: Watch, count: int, running: Running, timeout: float) -> str:
@@ -432,6 +567,27 @@ def queue_figures(running: Running) -> dict[str, float]:
 async def run_phase(
     plane: ControlPlane, kube: Kube, workdir: Path, input_: PhaseInput
 ) -> dict[str, Any]:
+    """One contender, one workload, from the empty cluster back to the empty cluster.
+    The volumes phase runs kube-controller-manager's PV controller beside it, for either
+    contender (the same cluster for both)."""
+    controllers = None
+    if input_.phase == "gangs-volumes":
+        controllers = ControllerManager(plane, controllers=PV_CONTROLLERS)
+        await asyncio.to_thread(controllers.start)
+    try:
+        return await _run_phase(plane, kube, workdir, input_, controllers)
+    finally:
+        if controllers is not None:
+            controllers.stop()
+
+
+async def _run_phase(
+    plane: ControlPlane,
+    kube: Kube,
+    workdir: Path,
+    input_: PhaseInput,
+    controllers: ControllerManager | None,
+) -> dict[str, Any]:
     await ensure_namespace(kube, input_.ns)
     seen = Watch()
     watcher = asyncio.create_task(watch_namespace(kube, input_.ns, seen))
@@ -444,7 +600,17 @@ async def run_phase(
         created_s = await precreate(kube, input_, members)
         await asyncio.sleep(0.5)
     load_start = os.getloadavg()[0]
-    running = start(plane, workdir, input_.who, gangs=gangs)
+    running = start(plane, workdir, input_.who, gangs=gangs, profile=input_.profile)
+    pids = {
+        "contender": running.process.pid,
+        "kube-apiserver": plane.processes[1].pid,
+        "etcd": plane.processes[0].pid,
+        "client": os.getpid(),
+    }
+    if controllers is not None:
+        pids["kube-controller-manager"] = controllers.process.pid
+    cpu = CpuSampler(pids)
+    sampler = asyncio.create_task(cpu.run())
     out: dict[str, Any] = {"phase": input_.phase, "who": input_.who}
     try:
         if live:
@@ -455,14 +621,18 @@ async def run_phase(
             else:
                 await create_paced(kube, input_, made)
             created_s = time.monotonic() - t0
-        total = sum(len(m) for m in members.values()) if gangs else len(made) or input_.plain_pods
+        total = sum(len(m) for m in members.values()) if gangs else len(made) or pods_of(input_)
         stopped = await until_bound(seen, total, running, input_.timeout)
+        cpu.sample()
         running.samples.append(await asyncio.to_thread(running.scrape))
         out["peak_rss_mib"] = round(peak_rss_mib(running.process.pid) or 0, 1)
     finally:
+        sampler.cancel()
         running.process.stop()
         watcher.cancel()
     out.update(summarize(input_, seen, running, members, made, total=total, created_s=created_s))
+    out.update(cpu_figures(cpu, seen, running))
+    out.update(await honoured(kube, input_, seen, members))
     out["load_average_start"] = round(load_start, 2)
     out["load_average_end"] = round(os.getloadavg()[0], 2)
     out["events"] = await count_events(kube, input_.ns)
@@ -472,26 +642,115 @@ async def run_phase(
     return out
 
 
+def pods_of(input_: PhaseInput) -> int:
+    return input_.rules_pods if input_.phase == "plain-rules" else input_.plain_pods
+
+
+async def honoured(
+    kube: Kube, input_: PhaseInput, seen: Watch, members: dict[str, list[str]]
+) -> dict[str, int]:
+    """What the contender honoured, read from where the pods landed (``broken_*``: how
+    many times each rule was broken; ``compare_workloads`` says how each is counted)."""
+    if input_.who == "noop" and input_.phase != "plain-rules":
+        return {}
+    if input_.phase == "plain-rules":
+        index = {f"p-{i:05d}": i for i in range(input_.rules_pods)}
+        broken = w.rules_honoured(seen.node, index, input_.rack_of, input_.racks)
+    elif input_.phase == "gangs-volumes":
+        pvs = await kube.get(PVS.path(), query=BENCH_PVS)
+        volume_of = {
+            ref["name"]: pv["metadata"]["name"]
+            for pv in pvs["items"]
+            if (ref := pv["spec"].get("claimRef")) and ref.get("namespace") == input_.ns
+        }
+        broken = w.volumes_honoured(seen.node, volume_of, input_.rack_of)
+    elif input_.phase == "gangs-wave":
+        broken = w.wave_honoured(members, input_.kinds, seen.node, input_.rack_of)
+    else:
+        return {}
+    return {f"broken_{k}": v for k, v in broken.items()}
+
+
 async def precreate(kube: Kube, input_: PhaseInput, members: dict[str, list[str]]) -> float:
+    """Everything the phase's contender will bind, created before it starts; the seconds."""
     t0 = time.monotonic()
-    if input_.phase == "plain":
-        names = [f"p-{i:05d}" for i in range(input_.plain_pods)]
-        await bounded(
-            [
-                lambda n=n: create(kube, PODS.path(input_.ns), plain_pod(n, input_.ns, input_.who))
-                for n in names
-            ]
-        )
+    ns, who = input_.ns, input_.who
+    if input_.phase.startswith("plain"):
+        rules = input_.phase == "plain-rules"
+        count = input_.rules_pods if rules else input_.plain_pods
+
+        def body(i: int) -> dict[str, Any]:
+            name = f"p-{i:05d}"
+            if rules:
+                return w.rules_pod(name, ns, i, SCHEDULER_NAMES[who], PLAIN_POD)
+            return plain_pod(name, ns, who)
+
+        await bounded([lambda i=i: create(kube, PODS.path(ns), body(i)) for i in range(count)])
         return time.monotonic() - t0
+    sizes = input_.gang_sizes
+    if input_.phase == "gangs-volumes":
+        sizes = input_.volume_gang_sizes
+        await create_volumes(kube, input_, max(sizes, default=1))
+    elif input_.phase == "gangs-wave":
+        sizes = input_.wave_gang_sizes
     sem = asyncio.Semaphore(4)  # four gangs' pods in flight at once, as controllers create
 
     async def one(g: int, size: int) -> None:
         async with sem:
             gang = f"g{g:04d}-{size}"
-            members[gang] = await create_gang(kube, input_.ns, input_.who, gang, size)
+            if input_.phase == "gangs-wave":
+                members[gang] = await create_wave_gang(kube, input_, gang, g, size)
+            else:
+                claims = input_.phase == "gangs-volumes"
+                members[gang] = await create_gang(kube, ns, who, gang, size, claims=claims)
 
-    await asyncio.gather(*(one(g, s) for g, s in enumerate(input_.gang_sizes)))
+    await asyncio.gather(*(one(g, s) for g, s in enumerate(sizes)))
     return time.monotonic() - t0
+
+
+async def create_volumes(kube: Kube, input_: PhaseInput, largest_gang: int) -> None:
+    """The class (once) and the rack-local PVs of the volumes phase (every run anew: the
+    last run's are deleted with its claims)."""
+    try:
+        await create(kube, STORAGE_CLASSES.path(), w.storage_class())
+    except ApiError as exc:
+        if exc.status != 409:
+            raise
+    pods = sum(input_.volume_gang_sizes)
+    per_rack = w.volumes_per_rack(pods, input_.racks, largest_gang)
+    names = [
+        (f"pv-rack-{r:03d}-{k:03d}", f"rack-{r:03d}")
+        for r in range(input_.racks)
+        for k in range(per_rack)
+    ]
+    await bounded(
+        [lambda n=n, r=r: create(kube, PVS.path(), w.persistent_volume(n, r)) for n, r in names]
+    )
+
+
+async def create_wave_gang(
+    kube: Kube, input_: PhaseInput, gang: str, g: int, size: int
+) -> list[str]:
+    """A gang of the tierra-only phase, with the wave constraint ``wave_kind(g)``."""
+    kind = input_.kinds[gang] = w.wave_kind(g)
+    ns = input_.ns
+    await create(kube, VOLCANO_PODGROUPS.path(ns), w.wave_podgroup(ns, gang, kind))
+    pods = [w.wave_pod(ns, gang, rank, kind, GANG_POD) for rank in range(size)]
+    await bounded([lambda p=p: create(kube, PODS.path(ns), p) for p in pods], limit=16)
+    return [p["metadata"]["name"] for p in pods]
+
+
+def cpu_figures(cpu: CpuSampler, seen: Watch, running: Running) -> dict[str, Any]:
+    """CPU per bound pod from the first bind to the last, per process, and the
+    contender's CPU seconds from its start to its first bind (its start-up's own cost)."""
+    times = sorted(seen.bound_at.values())
+    if len(times) < 2:
+        return {}
+    first = cpu.at(times[0], "contender")
+    per_pod = cpu.per_pod_ms(times[0], times[-1], len(times))
+    out: dict[str, Any] = {f"cpu_ms_per_pod_{who}": ms for who, ms in per_pod.items()}
+    out["startup_cpu_s"] = round(first, 2) if first is not None else None
+    return out
 
 
 def summarize(

@@ -2,12 +2,13 @@
 
 Every node has 8 GPUs (NVIDIA gpu.nvidia.com attributes, one PCIe root each) and 8 RDMA
 NICs under the same roots; one claim asks for 4 GPUs and 4 NICs. Measured: eligibility
-over every node cold (CEL evaluated once per device) and warm (selector results
-remembered), one allocation, and how many of the allocated GPU/NIC pairs share a root.
+over every node cold (CEL evaluated once per distinct reading of the devices: what the
+selectors read, ``devices/cel_reads.py``) and warm (selector results remembered), one
+allocation, and how many of the allocated GPU/NIC pairs share a root.
 
 Reproduce: ``python bench/dra_allocator.py [NODES]`` (default 1,000). Prints one line;
-writes nothing. Run by hand (not in ``make bench``): the end-to-end DRA benchmark of
-issue 20 (pods/s beside kube-scheduler) is still to be written.
+writes nothing. Run by hand (not in ``make bench``); pods/s beside kube-scheduler on an
+API server is ``bench/dra_compare.py`` (``make bench-dra``).
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ def main(n: int) -> None:
     pod = Pod(
         meta=ObjectMeta(name="p", namespace="ns", uid="u"), resource_claims=(PodClaim("g", "c"),)
     )
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     names, _ = devices.eligible(pod, nodes)
-    cold = time.perf_counter() - t
+    cold, cold_cpu = time.perf_counter() - t, time.process_time() - cpu
     devices.changed()
     t = time.perf_counter()
     devices.eligible(pod, nodes)
@@ -72,9 +73,9 @@ def main(n: int) -> None:
     pairs = sum(1 for g, k in zip(got[:4], got[4:], strict=True) if g[-1] == k[-1])
     print(
         f"{machine()}: {n} nodes x (8 GPU + 8 NIC), a 4 GPU + 4 NIC claim: eligibility "
-        f"{cold:.2f} s cold, {warm:.2f} s warm ({warm / n * 1e6:.0f} us a node); one "
-        f"allocation {one * 1e6:.0f} us; {len(names)} nodes eligible; {pairs}/4 GPU-NIC "
-        f"pairs on one PCIe root"
+        f"{cold:.2f} s cold ({cold_cpu:.2f} s CPU), {warm:.2f} s warm "
+        f"({warm / n * 1e6:.0f} us a node); one allocation {one * 1e6:.0f} us; "
+        f"{len(names)} nodes eligible; {pairs}/4 GPU-NIC pairs on one PCIe root"
     )
 
 

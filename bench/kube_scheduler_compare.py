@@ -1,12 +1,17 @@
 """tierra's scheduler beside kube-scheduler (same release) on one API server, on equal terms.
 
-One command, one run, one table. On one control plane with fake nodes (50 racks, 8 GPUs per
-node, one tier-1 HyperNode per rack), each contender runs every phase (``compare_phases``:
-plain pods pre-created and created at a rate, gangs pre-created and created at a rate),
-each phase from the same empty cluster (every pod of the phase before deleted and
-confirmed gone), in alternating order over ``--repeats`` repeats (kube-scheduler first in
-even repeats, tierra first in odd ones). Figures are medians with the spread (min-max)
-over the repeats.
+One command, one run, one table. On one control plane with fake nodes (50 racks of 8-GPU
+nodes, five racks to a block, labelled so; the HyperNodes are what ``tierra discover
+labels`` makes of those labels: racks at tier 1, blocks at tier 2), each contender runs
+every phase (``compare_phases``: plain pods pre-created and created at a rate; plain
+pods with anti-affinity and topology spread; gangs pre-created and created at a rate;
+gangs with WaitForFirstConsumer volumes; and, tierra's alone, gangs with the last wave's
+constraints, ``compare_workloads``), each phase from the same empty cluster (every pod,
+claim and volume of the phase before deleted and confirmed gone), in alternating order
+over ``--repeats`` repeats (kube-scheduler first in even repeats, tierra first in odd
+ones). Figures are medians with the spread (min-max) over the repeats. Where pods carry
+rules, the table also says how many times each scheduler broke each one, read from
+where the pods landed: a scheduler that ignores a field is faster for it.
 
 * Saturation throughput (pods/s, first bind to last) is measured with everything created
   before the contender starts; its start-up (process start to first bind) is its own column.
@@ -20,6 +25,11 @@ over the repeats.
   pending gangs). Events are counted per writer, not suppressed for either: kube-scheduler
   writes one per pod, tierra one per gang (rate-limited), and the table says how many.
 * The machine's load average is recorded at the start and the end of every phase.
+* Where the CPU goes: every process's CPU seconds (``/proc/PID/stat``) are sampled ten
+  times a second; the table gives each one's CPU milliseconds per bound pod between the
+  first and the last bind (the contender, the API server, etcd, this client), and the
+  contender's CPU seconds from its start to its first bind. ``--profile DIR`` runs
+  tierra under cProfile (its event-loop thread, by CPU time) to say where its part goes.
 
 ``--curve 1000,5000,10000`` repeats the phases once per cluster size, each size on a fresh
 control plane, with the API server's peak memory per size.
@@ -50,11 +60,14 @@ from compare_phases import (
     PHASES,
     PLAIN_POD,
     RACK,
+    TIERRA,
+    TIERRA_ONLY,
     PhaseInput,
     create,
     gang_plan,
     run_phase,
 )
+from compare_workloads import BLOCK, RACKS_PER_BLOCK, block_of
 from kube_scheduler_bind import binary_version, peak_rss_mib
 
 from tierra.kube.client import Kube, Limits
@@ -73,31 +86,62 @@ def rack_of(i: int, per_rack: int) -> str:
     return f"rack-{i // per_rack:03d}"
 
 
-async def populate_nodes(kube: Kube, nodes: int, per_rack: int) -> float:
+async def populate_nodes(kube: Kube, nodes: int, per_rack: int, workdir: Path) -> float:
+    """The fake nodes, labelled by rack and block, and the HyperNodes tierra's label
+    discovery makes from those labels (``tierra discover labels``, as a user would):
+    racks (tier 1, ``tierName: rack``) under blocks (tier 2, ``tierName: block``)."""
     started = time.monotonic()
     sem = asyncio.Semaphore(CONCURRENCY)
+    bodies = [
+        node_manifest(
+            f"node-{i:05d}",
+            shape=NODE_SHAPE,
+            labels={RACK: rack_of(i, per_rack), BLOCK: block_of(rack_of(i, per_rack))},
+        )
+        for i in range(nodes)
+    ]
 
-    async def node(i: int) -> None:
-        body = node_manifest(f"node-{i:05d}", shape=NODE_SHAPE, labels={RACK: rack_of(i, per_rack)})
+    async def node(body: dict[str, Any]) -> None:
         async with sem:
             await create(kube, "/api/v1/nodes", body)
 
-    await asyncio.gather(*(node(i) for i in range(nodes)))
-    for r in range(0, nodes, per_rack):
-        rack = rack_of(r, per_rack)
-        member = {"type": "Node", "selector": {"labelMatch": {"matchLabels": {RACK: rack}}}}
-        hn = {
-            "apiVersion": "topology.tierra.dev/v1alpha1",
-            "kind": "HyperNode",
-            "metadata": {"name": rack},
-            "spec": {"tier": 1, "tierName": "rack", "members": [member]},
-        }
+    await asyncio.gather(*(node(b) for b in bodies))
+    for hn in discover_hypernodes(bodies, workdir):
         await create(kube, TIERRA_HYPERNODES.path(), hn)
     return time.monotonic() - started
 
 
+def discover_hypernodes(nodes: list[dict[str, Any]], workdir: Path) -> list[dict[str, Any]]:
+    path = workdir / "nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+    out = subprocess.run(
+        [
+            *TIERRA,
+            "discover",
+            "labels",
+            str(path),
+            "--levels",
+            f"{BLOCK},{RACK}",
+            "--tier-name",
+            f"{BLOCK}=block",
+            "--tier-name",
+            f"{RACK}=rack",
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    items: list[dict[str, Any]] = json.loads(out.stdout)["items"]
+    return items
+
+
 def contenders(phase: str) -> tuple[str, ...]:
-    """The no-op binder takes the plain phases (the ceiling); it cannot keep gangs whole."""
+    """The no-op binder takes the plain phases (the ceiling); it cannot keep gangs whole.
+    A phase of constraints kube-scheduler has no equivalent for is tierra's alone."""
+    if phase in TIERRA_ONLY:
+        return ("tierra",)
     return (*SCHEDULERS, "noop") if phase.startswith("plain") else SCHEDULERS
 
 
@@ -116,11 +160,13 @@ async def run_size(
     runs: list[dict[str, Any]] = []
     async with Kube(config, Limits(max_in_flight=CONCURRENCY + 8)) as kube:
         per_rack = max(1, nodes // args.racks)
-        node_s = await populate_nodes(kube, nodes, per_rack)
+        node_s = await populate_nodes(kube, nodes, per_rack, workdir)
         print(f"bench: {nodes} nodes in {args.racks} racks created in {node_s:.1f} s", flush=True)
         for repeat in range(repeats):
             for phase in args.phases:
                 for who in order(repeat, phase):
+                    if args.contenders and who not in args.contenders:
+                        continue
                     input_ = PhaseInput(
                         phase=phase,
                         who=who,
@@ -133,6 +179,13 @@ async def run_size(
                         gang_rate=args.gang_rate,
                         timeout=args.timeout,
                         per_rack=per_rack,
+                        racks=-(-nodes // per_rack),
+                        rules_pods=args.rules_pods,
+                        volume_gang_sizes=gang_plan(args.volume_gang_pods, args.seed + repeat),
+                        wave_gang_sizes=[8] * (args.wave_gang_pods // 8),
+                        profile=args.profile / f"tierra-{nodes}-{phase}-r{repeat}.prof"
+                        if args.profile and who == "tierra"
+                        else None,
                     )
                     res = await run_phase(plane, kube, workdir, input_)
                     res["repeat"] = repeat
@@ -160,6 +213,14 @@ def spread(values: list[Any]) -> dict[str, float] | None:
     return {"median": statistics.median(nums), "min": min(nums), "max": max(nums), "n": len(nums)}
 
 
+CPU_OF = (
+    "contender",
+    "contender-loop",
+    "kube-apiserver",
+    "etcd",
+    "client",
+    "kube-controller-manager",
+)
 FIGURES = (
     "pods_per_s",
     "first_bind_after_start_s",
@@ -174,6 +235,8 @@ FIGURES = (
     "created_pods_per_s",
     "load_average_start",
     "load_average_end",
+    "startup_cpu_s",
+    *(f"cpu_ms_per_pod_{who}" for who in CPU_OF),
 )
 
 
@@ -185,7 +248,8 @@ def aggregate(size: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
             runs = [r for r in size["runs"] if r["phase"] == phase and r["who"] == who]
             if not runs:
                 continue
-            figures: dict[str, Any] = {k: spread([r.get(k) for r in runs]) for k in FIGURES}
+            keys = [*FIGURES, *sorted({k for r in runs for k in r if k.startswith("broken_")})]
+            figures: dict[str, Any] = {k: spread([r.get(k) for r in runs]) for k in keys}
             figures["events"] = [r.get("events", {}) for r in runs]
             figures["metrics"] = [r.get("metrics", {}) for r in runs]
             figures["stopped"] = [r["stopped"] for r in runs if "stopped" in r]
@@ -216,6 +280,7 @@ def phase_table(agg: dict[str, Any], phase: str) -> str:
         ("pods bound (of pods)", "bound", 0),
         ("pods/s, first to last bind", "pods_per_s", 1),
         ("start-up: process start to first bind (s)", "first_bind_after_start_s", 2),
+        ("start-up: its CPU seconds to first bind", "startup_cpu_s", 2),
         ("ready after start (s)", "ready_after_s", 2),
         ("latency p50 (s)", "latency_p50_s", 3),
         ("latency p99 (s)", "latency_p99_s", 3),
@@ -223,7 +288,14 @@ def phase_table(agg: dict[str, Any], phase: str) -> str:
         ("share of gangs in one rack", "share_in_one_rack", 3),
         ("nodes used", "nodes_used", 0),
         ("peak RSS (MiB)", "peak_rss_mib", 1),
+        ("CPU ms per pod, first to last bind: the contender", "cpu_ms_per_pod_contender", 3),
+        ("… its main thread (tierra: the event loop)", "cpu_ms_per_pod_contender-loop", 3),
+        ("… the API server", "cpu_ms_per_pod_kube-apiserver", 3),
+        ("… etcd", "cpu_ms_per_pod_etcd", 3),
+        ("… this client (its watch; its creations in the live phases)", "cpu_ms_per_pod_client", 3),
+        ("… kube-controller-manager (PV controller)", "cpu_ms_per_pod_kube-controller-manager", 3),
         ("load average at start / end", None, 2),
+        *((BROKEN[k], f"broken_{k}", 0) for k in BROKEN),
     ]
     head = "| | " + " | ".join("no-op binder" if c == "noop" else c for c in cols) + " |"
     lines = [head, "|---|" + "---:|" * len(cols)]
@@ -252,6 +324,19 @@ def phase_table(agg: dict[str, Any], phase: str) -> str:
         + " |"
     )
     return "\n".join(lines)
+
+
+BROKEN = {  # what each scheduler honoured, read from the placements (compare_workloads)
+    "anti-required": "broken: required anti-affinity (pairs on one node)",
+    "anti-preferred": "broken: preferred anti-affinity (pairs on one node)",
+    "spread-hard": "broken: spread DoNotSchedule, racks (pods over maxSkew)",
+    "spread-soft": "broken: spread ScheduleAnyway, hosts (pods over maxSkew)",
+    "pv-in-another-rack": "broken: pod's PV outside its rack",
+    "claim-without-pv": "broken: pod bound, its claim without a PV",
+    "kueue-slices": "broken: Kueue rack + host slices (gangs)",
+    "bounded-wait": "broken: bounded wait reached its rack (gangs)",
+    "exclusive": "broken: exclusive rack shared (gangs)",
+}
 
 
 def events_cell(per_run: list[dict[str, int]]) -> str:
@@ -313,6 +398,19 @@ def size_section(size: dict[str, Any], args: argparse.Namespace) -> str:
         "plain-live": f"Plain pods created at {args.plain_rate:g} pods/s (latency)",
         "gangs": "Gangs of 8 and 64, hard rack limit, all created before it starts (saturation)",
         "gangs-live": f"The same gangs created at {args.gang_rate:g} pods/s (latency)",
+        "plain-rules": (
+            "Plain pods with pod anti-affinity (required, preferred) and topology spread "
+            "(DoNotSchedule over racks, ScheduleAnyway over hosts), apps of 10, all "
+            "created before it starts"
+        ),
+        "gangs-volumes": (
+            "Gangs of 8 and 64 whose pods each mount a WaitForFirstConsumer claim, rack-local "
+            "static PVs, kube-controller-manager's PV controller running (saturation)"
+        ),
+        "gangs-wave": (
+            "tierra only (kube-scheduler 1.36 has no equivalent): gangs of 8 with Kueue "
+            "slice annotations, a bounded wait, or exclusive racks (saturation)"
+        ),
     }
     parts = [f"## {size['nodes']:,} nodes\n"]
     for phase in PHASES:
@@ -357,7 +455,11 @@ tierra reads Volcano PodGroups with `networkTopology: {{mode: hard, highestTierN
 rack}}`, kube-scheduler Workload API PodGroups (`gang.minCount`, topology key `{RACK}`) with
 `--feature-gates={KUBE_GATES}`. The no-op binder binds the plain phases (the API server's
 ceiling for these pods, with the same client library and 64 binds in flight). Events are
-not suppressed for either scheduler; the count each wrote is in the table.
+not suppressed for either scheduler; the count each wrote is in the table. HyperNodes:
+what `tierra discover labels --levels {BLOCK},{RACK}` makes of the nodes' labels
+({RACKS_PER_BLOCK} racks to a block). "broken" rows count, from where the pods landed,
+how often each scheduler broke each rule the pods carry (`bench/compare_workloads.py`
+says how each is counted).
 
 {sizes}
 Machine: {m["cores"]} cores ({m["cpu"]}), {m["memory_bytes"] / 2**30:.1f} GiB; load average
@@ -389,6 +491,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--live-pods", type=int, default=2000)
     parser.add_argument("--gang-pods", type=int, default=2048)
     parser.add_argument("--live-gang-pods", type=int, default=512)
+    parser.add_argument("--rules-pods", type=int, default=2000, help="plain-rules")
+    parser.add_argument("--volume-gang-pods", type=int, default=512, help="gangs-volumes")
+    parser.add_argument("--wave-gang-pods", type=int, default=512, help="gangs-wave")
     parser.add_argument("--plain-rate", type=float, default=100.0, help="pods/s, plain-live")
     parser.add_argument("--gang-rate", type=float, default=8.0, help="pods/s, gangs-live")
     parser.add_argument("--repeats", type=int, default=3)
@@ -396,11 +501,26 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per phase")
     parser.add_argument("--phases", default=",".join(PHASES))
     parser.add_argument(
+        "--contenders",
+        default="",
+        help="only these (comma-separated: kube-scheduler,tierra,noop); default all",
+    )
+    parser.add_argument(
         "--curve", default="", help="comma-separated node counts, one repeat each, e.g. 1000,10000"
     )
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="run tierra under cProfile, one stats file per phase run in this folder "
+        "(slows tierra: for finding where its time goes, not for the table)",
+    )
     args = parser.parse_args(argv)
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
     args.phases = [p for p in args.phases.split(",") if p]
+    args.contenders = [c for c in args.contenders.split(",") if c]
     unknown = set(args.phases) - set(PHASES)
     if unknown:
         parser.error(f"unknown phases {sorted(unknown)}; known: {', '.join(PHASES)}")
@@ -433,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
             size = asyncio.run(run_size(plane, args, nodes, repeats, Path(tmp)))
         size["aggregate"] = aggregate(size)
         out.append(size)
-    setup = {k: v for k, v in vars(args).items() if k != "out"}
+    setup = {k: v for k, v in vars(args).items() if k not in ("out", "profile")}
     result = {
         "benchmark": "kube_scheduler_compare",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

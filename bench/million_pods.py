@@ -26,9 +26,11 @@ import argparse
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +225,61 @@ def measure_cli(path: Path) -> dict[str, Any]:
     }
 
 
+def measure_serve(path: Path, timeout: float = 900.0) -> dict[str, Any]:
+    """``tierra serve FILE`` as a process: seconds until its page and its summary answer
+    (the snapshot read, the dashboard's model built and warmed), its peak RSS then, and
+    how long /api/gangs (every gang, the pending ones with their reasons) takes."""
+    port = _free_port()
+    command = [sys.executable, "-c", "from tierra.cli import main; main()", "serve"]
+    process = subprocess.Popen(
+        [*command, str(path), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    started = time.perf_counter()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            if process.poll() is not None:
+                err = process.stderr.read().decode() if process.stderr else ""
+                raise SystemExit(f"bench: tierra serve exited {process.returncode}:\n{err[-3000:]}")
+            if time.perf_counter() - started > timeout:
+                raise SystemExit(f"bench: tierra serve not answering after {timeout:.0f} s")
+            try:
+                with urllib.request.urlopen(f"{base}/api/summary", timeout=60) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.2)
+        ready = time.perf_counter() - started
+        t = time.perf_counter()
+        with urllib.request.urlopen(f"{base}/api/gangs", timeout=300) as r:
+            r.read()
+        gangs = time.perf_counter() - t
+        return {
+            "ready_s": round(ready, 2),
+            "gangs_s": round(gangs, 2),
+            "peak_rss_mib": round(_peak_rss_mib(process.pid), 1),
+        }
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=100_000)
@@ -244,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench: steps {steps}", flush=True)
     cli = measure_cli(path)
     print(f"bench: tierra schedule {cli}", flush=True)
+    serve = measure_serve(path)
+    print(f"bench: tierra serve {serve}", flush=True)
     command = (
         "make bench-million"
         if not (argv or sys.argv[1:])
@@ -266,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "steps": steps,
         "cli": cli,
+        "serve": serve,
         "machine": host,
         "load_average_at_end": os.getloadavg()[0],
     }
@@ -297,9 +357,12 @@ The session bound {s["bound"]:,} pods; {s["waiting"]} gangs were left waiting.
 start and imports included), peak RSS {cli["peak_rss_mib"]:,.0f} MiB, {cli["bindings"]:,}
 bindings, {cli["unschedulable"]} gangs waiting.
 
-Not measured here: the live scheduler listing the same cluster from an API server (the
-test API server and etcd would need several times this memory for a million pods on this
-24 GiB machine; not tried).
+`tierra serve FILE` (the dashboard) as a process: its summary answered
+{serve["ready_s"]} s after start (the snapshot read, the model built and warmed), peak RSS
+{serve["peak_rss_mib"]:,.0f} MiB; /api/gangs then answered in {serve["gangs_s"]} s.
+
+The live scheduler listing the same cluster from an API server: `make bench-million-live`
+(`bench/million_live.py`).
 
 Machine: {host["cores"]} cores ({host["cpu"]}), load average
 {host["load_average_at_start"]:.2f} at the start, {result["load_average_at_end"]:.2f} at the end.

@@ -11,7 +11,13 @@ and each object becomes one template that emits, for each distinct content it ha
 content in exactly the combinations that render it. Values then replace what a user sets:
 the namespace (every "tierra-system", the release namespace instead), the image, each
 component's replicas and resources, and whether a component or the CRDs are installed.
-The Namespace itself is left to the user (`helm install --namespace`, see deploy/README.md).
+
+The Namespace follows Helm's convention: the release namespace is the user's (`helm
+install --create-namespace`, or made first from deploy/base/namespace.yaml, see
+deploy/README.md), so by default the chart has none. `namespace.create: true` emits the
+base's Namespace (its Pod Security labels included) named for the release namespace, for
+`helm template | kubectl apply`, which has no --create-namespace; `helm install` cannot
+use it (Helm stores the release in that namespace before it creates anything).
 
     python hack/helm/generate.py           # rewrite deploy/helm/tierra/templates/generated
     python hack/helm/generate.py --check   # exit 1 and show the difference when stale
@@ -103,6 +109,8 @@ def component_of(obj: dict[str, Any]) -> str:
     kind, name = key_of(obj)
     if kind == "CustomResourceDefinition":
         return "crds"
+    if kind == "Namespace":
+        return "namespace"
     if name == "tierra-selfsigned":
         return "webhook"
     for component in COMPONENTS:
@@ -156,8 +164,6 @@ def collect() -> dict[tuple[str, str], tuple[str, Variants]]:
     objects: dict[tuple[str, str], tuple[str, Variants]] = {}
     for mode, certificates, monitor in matrix():
         for obj in render(mode, certificates, monitor):
-            if obj["kind"] == "Namespace":
-                continue
             component = component_of(obj)
             text = templated(obj)
             _, variants = objects.setdefault(key_of(obj), (component, {}))
@@ -166,7 +172,9 @@ def collect() -> dict[tuple[str, str], tuple[str, Variants]]:
 
 
 def template_file(component: str, variants: Variants, cells: int) -> str:
-    gate = ".Values.crds.install" if component == "crds" else f".Values.{component}.enabled"
+    gate = {"crds": ".Values.crds.install", "namespace": ".Values.namespace.create"}.get(
+        component, f".Values.{component}.enabled"
+    )
     lines = [HEADER, f"{{{{- if {gate} }}}}"]
     if len(variants) == 1 and len(next(iter(variants.values()))) == cells:
         lines += ["---", next(iter(variants)).rstrip("\n")]
@@ -204,6 +212,14 @@ VALUES = """\
 # hack/helm/generate.py, and these defaults are the kustomize base's: with them the chart
 # installs what `kubectl apply -k deploy/overlays/standalone` does (the Namespace aside).
 # values.schema.json refuses a key not listed here, naming it.
+
+# The release namespace is yours, as Helm has it: `helm install --namespace tierra-system
+# --create-namespace` (then label it for Pod Security), or apply deploy/base/namespace.yaml
+# first. create: true adds the base's Namespace (Pod Security labels included) named for
+# the release namespace, for `helm template | kubectl apply`; helm install cannot use it
+# (Helm stores the release in the namespace before creating anything).
+namespace:
+  create: false
 
 # What tierra is installed beside, as the overlays in deploy/overlays:
 #   standalone  tierra alone: both HyperNode CRDs and Volcano's PodGroup and Queue CRDs

@@ -102,3 +102,40 @@ def test_validate_locates_unknown_classes_and_selectors_that_do_not_compile(tmp_
     assert "ResourceClaim/ml/four" in text
     assert "spec.devices.requests[0].exactly.deviceClassName" in text
     assert "DeviceClass gpu.example.com does not exist" in text
+
+
+def test_validate_locates_a_podgroup_sharing_a_claim_no_class_serves(tmp_path: Path) -> None:
+    """An upstream PodGroup's spec.resourceClaims entry naming a template that names a
+    DeviceClass that does not exist: the error is located at the entry."""
+    group = """\
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: channel, namespace: ml}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: fabric
+        exactly: {deviceClassName: fabric.example.com}
+---
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {name: job, namespace: ml}
+spec:
+  schedulingPolicy: {gang: {minCount: 1}}
+  resourceClaims:
+  - {name: fabric, resourceClaimTemplateName: channel}
+  - {name: later, resourceClaimName: not-yet}
+"""
+    path = tmp_path / "group.yaml"
+    path.write_text(CLAIMS + group)
+    code, out, _ = run("validate", path)
+    assert code == 1
+    text = one_line(out)
+    assert "PodGroup/ml/job" in text
+    assert "spec.resourceClaims[0].resourceClaimTemplateName" in text
+    assert "ResourceClaimTemplate/ml/channel spec.spec.devices.requests[0].exactly" in text
+    assert "DeviceClass fabric.example.com does not exist" in text
+    assert "spec.resourceClaims[1].resourceClaimName" in text
+    assert "ResourceClaim ml/not-yet does not exist yet" in text

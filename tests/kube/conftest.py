@@ -20,7 +20,7 @@ import pytest
 
 from tierra.kube.manifests import crd_files, crd_folder
 from tierra.kube.testing import Binaries, ControlPlane, ControlPlaneUnavailable
-from tierra.kube.testing.controlplane import WORKLOAD_API_ARGS
+from tierra.kube.testing.controlplane import DRA_WORKLOAD_ARGS, WORKLOAD_API_ARGS
 
 T = TypeVar("T")
 
@@ -86,7 +86,8 @@ def tierra_plane() -> Iterator[ControlPlane]:
     """A second control plane with tierra installed from ``deploy/`` and the identities of
     its components (see ``deploy_helpers``): its webhook configuration and cluster roles
     must not leak into the other tests' cluster. The Workload API is on, as in the other,
-    so the scheduler's and the webhook's roles are proven for upstream PodGroups too."""
+    so the scheduler's and the webhook's roles are proven for upstream PodGroups too, with
+    DRAWorkloadResourceClaims (the webhook judges the claims a PodGroup shares)."""
     from deploy_helpers import identities, install
 
     try:
@@ -94,7 +95,7 @@ def tierra_plane() -> Iterator[ControlPlane]:
     except ControlPlaneUnavailable as exc:
         pytest.skip(f"no control plane: {exc}")
     with ControlPlane(
-        binaries, extra_identities=identities(), apiserver_args=WORKLOAD_API_ARGS
+        binaries, extra_identities=identities(), apiserver_args=DRA_WORKLOAD_ARGS
     ) as plane:
         install(plane)
         yield plane

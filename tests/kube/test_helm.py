@@ -276,3 +276,72 @@ def test_helm_install_run_and_uninstall(managed_plane: ControlPlane, tmp_path: P
     )
     helm(plane, "uninstall", "tierra", f"--namespace={ns}", "--wait")
     assert leftovers(plane, ns) == []
+
+
+def test_helm_template_with_namespace_create_is_kustomizes_namespace_too(
+    tierra_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """``namespace.create`` adds the base's Namespace (Pod Security labels and all), named
+    for the release namespace; by default the chart has none (Helm's convention)."""
+    plain = objects(helm(None, "template", "t", str(CHART), "--namespace=tierra-system").stdout)
+    assert not [o for o in plain if o["kind"] == "Namespace"]
+    text = helm(
+        None,
+        "template",
+        "t",
+        str(CHART),
+        "--namespace=tierra-system",
+        "--set=namespace.create=true",
+    ).stdout
+    want = objects(kustomize(tierra_plane, tmp_path, "standalone", "self", False))
+    assert sorted(json.dumps(o, sort_keys=True) for o in objects(text)) == sorted(
+        json.dumps(o, sort_keys=True) for o in want
+    )
+    other = helm(
+        None, "template", "t", str(CHART), "--namespace=ns2", "--set=namespace.create=true"
+    )
+    (ns,) = [o for o in objects(other.stdout) if o["kind"] == "Namespace"]
+    assert ns["metadata"]["name"] == "ns2"
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_the_namespace_helm_template_or_create_namespace_makes(
+    managed_plane: ControlPlane,
+) -> None:
+    """Both ways deploy/README.md gives on a cluster without the namespace: ``helm
+    template --set namespace.create=true | kubectl apply`` (the Namespace first, with its
+    Pod Security labels; ``kubectl delete`` of the same takes everything), and ``helm
+    install --create-namespace`` (Helm's convention: ``helm uninstall`` leaves the
+    namespace, which Helm made and the chart does not own)."""
+    plane = managed_plane
+    ns = "tierra-tpl"
+    text = helm(
+        None,
+        "template",
+        "tierra",
+        str(CHART),
+        f"--namespace={ns}",
+        "--set=namespace.create=true",
+        "--set=webhook.enabled=false",
+    ).stdout
+    plane.kubectl("apply", "-f", "-", input=text)
+    made = json.loads(plane.kubectl("get", "namespace", ns, "-o", "json").stdout)
+    assert made["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert f"{ns}/serviceaccount/tierra-scheduler" in leftovers(plane, ns)
+    plane.kubectl("delete", "-f", "-", "--wait=true", input=text)
+    assert leftovers(plane, ns) == []
+
+    ns = "tierra-own"
+    helm(
+        plane,
+        "install",
+        "tierra",
+        str(CHART),
+        f"--namespace={ns}",
+        "--create-namespace",
+        "--set=webhook.enabled=false",
+    )
+    assert f"{ns}/serviceaccount/tierra-scheduler" in leftovers(plane, ns)
+    helm(plane, "uninstall", "tierra", f"--namespace={ns}", "--wait")
+    assert leftovers(plane, ns) == []
+    assert plane.kubectl("get", "namespace", ns, "-o", "name").stdout.strip() == (f"namespace/{ns}")

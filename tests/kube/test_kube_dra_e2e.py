@@ -3,7 +3,9 @@ server before binding, as kube-scheduler's DynamicResources plugin does.
 
 Fake nodes get the ResourceSlices a DRA driver would publish (NVIDIA gpu.nvidia.com
 attributes, an RDMA NIC driver beside it). Each test has its own nodes, scheduler name
-and namespace.
+and namespace. Claims made from templates by the real resourceclaim controller, and
+claims a PodGroup shares, are in ``test_kube_dra_workload_claims.py`` (a control plane
+with kube-controller-manager).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from tierra.kube.resources import (
     EVENTS,
     NODES,
     PODS,
-    RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     VOLCANO_PODGROUPS,
@@ -339,7 +340,8 @@ def test_a_claim_no_node_can_satisfy_leaves_the_pod_pending_and_nothing_written(
     (warning,) = [e for e in events if e.get("reason") == "DevicesUnavailable"]
     assert warning["message"] == (
         f"no node can allocate the pod's claims: ResourceClaim/{namespace}/sixteen request gpus: "
-        f"8 of 16 devices of class gpu.nvidia.com free on node {case.prefix}-a"
+        f"8 of 16 devices of class gpu.nvidia.com free on node {case.prefix}-a "
+        f"({case.prefix}-a comes closest)"
     )
 
 
@@ -506,84 +508,6 @@ def test_tierra_schedule_on_a_snapshot_allocates_the_devices_the_live_scheduler_
     ]
     assert planned == {"claim": f"{namespace}/pair", "results": live}
     assert [r["device"] for r in live] == ["gpu-0", "gpu-1", "nic-2", "nic-3"]  # aligned
-
-
-def test_a_template_claim_waits_for_its_claim_then_is_allocated(
-    control_plane: ControlPlane, namespace: str, tmp_path: Path
-) -> None:
-    """The test plays the resourceclaim controller (kube-controller-manager is not in the
-    test control plane yet): it makes the claim from the template and records it in the
-    pod's status.resourceClaimStatuses, as the controller does."""
-    case = Case()
-
-    async def setup(kube: Kube) -> None:
-        await classes(kube)
-        await gpu_node(kube, f"{case.prefix}-a", case.label, ["pci0000:10", "pci0000:20"])
-        template = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "two-gpus", "namespace": namespace},
-            "spec": {"spec": {"devices": {"requests": [exact_request("gpus", GPU_DRIVER, 2)]}}},
-        }
-        await kube.request("POST", RESOURCE_CLAIM_TEMPLATES.path(namespace), body=template)
-        pod = pod_manifest(
-            "p",
-            namespace,
-            shape=PodShape(cpu="1"),
-            scheduler_name=case.scheduler,
-            node_selector=case.label,
-        )
-        pod["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}]
-        await kube.request("POST", PODS.path(namespace), body=pod)
-
-    run(control_plane, setup)
-    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
-    try:
-
-        async def controller(kube: Kube) -> dict[str, str]:
-            async def waiting() -> bool:
-                events = (await kube.get(EVENTS.path(namespace)))["items"]
-                return any(
-                    "waiting for the ResourceClaim of template two-gpus" in e["message"]
-                    for e in events
-                )
-
-            await eventually(waiting, 30, "the pod waiting for its claim")
-            pod = await kube.get(PODS.path(namespace, "p"))
-            assert not pod["spec"].get("nodeName")
-            made = claim_manifest("p-gpus-x1", namespace, [exact_request("gpus", GPU_DRIVER, 2)])
-            made["metadata"]["ownerReferences"] = [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": "p",
-                    "uid": pod["metadata"]["uid"],
-                    "controller": True,
-                }
-            ]
-            await kube.request("POST", RESOURCE_CLAIMS.path(namespace), body=made)
-            status = {
-                "status": {
-                    "resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "p-gpus-x1"}]
-                }
-            }
-            await kube.request(
-                "PATCH",
-                PODS.path(namespace, "p", "status"),
-                body=status,
-                content_type="application/merge-patch+json",
-            )
-            return await wait_bound(kube, namespace, 1, 60, process)
-
-        placed = run(control_plane, controller)
-        got = run(control_plane, lambda kube: claim(kube, namespace, "p-gpus-x1"))
-    finally:
-        process.stop()
-    assert placed == {"p": f"{case.prefix}-a"}
-    assert [r["device"] for r in got["status"]["allocation"]["devices"]["results"]] == [
-        "gpu-0",
-        "gpu-1",
-    ]
 
 
 def test_after_a_crash_between_allocation_and_binding_the_pod_is_bound_where_its_devices_are(

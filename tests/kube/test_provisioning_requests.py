@@ -18,6 +18,7 @@ from kube_helpers import eventually, kube_for
 
 from tierra.kube.client import MERGE_PATCH, Kube
 from tierra.kube.resources import (
+    EVENTS,
     NODES,
     POD_TEMPLATES,
     PODS,
@@ -173,6 +174,157 @@ def test_one_atomic_request_per_gang_that_cannot_fit_removed_when_bound_or_gone(
 
         assert run(plane, grow_and_delete) == set()
         assert run(plane, lambda k: read(k, PODS.path(namespace, "big-x")))["spec"]["nodeName"]
-        assert "WARNING" not in scheduler.log_tail(400), scheduler.log_tail(40)
+        warnings = [
+            line
+            for line in scheduler.log_tail(400).splitlines()
+            if "WARNING" in line and "storage is (re)initializing" not in line  # fresh CRDs
+        ]
+        assert not warnings, scheduler.log_tail(40)
     finally:
         scheduler.stop()
+
+
+async def autoscaler_says(kube: Kube, namespace: str, name: str, *conds: tuple[str, ...]) -> None:
+    """Write ``status.conditions`` as cluster-autoscaler does (the status subresource;
+    each condition ``(type, status, reason, message)``)."""
+    conditions = [
+        {
+            "type": t,
+            "status": s,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": "2026-12-02T00:00:00Z",
+        }
+        for t, s, reason, message in conds
+    ]
+    await kube.request(
+        "PATCH",
+        PROVISIONING_REQUESTS.path(namespace, name, subresource="status"),
+        body={"status": {"conditions": conditions}},
+        content_type=MERGE_PATCH,
+    )
+
+
+def test_what_cluster_autoscaler_says_is_told_and_acted_on(
+    provisioning_crd: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """Accepted and Provisioned are said in the PodGroup's condition and an Event; a
+    Failed request is made again after the backoff, as attempt 2; an expired booking of
+    a gang still waiting too; once the retries are spent the gang waits with the reason
+    and no further request is made."""
+    plane = provisioning_crd
+    fabric = Fabric("provst", spines=1, racks=1, nodes=2)  # one rack of 16 GPUs
+    name = "tierra-provst"
+    hard = {"mode": "hard", "highestTierName": "rack"}
+
+    async def setup(kube: Kube) -> None:
+        await fabric.create(kube)
+        await volcano_gang(kube, namespace, "big", 5, scheduler=name, fabric=fabric, topology=hard)
+        await volcano_gang(
+            kube, namespace, "grow", 3, scheduler=name, fabric=fabric, gpus=8, topology=hard
+        )
+
+    run(plane, setup)
+    scheduler, _ = start_scheduler(
+        plane,
+        tmp_path,
+        name,
+        "--provisioning-class",
+        ATOMIC_CLASS,
+        "--provisioning-retries",
+        "1",
+        "--provisioning-backoff",
+        "1",
+    )
+
+    async def condition_of(kube: Kube, gang: str) -> str:
+        pg = await read(kube, VOLCANO_PODGROUPS.path(namespace, gang))
+        conds = ((pg or {}).get("status") or {}).get("conditions") or [{}]
+        return str(conds[0].get("message", ""))
+
+    async def says(kube: Kube, gang: str, words: str) -> str:
+        await eventually(lambda: _contains(condition_of(kube, gang), words), 30, f"{gang}: {words}")
+        return await condition_of(kube, gang)
+
+    async def exists(kube: Kube, request: str) -> bool:
+        return await read(kube, PROVISIONING_REQUESTS.path(namespace, request)) is not None
+
+    try:
+
+        async def body(kube: Kube) -> dict[str, Any]:
+            seen: dict[str, Any] = {}
+            for gang in ("big", "grow"):
+                await eventually(
+                    lambda g=gang: exists(kube, request_name(g)), 30, f"{gang}'s request"
+                )
+            big1, grow1 = request_name("big"), request_name("grow")
+            await autoscaler_says(
+                kube, namespace, big1,
+                ("Accepted", "True", "Accepted", "accepted"),
+                ("Provisioned", "False", "Provisioning", "ETA 5 min"),
+            )  # fmt: skip
+            seen["accepted"] = await says(kube, "big", "is provisioning its nodes")
+            await autoscaler_says(
+                kube, namespace, big1, ("Failed", "True", "OutOfResources", "no quota")
+            )
+            big2 = request_name("big", 2)
+            await eventually(lambda: exists(kube, big2), 30, "the second attempt")
+            seen["failed"] = await says(kube, "big", "attempt 2 of 2, after")
+            seen["first_gone"] = not await exists(kube, big1)
+            pod = await read(kube, PODS.path(namespace, "big-0"))
+            seen["consumes"] = (pod or {})["metadata"]["annotations"][CONSUME_ANNOTATION]
+            await autoscaler_says(
+                kube, namespace, big2, ("Failed", "True", "OutOfResources", "still none")
+            )
+            seen["stopped"] = await says(kube, "big", "no further request")
+            # the booking of a gang that still waits runs out: asked again
+            await autoscaler_says(
+                kube, namespace, grow1,
+                ("Provisioned", "True", "Provisioned", "successfully provisioned"),
+            )  # fmt: skip
+            seen["provisioned"] = await says(kube, "grow", "provisioned its nodes")
+            await autoscaler_says(
+                kube, namespace, grow1,
+                ("Provisioned", "True", "Provisioned", "successfully provisioned"),
+                ("BookingExpired", "True", "CapacityReservationTimeExpired", "expired"),
+            )  # fmt: skip
+            await eventually(lambda: exists(kube, request_name("grow", 2)), 30, "grow again")
+            await asyncio.sleep(3)  # the backoff (1 s, 2 s) passes several sessions over
+            seen["no_third"] = not await exists(kube, request_name("big", 3))
+            events = (await kube.get(EVENTS.path(namespace)))["items"]
+            seen["events"] = {
+                (e["involvedObject"]["name"], e["reason"]): e["message"] for e in events
+            }
+            return seen
+
+        seen = run(plane, body)
+    finally:
+        scheduler.stop()
+    big1 = request_name("big")
+    assert seen["accepted"].endswith(
+        f"; cluster-autoscaler accepted ProvisioningRequest {big1} and is provisioning its "
+        "nodes (Provisioned=False: Provisioning: ETA 5 min)"
+    )
+    assert seen["failed"].endswith(
+        f"; asked cluster-autoscaler for its nodes (ProvisioningRequest {request_name('big', 2)}"
+        "); attempt 2 of 2, after cluster-autoscaler could not provision it "
+        f"(ProvisioningRequest {big1}, Failed: OutOfResources: no quota)"
+    )
+    assert seen["first_gone"] and seen["consumes"] == request_name("big", 2)
+    assert seen["stopped"].endswith("still none); no further request after 2 attempts")
+    assert seen["no_third"]
+    assert "successfully provisioned" in seen["provisioned"]
+    for event in (
+        ("big", "ProvisioningRequestAccepted"),
+        ("big", "ProvisioningRequestFailed"),
+        ("grow", "ProvisioningRequestProvisioned"),
+        ("grow", "ProvisioningRequestBookingExpired"),
+    ):
+        assert event in seen["events"], sorted(seen["events"])
+    # the Event of a failure says what follows, as Kueue's "Retrying after failure: ..."
+    failed = seen["events"][("big", "ProvisioningRequestFailed")]
+    assert failed.endswith(("asking again in 1 s (attempt 2 of 2)", "after 2 attempts")), failed
+
+
+async def _contains(text: Any, words: str) -> bool:
+    return words in await text

@@ -21,7 +21,7 @@ from webhook_helpers import (
     workload_podgroup,
 )
 
-from tierra.api.hypernode import TIERRA_GROUP, decode_hypernode
+from tierra.api.hypernode import MANAGED_BY, TIERRA_GROUP, decode_hypernode
 from tierra.api.node import decode_node
 from tierra.cli import app
 from tierra.kube.testing.fake import node_manifest
@@ -121,6 +121,42 @@ def test_groups_are_separate_forests() -> None:
     assert judge.review_hypernode(hn("s7", 3, children=("s4",))).allowed
     verdict = judge.review_hypernode(hn("s7", 3, children=("s4",), api=VOLCANO))
     assert not verdict.allowed
+
+
+def owned(raw: dict[str, Any], owner: str = "labels") -> dict[str, Any]:
+    return {**raw, "metadata": {**raw["metadata"], "labels": {MANAGED_BY: owner}}}
+
+
+def test_a_name_the_other_group_holds_is_admitted_with_a_warning_unless_a_mirror() -> None:
+    judge = judge_with(canonical(VOLCANO))
+    verdict = judge.review_hypernode(hn("s4", 2, nodes=("n0",)))
+    assert verdict.allowed
+    (warning,) = verdict.warnings
+    assert "topology.volcano.sh also holds a HyperNode named 's4'" in warning
+    assert "topology.tierra.dev/s4 and topology.volcano.sh/s4" in warning
+    # the controller's copy (the same managed-by label on both) is one HyperNode: no warning
+    judge = judge_with([owned(r) for r in canonical(VOLCANO)])
+    assert not judge.review_hypernode(owned(hn("s0", 1, nodes=("n0", "n1")))).warnings
+    assert judge.review_hypernode(owned(hn("s0", 1, nodes=("n0", "n1")), "slurm")).warnings
+
+
+def test_a_podgroup_sees_both_groups_as_two_name_spaces() -> None:
+    """Volcano's tree has tier name spine, tierra's (a different tree, same names) pod:
+    both are the forest a PodGroup's tier name resolves in; with every HyperNode a mirror,
+    tierra's copy alone (its tier names) is the topology."""
+    theirs = canonical(VOLCANO)
+    ours = [
+        hn("s0", 1, nodes=("n0",), tier_name="rack"),
+        hn("s4", 2, children=("s0",), tier_name="pod"),
+    ]
+    judge = judge_with([*theirs, *ours], canonical_nodes())
+    for name in ("spine", "pod"):
+        assert judge.review_podgroup(podgroup({"mode": "hard", "highestTierName": name})).allowed
+    mirrored = [owned(r) for r in canonical(VOLCANO)] + [owned(r) for r in canonical()]
+    judge = judge_with(mirrored, canonical_nodes())
+    assert judge.review_podgroup(podgroup({"mode": "hard", "highestTierName": "spine"})).allowed
+    assert len(judge._cache.index.trees) == 1
+    assert {h.group for h in judge._cache.index.hypernodes} == {TIERRA_GROUP}
 
 
 def test_dry_run_is_not_remembered() -> None:
@@ -231,8 +267,8 @@ WORKLOAD = "scheduling.k8s.io"
         pytest.param(
             "example.com/row",
             False,
-            "PodGroup/ml/train: spec: networkTopology.highestTierName 'example.com/row' "
-            "names no tier",
+            "PodGroup/ml/train: spec: spec.schedulingConstraints.topology[0].key "
+            "'example.com/row' gives no domain: no node carries the label",
             id="nothing-carries-the-key",
         ),
     ],
@@ -256,8 +292,10 @@ def test_a_gang_that_can_never_fit_is_admitted_with_validates_warning(tmp_path: 
     verdict = judge.review_podgroup(big, group=WORKLOAD)
     assert verdict.allowed
     (warning,) = verdict.warnings
-    assert "can never fit within highestTierName: example.com/rack" in warning
-    assert "holds 220); to fit, allow tier 2" in warning
+    # in the upstream PodGroup's own words: its key, its minCount, a key that would do
+    assert "can never fit within topology key example.com/rack" in warning
+    assert "holds 220); to fit, allow tier 2 (key: spine; s4 could hold it)" in warning
+    assert warning.endswith("or lower schedulingPolicy.gang.minCount to 220")
     gpus = podgroup({"mode": "hard", "highestTierName": "leaf"})
     gpus["spec"]["minResources"] = {"nvidia.com/gpu": "24"}  # a leaf has 2 x 8
     volcano = judge.review_podgroup(gpus)

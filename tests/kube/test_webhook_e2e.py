@@ -104,6 +104,17 @@ def kueue_pod(name: str, group: str, annotations: dict[str, str]) -> dict[str, A
     }
 
 
+TOTAL = "kueue.x-k8s.io/pod-group-total-count"
+
+
+def group_pod(name: str, group: str, total: str | None) -> dict[str, Any]:
+    """A pod of Kueue's plain pod group ``group`` (label), of ``total`` pods."""
+    pod = kueue_pod(name, "unused", {} if total is None else {TOTAL: total})
+    del pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+    pod["metadata"]["labels"] = {"kueue.x-k8s.io/pod-group-name": group}
+    return pod
+
+
 NODES = [node_manifest(f"w-n{i}", labels={RACK: "a"}) for i in range(2)]  # 2 x 110 pods
 
 
@@ -111,7 +122,7 @@ def configuration(plane: ControlPlane, port: int) -> dict[str, Any]:
     """deploy/'s configuration, pointed at the webhook on loopback (no Service routing here)."""
     objs = rendered(plane, DEPLOY / "overlays" / "standalone")
     (vwc,) = [o for o in objs if o["kind"] == "ValidatingWebhookConfiguration"]
-    paths = ("hypernodes", "podgroups", "pods")
+    paths = ("hypernodes", "podgroups", "pods", "devices")
     for hook, path in zip(vwc["webhooks"], paths, strict=True):
         hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/validate/{path}"}
     return vwc
@@ -168,7 +179,7 @@ def test_the_api_server_calls_the_webhook_over_tls(tierra_plane: ControlPlane) -
             await eventually(lambda: ready(health), 20, "the webhook ready")
             bundles = await ca_bundles(kube)
             secret = await kube.get(SECRETS.path(NAMESPACE, "tierra-webhook-tls"))
-            assert bundles == [secret["data"]["ca.crt"]] * 3  # every webhook trusts its CA
+            assert bundles == [secret["data"]["ca.crt"]] * 4  # every webhook trusts its CA
 
             # A valid tree, sent as one file: each object judged against the ones before.
             code, err = await apply(tierra_plane, tree())
@@ -229,6 +240,19 @@ def test_the_api_server_calls_the_webhook_over_tls(tierra_plane: ControlPlane) -
             )
             assert code == 0, err
             assert "spec.networkTopology and this pod Kueue's topology annotations" in err
+
+            # Pods of Kueue's plain pod groups (matchConditions: a pod-group label or
+            # annotation): a count that is not a number, a name without a count, refused
+            # as Kueue's own pod webhook refuses them; a well-formed one admitted.
+            code, err = await apply(tierra_plane, [group_pod("w-pg-count", "g1", "many")])
+            assert code != 0
+            assert 'admission webhook "pods.topology.tierra.dev" denied the request' in err
+            assert f"metadata.annotations[{TOTAL}]: must be an integer, got 'many'" in err
+            code, err = await apply(tierra_plane, [group_pod("w-pg-nocount", "g2", None)])
+            assert code != 0
+            assert f"metadata.annotations[{TOTAL}]: both the '{TOTAL}' annotation" in err
+            code, err = await apply(tierra_plane, [group_pod("w-pg-ok", "g3", "2")])
+            assert code == 0, err
 
             # The controller is exempt (it checks whole plans itself): its write passes.
             code, err = await apply(

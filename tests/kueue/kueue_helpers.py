@@ -80,13 +80,17 @@ def podgroup(job: str, min_member: int, **spec: Any) -> dict[str, Any]:
 
 
 def write(
-    tmp: Path, nodes: Sequence[dict[str, Any]], objects: Sequence[dict[str, Any]]
+    tmp: Path,
+    nodes: Sequence[dict[str, Any]],
+    objects: Sequence[dict[str, Any]],
+    levels: Sequence[str] = (BLOCK, RACK),
 ) -> list[Path]:
-    """The nodes, the HyperNodes discovered from their labels, and the objects, as files."""
+    """The nodes, the HyperNodes discovered from their ``levels`` labels, and the
+    objects, as files."""
     nodes_file = tmp / "nodes.yaml"
     nodes_file.write_text(yaml.safe_dump_all(nodes))
     code, out, err = run(
-        "discover", "labels", "--levels", f"{BLOCK},{RACK}", "--name", "default", nodes_file
+        "discover", "labels", "--levels", ",".join(levels), "--name", "default", nodes_file
     )
     assert code == 0, err
     hns = tmp / "hypernodes.yaml"
@@ -97,9 +101,13 @@ def write(
 
 
 def schedule(
-    tmp: Path, nodes: Sequence[dict[str, Any]], objects: Sequence[dict[str, Any]], *flags: str
+    tmp: Path,
+    nodes: Sequence[dict[str, Any]],
+    objects: Sequence[dict[str, Any]],
+    *flags: str,
+    levels: Sequence[str] = (BLOCK, RACK),
 ) -> dict[str, Any]:
-    code, out, err = run("schedule", *write(tmp, nodes, objects), "-o", "json", *flags)
+    code, out, err = run("schedule", *write(tmp, nodes, objects, levels), "-o", "json", *flags)
     assert code == 0, err
     result: dict[str, Any] = json.loads(out)
     return result
@@ -113,3 +121,76 @@ def reason(result: Mapping[str, Any], job: str) -> str:
     found = [u["reason"] for u in result["unschedulable"] if u["podGroup"] == f"default/{job}"]
     assert found, result
     return str(found[0])
+
+
+# Kueue's TAS e2e cluster (hack/testing/kind-cluster-tas.yaml at v0.19.2): eight workers,
+# two blocks of two racks of two, each with one example.com/gpu (suite_test.go)
+KIND_BLOCK = "cloud.provider.com/topology-block"
+KIND_RACK = "cloud.provider.com/topology-rack"
+KIND_LEVELS = (KIND_BLOCK, KIND_RACK)
+EXTRA = "example.com/gpu"
+
+
+def kind_workers() -> list[dict[str, Any]]:
+    out = []
+    for i in range(8):
+        name = "kind-worker" if i == 0 else f"kind-worker{i + 1}"
+        labels = {
+            "cloud.provider.com/node-group": "tas-group",
+            KIND_BLOCK: f"b{i // 4 + 1}",
+            KIND_RACK: f"r{i // 2 % 2 + 1}",
+            HOST: name,
+        }
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels},
+                "status": {"allocatable": {"cpu": "8", EXTRA: "1", "pods": "110"}},
+            }
+        )
+    return out
+
+
+def group_pod(
+    name: str,
+    group: str | None,
+    total: str | None,
+    *,
+    index: int | None = None,
+    annotations: Mapping[str, str] | None = None,
+    gpu: int = 1,
+) -> dict[str, Any]:
+    """One pod of a Kueue plain pod group (``testingpod.MakeIndexedGroup``'s keys)."""
+    labels = {"kueue.x-k8s.io/pod-group-name": group} if group is not None else {}
+    if index is not None:
+        labels["kueue.x-k8s.io/pod-group-pod-index"] = str(index)
+    ann = dict(annotations or {})
+    if total is not None:
+        ann["kueue.x-k8s.io/pod-group-total-count"] = total
+    request = {"cpu": "1", EXTRA: str(gpu)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels, "annotations": ann},
+        "spec": {
+            "schedulerName": "tierra",
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": request, "limits": request},
+                }
+            ],
+        },
+    }
+
+
+def indexed_group(
+    group: str, count: int, annotations: Mapping[str, str] | None = None, *, gpu: int = 1
+) -> list[dict[str, Any]]:
+    """Kueue's ``MakeIndexedGroup(count)``: ``<group>-<i>``, index label ``i``."""
+    return [
+        group_pod(f"{group}-{i}", group, str(count), index=i, annotations=annotations, gpu=gpu)
+        for i in range(count)
+    ]

@@ -50,6 +50,14 @@ def test_leader_workers_example_in_one_rack() -> None:
     assert len(bound) == 4 and len({rack(n) for n in bound.values()}) == 1
 
 
+def test_pod_group_example_one_rack_in_rank_order() -> None:
+    """Kueue's plain pod group (no PodGroup object): one gang of its count, in one rack,
+    index i on the i-th slot."""
+    bound = bindings("kueue/pod-group.yaml")
+    assert len(bound) == 4 and len({rack(n) for n in bound.values()}) == 1
+    assert [bound[f"train-{i}"] for i in range(4)] == sorted(bound.values())
+
+
 def test_nested_slices_example_three_layers_and_ranks() -> None:
     bound = bindings("tierra/nested-slices.yaml")
     by_rank = {7 - i: bound[f"nested-{i}"] for i in range(8)}

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tierra.errors import ConfigError
 from tierra.scheduler import ClusterStore, SchedulerConfig, SessionResult, load_config, run_session
-from tierra.scheduler.constraints.contention import uplink_shares
+from tierra.scheduler.constraints.contention import UplinkLoads, loads_of, uplink_shares
 from tierra.scheduler.scoring.links import LinkRate, link_table
 from tierra.scheduler.testing import gang, hypernode, node, pod, podgroup, snapshot, topology
 
@@ -72,3 +73,43 @@ def test_the_config_turns_it_on_and_refuses_a_bad_weight(tmp_path: Path) -> None
     text = str(caught.value)
     assert "contention.weight: must be >= 0" in text and "contention.span: unknown" in text
     assert SchedulerConfig().contention == 0.0  # off by default
+
+
+def recount(store: ClusterStore) -> np.ndarray:
+    """Every gang counted afresh: what the kept loads must equal."""
+    fresh = UplinkLoads()
+    fresh.sync(store)
+    return fresh.load
+
+
+def test_the_loads_are_kept_as_pods_come_and_go() -> None:
+    """The loads follow the store gang by gang (a session's commits, a removed pod, a
+    trial's undo) and always equal a count of every gang from scratch."""
+    store = fabric()
+    before = uplink_shares(store, LINKS).copy()
+    kept = loads_of(store)
+    run_session(store, SchedulerConfig(links=LINKS, contention=1.0))  # g2 placed, assumed
+    assert np.array_equal(kept.load, recount(store))
+    assert kept.load.sum() > 0
+    store.remove_pod("default/g1-0")  # g1 loses a pod in r0: r0's uplink carries less
+    assert np.array_equal(kept.load, recount(store))
+    r0 = store.index.ix["r0"]
+    assert uplink_shares(store, LINKS)[r0] < before[r0]
+    with store.trial():
+        store_pods = len(store.node_of)
+        run_session(store, SchedulerConfig(links=LINKS, contention=1.0))
+        assert len(store.node_of) == store_pods  # nothing left to place
+    assert np.array_equal(kept.load, recount(store))
+    assert loads_of(store) is kept  # one per store
+
+
+def test_a_new_index_counts_every_gang_again() -> None:
+    store = fabric()
+    kept = loads_of(store)
+    generation = store.generation
+    store.upsert_node(node("n9-0"))  # a node more: the index is rebuilt, domains renumbered
+    assert store.generation != generation
+    shares = uplink_shares(store, LINKS)
+    assert kept.generation == store.generation
+    assert np.array_equal(kept.load, recount(store))
+    assert shares[store.index.ix["r0"]] == shares[store.index.ix["r1"]] == 1.0

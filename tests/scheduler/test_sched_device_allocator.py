@@ -310,6 +310,98 @@ def test_network_attached_device() -> None:
     )
 
 
+def _selecting(key: str, value: str) -> dict[str, object]:
+    return {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
+        ]
+    }
+
+
+def test_unsuccessful_allocation_network_attached_device() -> None:
+    slices = [
+        slice_(
+            "s",
+            GPU,
+            [gpu("gpu-0", "x")],
+            node=None,
+            pool="p",
+            nodeSelector=_selecting("region", "r1"),
+        )
+    ]
+    result = DeviceAllocator(GPUS, slices).allocate(
+        [claim("c", exactly("r", GPU))], NodeInfo("n2", {"region": "r2"}), set()
+    )
+    assert refused(result).reason == "0 of 1 devices of class gpu.nvidia.com free on node n2"
+
+
+def test_many_network_attached_devices() -> None:
+    local_field = {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+        ]
+    }
+    slices = [
+        slice_(
+            "s1",
+            GPU,
+            [gpu("gpu-0", "a")],
+            node=None,
+            pool="p1",
+            nodeSelector=_selecting("region", "r1"),
+        ),
+        slice_("s2", GPU, [gpu("gpu-0", "b")], node=None, pool="p2", allNodes=True),
+        slice_(
+            "s3",
+            GPU,
+            [gpu("gpu-0", "c")],
+            node=None,
+            pool="p3",
+            nodeSelector=_selecting("planet", "earth"),
+        ),
+        slice_("s4", GPU, [gpu("gpu-0", "d")], node=None, pool="p4", nodeSelector=local_field),
+    ]
+    n1 = NodeInfo("n1", {"region": "r1", "planet": "earth"})
+    (a,) = DeviceAllocator(GPUS, slices).allocate([claim("c", exactly("r", GPU, 4))], n1, set())  # type: ignore[misc]
+    assert [(r.pool, r.device) for r in a.allocation.results] == [
+        ("p1", "gpu-0"),
+        ("p2", "gpu-0"),
+        ("p3", "gpu-0"),
+        ("p4", "gpu-0"),
+    ]
+    (term,) = a.allocation.node_selector  # a union of the slices' selectors, one term
+    assert term.match_expressions == (
+        Requirement("region", Operator.IN, ("r1",)),
+        Requirement("planet", Operator.IN, ("earth",)),
+    )
+    assert term.match_fields == (Requirement("metadata.name", Operator.IN, ("n1",)),)
+
+
+def test_local_and_network_attached_devices() -> None:
+    slices = [
+        slice_(
+            "s1",
+            GPU,
+            [gpu("gpu-0", "a")],
+            node=None,
+            pool="p1",
+            nodeSelector=_selecting("region", "r1"),
+        ),
+        slice_("s2", GPU, [gpu("gpu-0", "b")], node="n1", pool="p2"),
+    ]
+    (a,) = DeviceAllocator(GPUS, slices).allocate([claim("c", exactly("r", GPU, 2))], N1, set())  # type: ignore[misc]
+    assert [(r.pool, r.device) for r in a.allocation.results] == [("p1", "gpu-0"), ("p2", "gpu-0")]
+    (term,) = a.allocation.node_selector  # any node-local device: that node
+    assert term.match_fields == (Requirement("metadata.name", Operator.IN, ("n1",)),)
+    assert not term.match_expressions
+
+
+def test_tierra_all_nodes_devices_leave_the_claim_unpinned() -> None:
+    slices = [slice_("s", GPU, [gpu("gpu-0", "x")], node=None, pool="fabric", allNodes=True)]
+    (a,) = DeviceAllocator(GPUS, slices).allocate([claim("c", exactly("r", GPU))], N1, set())  # type: ignore[misc]
+    assert a.allocation.node_selector is None
+
+
 def test_separate_claims_share_device_admin_access() -> None:
     slices = [slice_("s", GPU, [gpu("gpu-0", "x")])]
     admin = exactly("r", GPU, adminAccess=True)
@@ -367,3 +459,48 @@ def test_tierra_the_h100_capture_gives_eight_gpus_and_no_ninth() -> None:
         "0 of 1 devices"
         in refused(alloc.allocate([claim("d", exactly("r", GPU))], node, taken)).reason
     )
+
+
+def test_tierra_nvidia_smi_aligns_gpus_and_nics_the_slices_say_nothing_about() -> None:
+    """A DGX-1 whose slices carry no PCIe attributes (an older driver) and whose Node
+    carries discovery's nvidia-smi annotation: the node's inside (topology/inside.py)
+    puts GPU0 and mlx5_0 under one PCIe switch, so a GPU+NIC claim gets that NIC, not the
+    first one listed (mlx5_3, across the sockets)."""
+    from tierra.api.meta import ObjectMeta
+    from tierra.api.node import Node
+    from tierra.api.node_topology import NODE_TOPOLOGY_ANNOTATION
+    from tierra.discovery.nvidia_smi import parse
+    from tierra.scheduler.devices.cluster import DeviceCluster
+
+    text = (
+        Path(__file__).parent.parent
+        / "fixtures"
+        / "gpu-topo"
+        / "nvidia-smi-topo-dgx1-v100-4nic.txt"
+    ).read_text()
+    gpus = slice_(
+        "g",
+        GPU,
+        [{"name": f"gpu-{i}", "attributes": {"type": {"string": "gpu"}}} for i in range(8)],
+        node="dgx1",
+    )
+    nics = slice_(
+        "n",
+        NIC,
+        [
+            {"name": f"nic-{i}", "attributes": {"rdmaDevice": {"string": f"mlx5_{3 - i}"}}}
+            for i in range(4)
+        ],
+        node="dgx1",
+    )
+    c = claim("c", exactly("g", GPU), exactly("n", NIC))
+    plain = DeviceCluster.of(GPUS.values(), [c], [], [gpus, nics])
+    node = NodeInfo("dgx1")
+    assert devices(plain.allocator.allocate([c], node, set())) == [[("g", "gpu-0"), ("n", "nic-0")]]
+    annotated = Node(
+        meta=ObjectMeta(
+            name="dgx1", annotations={NODE_TOPOLOGY_ANNOTATION: parse(text, "dgx1").to_json()}
+        )
+    )
+    plain.note_node(annotated)
+    assert devices(plain.allocator.allocate([c], node, set())) == [[("g", "gpu-0"), ("n", "nic-3")]]

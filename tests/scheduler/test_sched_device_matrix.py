@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 from tests.scheduler.dra_builders import (
     GPU,
     GPU_CLASS_SELECTOR,
@@ -75,10 +76,12 @@ def test_counts_agree_with_the_search_on_every_node() -> None:
             meta=ObjectMeta(name="p", namespace="ns", uid="u"),
             resource_claims=(PodClaim("x", "c"),),
         )
-        assert dc.allocator.matrix() is not None
         counted = dc.eligible(p, nodes)
         searched = dc._eligible_searched(p, nodes)
-        assert counted == searched, (trial, counted, searched)
+        # the same nodes; where none, a reason each (which node is closest may differ:
+        # the counts order the nodes searched for it)
+        assert counted[0] == searched[0], (trial, counted, searched)
+        assert (counted[1] is None) == (searched[1] is None), (trial, counted, searched)
 
 
 def test_a_slice_update_keeps_the_verdicts_of_unchanged_devices() -> None:
@@ -97,3 +100,92 @@ def test_a_slice_update_keeps_the_verdicts_of_unchanged_devices() -> None:
     assert 0 < kept < before  # n0's old GPUs' verdicts dropped, the others' kept
     names, _ = dc.eligible(p, nodes)
     assert "n0" in names
+
+
+def _shared_slices(rng: random.Random, racks: int, *, incomplete: bool) -> list:
+    """Per rack, a fabric pool of GPUs every node of the rack sees (a nodeSelector on its
+    label), sometimes split over two slices; one pool every node sees (allNodes).
+    ``incomplete``: rack 0's pool says it has one slice more than it publishes."""
+    out = []
+    for r in range(racks):
+        selector = {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "rack", "operator": "In", "values": [f"r{r}"]}]}
+            ]
+        }
+        count = rng.randint(1, 2)
+        for part in range(count):
+            devices = [gpu(f"gpu-{part}-{k}", rng.choice(ROOTS)) for k in range(rng.randint(0, 3))]
+            out.append(
+                slice_(
+                    f"fabric-{r}-{part}",
+                    GPU,
+                    devices,
+                    node=None,
+                    pool=f"fabric-{r}",
+                    count=count + int(incomplete and r == 0),
+                    nodeSelector=selector,
+                )
+            )
+    out.append(
+        slice_("everywhere", NIC, [nic("nic-x", "pci0")], node=None, pool="all", allNodes=True)
+    )
+    return out
+
+
+def test_counts_agree_with_the_search_where_slices_select_their_nodes() -> None:
+    """upstream's network-attached cases, counted: devices of slices with a nodeSelector or
+    allNodes are counted on every node they reach, once per group of nodes."""
+    rng = random.Random(11)
+    for trial in range(12):
+        dc = _cluster(rng, 8)
+        for s in _shared_slices(rng, 3, incomplete=trial % 4 == 3):
+            dc.slices[s.meta.name] = s
+        nodes = [
+            Node(meta=ObjectMeta(name=f"n{i}", labels={"rack": f"r{i % 3}"})) for i in range(9)
+        ]
+        requests = CLAIMS[trial % len(CLAIMS)]
+        if trial % 2:
+            requests = [*requests, exactly("k", NIC, 1)]
+        dc.claims["ns/c"] = claim("c", *requests)
+        if trial % 3 == 2:
+            used = DeviceResult(request="g", driver=GPU, pool="fabric-1", device="gpu-0-0")
+            dc.assumed["ns/other"] = Allocation(results=(used,))
+        dc.changed(devices=True)
+        p = Pod(
+            meta=ObjectMeta(name="p", namespace="ns", uid="u"),
+            resource_claims=(PodClaim("x", "c"),),
+        )
+        matrix = dc.allocator.matrix(nodes)
+        assert matrix.reach is not None and len(matrix.nodes) == 9
+        counted = dc.eligible(p, nodes)
+        searched = dc._eligible_searched(p, nodes)
+        # the same nodes; where none, a reason each (which node is closest may differ:
+        # the counts order the nodes searched for it)
+        assert counted[0] == searched[0], (trial, counted, searched)
+        assert (counted[1] is None) == (searched[1] is None), (trial, counted, searched)
+
+
+def test_a_shared_pool_is_one_set_of_devices_however_many_nodes_see_it() -> None:
+    dc = DeviceCluster.of(
+        [device_class(GPU, GPU_CLASS_SELECTOR)],
+        [],
+        [],
+        [
+            slice_(
+                "all",
+                GPU,
+                [gpu("gpu-0", "x"), gpu("gpu-1", "y")],
+                node=None,
+                pool="f",
+                allNodes=True,
+            )
+        ],
+    )
+    nodes = [Node(meta=ObjectMeta(name=f"n{i}")) for i in range(50)]
+    matrix = dc.allocator.matrix(nodes)
+    assert len(matrix.candidates) == 2
+    ok = np.ones(2, dtype=bool)
+    assert matrix.room(ok).tolist() == [2] * 50
+    ok[0] = False
+    assert matrix.room(ok).tolist() == [1] * 50

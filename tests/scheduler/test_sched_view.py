@@ -3,8 +3,8 @@
 Feeding happens here from ``on_decision`` (in the session's thread, between two gangs),
 which is where an adapter's event loop gets in while a session runs in a worker thread:
 the first change forks the store, the session goes on over what it saw when it
-started, and when it ends its later decisions are replayed on the store and what was
-fed is counted again after them.
+started, its later decisions are replayed on the store as it keeps them, and when it
+ends what was fed is counted again after them.
 """
 
 from __future__ import annotations

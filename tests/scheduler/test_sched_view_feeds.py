@@ -245,3 +245,23 @@ def test_a_view_is_read_only() -> None:
     finally:
         store.close_view(view)
     assert "default/late" not in store.pods
+
+
+def test_a_binding_that_fails_while_the_session_runs_is_forgotten_for_good() -> None:
+    """The binder forgets a pod whose binding failed as soon as it hears (the session
+    may still run): for a gang kept after the fork, the store already holds the
+    assumption to forget, and nothing assumes it again when the session ends."""
+    store, devices = cluster()
+
+    def fail_b_web(d: Decision) -> None:
+        if d.gang == "default/a-first":
+            cordoned_node(store, devices)  # a feed: the store forks
+        elif d.gang == "default/b-web":
+            assert {b.pod for b in d.bindings} <= store.assumed  # replayed already
+            for b in d.bindings:
+                store.forget(b.pod)  # e.g. a 404 from pods/binding
+
+    result = run_session(store, on_decision=fail_b_web)
+    web = {b.pod for b in result.bindings if b.pod.startswith("default/b-web-")}
+    assert web and not web & store.assumed
+    assert web <= set(store.pending)  # pending again: the next session places them

@@ -165,3 +165,29 @@ def test_scheduler_config(tmp_path: Path) -> None:
     assert code == 0, out
     (result,) = json.loads(out)["results"]
     assert result["summary"]["finished"] == result["summary"]["jobs"]
+
+
+def test_structure_and_devices_tables_in_json_and_html(tmp_path: Path) -> None:
+    report = tmp_path / "r.html"
+    args = [*SMALL, "--hours", "3", "--load", "0.9", "--structured-share", "0.05"]
+    code, out = run(*args, "--devices", "reversed", "--report", str(report))
+    assert code == 0, out
+    assert "rank order, slices, bounded wait" in out and "GPU-NIC alignment" in out
+    html = report.read_text()
+    assert "Rank order, slices, bounded wait" in html and "NVLink cliques" in html
+    code, out = run(*args, "--devices", "aligned", "--no-report", "-o", "json")
+    summary = json.loads(out)["results"][0]["summary"]
+    assert summary["structure"]["ranked_gangs"] > 0 and summary["devices"]["nic_pods"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--devices", "sideways"), "--devices must be one of aligned, reversed"),
+        (("--structured-share", "1.5"), "--structured-share must be between 0 and 1"),
+        (("--half-node-share", "-1"), "--half-node-share must be between 0 and 1"),
+    ],
+)
+def test_bad_structure_and_device_options(args: tuple[str, str], words: str) -> None:
+    code, out = run(*SMALL, "--no-report", *args)
+    assert code == 2 and words in out

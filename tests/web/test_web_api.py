@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tierra.api.hypernode import MANAGED_BY, TIERRA_GROUP, VOLCANO_GROUP
 from tierra.api.node import Condition
 from tierra.api.snapshot import load_snapshot
 from tierra.web.app import ENDPOINTS, STATIC
@@ -128,3 +129,36 @@ def test_events_announce_changes() -> None:
                     got.set()
                     break
     assert got.is_set() and events == [1, 2]
+
+
+def test_two_groups_are_told_apart_and_a_mirror_is_said(tmp_path: Path) -> None:
+    """A Volcano s0 beside tierra's (not a mirror) is its own HyperNode, reached as
+    ``group/name`` (the route takes the slash); the controller's mirror of every other
+    HyperNode is set aside, and the topology document says which group is drawn."""
+    snap = load_snapshot([TRAINING])  # every HyperNode in Volcano's group
+    owned = {MANAGED_BY: "labels"}
+    tierra = [
+        replace(h, group=TIERRA_GROUP, meta=replace(h.meta, labels=owned))
+        for h in snap.hypernodes
+        if h.name != "s0"
+    ]
+    mirrors = [
+        replace(h, meta=replace(h.meta, labels=owned)) for h in snap.hypernodes if h.name != "s0"
+    ]
+    s0 = next(h for h in snap.hypernodes if h.name == "s0")
+    other = replace(s0, group=TIERRA_GROUP)  # the same name in tierra's group, by hand
+    hns = (*tierra, *mirrors, s0, other)
+    dash = Dashboard.from_snapshot(replace(snap, hypernodes=hns), source=Source("snapshot", "x"))
+    with serving(dash) as url, httpx.Client(base_url=url, timeout=30) as c:
+        topo = c.get("/api/topology").json()
+        names = topo["domains"]["name"]
+        assert "topology.volcano.sh/s0" in names and "topology.tierra.dev/s0" in names
+        assert "s4" in names and names.count("s4") == 1
+        assert topo["mirrors"]["hyperNodes"] == sorted(h.name for h in mirrors)
+        assert topo["mirrors"]["note"].endswith(
+            "scheduling by topology.tierra.dev, whose copies carry link and health"
+        )
+        doc = c.get("/api/hypernodes/topology.volcano.sh%2Fs0").json()
+        assert doc["group"] == VOLCANO_GROUP and doc["health"]["nodes"] == 2
+        assert c.get("/api/hypernodes/topology.tierra.dev/s0").json()["group"] == TIERRA_GROUP
+        assert c.get("/api/hypernodes/s0").status_code == 404  # ambiguous: which one?

@@ -217,3 +217,45 @@ def test_ten_thousand_nodes_and_the_screenshots(page: Page, tmp_path: Path) -> N
         page.screenshot(path=str(out / "dashboard-pending.png"))
     for name in ("dashboard-topology.png", "dashboard-gang.png", "dashboard-pending.png"):
         assert png_size(out / name) == (1500, 820)
+
+
+def test_a_node_panel_lists_the_node_s_inside(page: Page, tmp_path: Path) -> None:
+    """The H100 capture's slices: the node's panel lists a PCIe root per GPU."""
+    capture = REPO / "tests" / "fixtures" / "dra" / "aicr-h100-resourceslices-gpu-node-1.yaml"
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        yaml.safe_dump_all(
+            [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": "gpu-node-1"},
+                    "status": {
+                        "allocatable": {"cpu": "64", "memory": "1Ti", "pods": "110"},
+                        "conditions": [{"type": "Ready", "status": "True"}],
+                    },
+                },
+                {
+                    "apiVersion": "topology.tierra.dev/v1alpha1",
+                    "kind": "HyperNode",
+                    "metadata": {"name": "rack"},
+                    "spec": {
+                        "tier": 1,
+                        "members": [
+                            {"type": "Node", "selector": {"exactMatch": {"name": "gpu-node-1"}}}
+                        ],
+                    },
+                },
+            ]
+        )
+    )
+    for url in served([cluster, capture]):
+        load(page, url)
+        page.click('#icicle g.domain[data-name="rack"]')
+        page.wait_for_selector('#panel-title[data-name="rack"]')
+        page.wait_for_function("document.querySelectorAll('#icicle g.node').length === 1")
+        page.click('#icicle g.node[data-node="gpu-node-1"]')
+        page.wait_for_selector('#panel-title[data-name="gpu-node-1"]')
+        text = page.inner_text("#panel .inside-list")
+        assert "pcie-root pci0000:44: gpu.nvidia.com/gpu-0" in text
+        assert text.count("pcie-root") == 8

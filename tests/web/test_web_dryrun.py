@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tierra.api.hypernode import MANAGED_BY, TIERRA_GROUP, VOLCANO_GROUP, HyperNode
 from tierra.api.node import Condition
 from tierra.api.snapshot import load_snapshot
 from tierra.errors import Problem
@@ -119,22 +120,52 @@ def test_explain_reads_the_cache_and_leaves_it_as_it_was() -> None:
     assert dash.analyse() == before == fresh(dash)
 
 
-def test_a_hypernode_named_by_both_groups_is_the_one_the_picture_shows() -> None:
-    """Both HyperNode groups may define one name; the index keeps the first by key, so
-    the dry run must see that one too (the Cache alone would keep the last)."""
+def test_a_name_both_groups_hold_is_two_hypernodes_to_the_picture_and_the_dry_run() -> None:
+    """Both HyperNode groups may define one name: two name spaces, so two HyperNodes
+    (each called ``group/name``), neither replacing the other, in the picture and in the
+    dry run's cache alike."""
     dash = dashboard()
     before = dash.analyse()
     cache = dash.dry._cache
     other = hypernode("s0", 1, nodes=["node-0"])  # tierra's group; the example's is Volcano's
-    assert other.group == "topology.tierra.dev"
+    assert other.group == TIERRA_GROUP
     dash.upsert(other)
-    kept = dash.view.index.hypernodes[dash.view.index.ix["s0"]]
-    assert kept == other  # first by key: topology.tierra.dev/s0
+    ix = dash.view.index
+    assert "s0" not in ix.ix
+    assert ix.hypernodes[ix.ix["topology.tierra.dev/s0"]] == other
+    theirs = ix.hypernodes[ix.ix["topology.volcano.sh/s0"]]
+    assert theirs.group == VOLCANO_GROUP and ix.children[ix.ix["s4"]][0] == ix.key_ix[theirs.key]
     after = dash.analyse()
     assert cache is not None and dash.dry._cache is cache
-    assert cache.hypernodes["s0"] == kept
-    # s0 is now tierra's, holding node-0 alone under no spine: pretrain no longer fits
-    assert before.placeable["default/pretrain"] == "s4" and "default/pretrain" in after.waiting
+    assert cache.hypernodes[other.key] == other and cache.hypernodes[theirs.key] == theirs
+    assert cache.index.names == ix.names
+    # Volcano's tree is whole: pretrain still fits under its s4, as on a fresh copy
+    assert before.placeable["default/pretrain"] == after.placeable["default/pretrain"] == "s4"
+    assert after == fresh(dash)
+
+
+def test_the_controllers_mirror_is_one_topology_to_the_picture_and_the_dry_run() -> None:
+    """Every HyperNode in both groups with the controller's managed-by label on both:
+    tierra's copies are the topology, Volcano's are set aside, and nothing is counted
+    twice."""
+    dash = dashboard()
+    before = dash.analyse()
+    names = sorted(h.name for h in dash.store.hypernodes.values())
+
+    def owned(h: HyperNode, group: str) -> HyperNode:
+        return replace(h, group=group, meta=replace(h.meta, labels={MANAGED_BY: "labels"}))
+
+    for h in list(dash.store.hypernodes.values()):
+        dash.upsert(owned(h, VOLCANO_GROUP))
+        dash.upsert(owned(h, TIERRA_GROUP))
+    ix = dash.view.index
+    assert sorted(ix.names[: ix.root]) == names  # one of each, by its plain name
+    assert {h.group for h in ix.hypernodes} == {TIERRA_GROUP}
+    assert [h.name for h in ix.mirrors.copies] == names
+    assert len(ix.trees) == 1
+    after = dash.analyse()
+    assert after.placeable == before.placeable and after.waiting == before.waiting
+    assert after == fresh(dash)
 
 
 def test_an_invalid_hypernode_makes_its_tree_unusable_to_the_dry_run_too() -> None:

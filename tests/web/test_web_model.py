@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from tierra.api.node import Condition, Node, Taint, TaintEffect
 from tierra.api.snapshot import Snapshot, load_snapshot
 from tierra.cli import app
+from tierra.kube.testing.fake import workload_podgroup_manifest
 from tierra.scheduler import ClusterStore, explain_gang, schedule
 from tierra.scheduler.explain.reasons import best_first
 from tierra.scheduler.testing import pod
@@ -219,3 +220,29 @@ def test_achieved_tier_is_the_lowest_domain_holding_every_pod() -> None:
     assert checked >= 20
     spread = [r for r in rows.values() if r["achieved"] and r["achieved"]["tier"] > 1]
     assert spread  # some gangs span more than one tier-1 domain
+
+
+def test_an_upstream_gang_row_names_its_own_minimum_field(tmp_path: Path) -> None:
+    """The gang panel labels the minimum as the PodGroup's own API names it."""
+    docs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n0", "labels": {"example.com/rack": "r0"}},
+            "status": {"allocatable": {"cpu": "4", "pods": "10"}},
+        },
+        workload_podgroup_manifest("up", "ml", {"gang": {"minCount": 2}}, "example.com/rack"),
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "vc", "namespace": "ml"},
+            "spec": {"minMember": 3},
+        },
+    ]
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+    dash = dashboard(load_snapshot([path]))
+    rows = {r["key"]: r for r in dash.gangs_doc()["gangs"]}
+    assert rows["ml/up"]["minimumField"] == "schedulingPolicy.gang.minCount"
+    assert rows["ml/up"]["constraint"] == "topology key: example.com/rack"
+    assert rows["ml/vc"]["minimumField"] == "minMember"

@@ -7,6 +7,12 @@ do, for the cost model) and a health status (conditions, unhealthy nodes, a real
 recursive node count). Converting tierra -> Volcano keeps the extras in annotations, so
 Volcano -> tierra restores them: a round trip through either group loses nothing.
 
+A HyperNode is (API group, name): the two groups are two name spaces, so ``rack-a`` in
+each is two objects (``HyperNodeKey``). Where a name alone is ambiguous, tierra names one
+``group/name`` (``qualified``); where the controller mirrors its own group into Volcano's
+(both copies carry its managed-by label, ``MANAGED_BY``), the topology index schedules by
+tierra's copy (``tierra.topology.mirrors``).
+
 Schema rules are checked while decoding, as Volcano's CRD and admission policy check
 them (one selector per member, exact names that are DNS subdomains and qualified names,
 ``tierName`` of at most 253 characters, RE2 patterns, tier >= 0, at least one member);
@@ -20,7 +26,7 @@ import enum
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from tierra.api.fields import Fields, Report
 from tierra.api.labels import LabelSelector, decode_label_selector
@@ -41,8 +47,34 @@ VOLCANO_GROUP = "topology.volcano.sh"
 VERSION = "v1alpha1"
 GROUPS = (TIERRA_GROUP, VOLCANO_GROUP)
 
+MANAGED_BY = "topology.tierra.dev/managed-by"
+"""Ownership label: tierra's controller writes it, with the source's owner, on every
+HyperNode it makes, in each group it writes (so a Volcano copy is known for one)."""
+
 LINK_ANNOTATION = "topology.tierra.dev/link"
 UNHEALTHY_ANNOTATION = "topology.tierra.dev/unhealthy-nodes"
+
+
+class HyperNodeKey(NamedTuple):
+    """A HyperNode's identity: two groups are two name spaces (DESIGN.md's "Identity")."""
+
+    group: str
+    name: str
+
+    def __str__(self) -> str:
+        return qualified(self.group, self.name)
+
+
+def qualified(group: str, name: str) -> str:
+    """``group/name``: what tierra calls a HyperNode whose name both groups hold (a
+    HyperNode name is a DNS subdomain, never holding a ``/``, so this parses back)."""
+    return f"{group}/{name}"
+
+
+def parse_qualified(text: str) -> HyperNodeKey | None:
+    """The key ``text`` names when written ``group/name`` with a HyperNode group, else None."""
+    group, sep, name = text.partition("/")
+    return HyperNodeKey(group, name) if sep and group in GROUPS and name else None
 
 
 class MemberType(enum.StrEnum):
@@ -149,6 +181,10 @@ class HyperNode:
     @property
     def name(self) -> str:
         return self.meta.name
+
+    @property
+    def key(self) -> HyperNodeKey:
+        return HyperNodeKey(self.group, self.meta.name)
 
     @property
     def ref(self) -> str:

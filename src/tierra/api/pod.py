@@ -9,6 +9,9 @@ from typing import Any
 
 from tierra.api.fields import Fields, Report
 from tierra.api.kueue import read_topology
+from tierra.api.kueue_pod_group import group_name as kueue_group_name
+from tierra.api.kueue_pod_group import in_group as in_kueue_group
+from tierra.api.kueue_pod_group import problems as kueue_group_problems
 from tierra.api.labels import NODE_SELECTOR_OPERATORS, Requirement, decode_requirement
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Taint, TaintEffect
@@ -35,6 +38,7 @@ class Toleration:
     operator: str = "Equal"  # Equal | Exists
     value: str = ""
     effect: TaintEffect | None = None  # None tolerates every effect
+    seconds: int | None = None  # tolerationSeconds: a NoExecute taint tolerated that long
 
     def tolerates(self, taint: Taint) -> bool:
         if self.effect is not None and self.effect is not taint.effect:
@@ -119,8 +123,15 @@ class Pod:
 
     @property
     def group_name(self) -> str:
-        """The PodGroup it joins: Volcano's annotation, else the upstream schedulingGroup."""
-        return self.meta.annotations.get(GROUP_NAME_ANNOTATION, "") or self.scheduling_group
+        """The gang it joins: Volcano's annotation, else the upstream schedulingGroup (both
+        name a PodGroup), else Kueue's ``pod-group-name`` (a plain pod group, no PodGroup
+        object: ``tierra.scheduler.kueue_pod_groups`` makes the gang)."""
+        meta = self.meta
+        return (
+            meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+            or self.scheduling_group
+            or kueue_group_name(meta)
+        )
 
     @property
     def bound(self) -> bool:
@@ -186,7 +197,11 @@ def _decode_toleration(f: Fields) -> Toleration:
             )
     operator = f.enum("operator", ("Equal", "Exists"), "Equal")
     return Toleration(
-        key=f.string("key"), operator=operator, value=f.string("value"), effect=effect
+        key=f.string("key"),
+        operator=operator,
+        value=f.string("value"),
+        effect=effect,
+        seconds=f.opt_int("tolerationSeconds"),
     )
 
 
@@ -239,6 +254,9 @@ def _decode_claims(spec: Fields, status: Fields) -> tuple[PodClaim, ...]:
 def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
     for key, message in read_topology(meta.annotations)[1]:  # Kueue's, located
         f.report.add(f"metadata.annotations[{key}]", message)
+    if in_kueue_group(meta):  # Kueue's pod group keys, located
+        for path, message in kueue_group_problems(meta):
+            f.report.add(path, message)
     spec = f.obj("spec", required=True)
     status = f.obj("status")
     phase_text = status.string("phase", "Pending")

@@ -1,4 +1,10 @@
-"""PodGroups (``scheduling.volcano.sh/v1beta1``): gangs and their topology constraints."""
+"""PodGroups (``scheduling.volcano.sh/v1beta1``): gangs and their topology constraints.
+
+The upstream Workload API's PodGroup (``tierra.api.workload``) becomes the same type; its
+``api`` (``PodGroupApi``) says how its own API names the fields tierra reads, so every
+message about it speaks that API (``schedulingPolicy.gang.minCount``, its topology key),
+never Volcano's ``minMember`` or ``networkTopology.highestTierName``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from typing import Any
 from tierra.api.fields import Fields, Report
 from tierra.api.labels import LabelSelector, decode_label_selector
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
+from tierra.api.pod import PodClaim
 from tierra.api.quantity import milli_to_quantity
 from tierra.api.tierra_annotations import PREFERRED_TIER, PREFERRED_TIER_NAME, read_gang_topology
 from tierra.errors import Origin, Problem, Severity
@@ -36,6 +43,9 @@ class NetworkTopology:
     highest_tier_name: str | None = None
     preferred_tier_allowed: int | None = None
     preferred_tier_name: str | None = None
+    # an upstream PodGroup's ``schedulingConstraints.topology[0].key`` this limit was read
+    # from (``highest_tier_name`` is the tier it resolves to): messages name the key
+    key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"mode": str(self.mode)}
@@ -48,6 +58,29 @@ class NetworkTopology:
         if self.preferred_tier_name is not None:
             out["preferredTierName"] = self.preferred_tier_name
         return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodGroupApi:
+    """What a PodGroup's own API calls the fields tierra reads, for the messages about it."""
+
+    group: str
+    min_member: str  # the gang's minimum, as a field path its users know
+    topology: str  # where its topology constraint lives
+
+    def lower_min(self, n: int) -> str:
+        """The advice to ask for fewer pods, in its own field's words."""
+        return f"lower {self.min_member} to {n}"
+
+
+VOLCANO_WORDS = PodGroupApi(
+    group="scheduling.volcano.sh", min_member="minMember", topology="spec.networkTopology"
+)
+WORKLOAD_WORDS = PodGroupApi(
+    group="scheduling.k8s.io",
+    min_member="schedulingPolicy.gang.minCount",
+    topology="spec.schedulingConstraints.topology",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +104,10 @@ class PodGroup:
     sub_group_policies: tuple[SubGroupPolicy, ...] = ()
     min_task_member: Mapping[str, int] = field(default_factory=dict)
     phase: str = ""
+    api: PodGroupApi = VOLCANO_WORDS  # which API it came from, for the words about it
+    # an upstream PodGroup's spec.resourceClaims (DRAWorkloadResourceClaims), a template's
+    # claim named once the resourceclaim controller recorded it in status
+    resource_claims: tuple[PodClaim, ...] = ()
     origin: Origin | None = field(default=None, compare=False)
 
     @property

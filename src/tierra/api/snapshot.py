@@ -21,8 +21,10 @@ import yaml
 from tierra.api.files import YamlLoader, read_text, yaml_problem
 from tierra.api.hypernode import GROUPS as HYPERNODE_GROUPS
 from tierra.api.hypernode import HyperNode, decode_hypernode
-from tierra.api.kueue import GROUP_NAME, PODSET_LABEL, cluster_problems, level_keys
+from tierra.api.kueue import GROUP_NAME, cluster_problems, level_keys
 from tierra.api.kueue import PREFIX as KUEUE_PREFIX
+from tierra.api.kueue_pod_group import podset_of
+from tierra.api.kueue_pod_group import snapshot_problems as pod_group_problems
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import Pod, decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
@@ -207,6 +209,12 @@ def _identity(kind: str, obj: Any) -> str:
     return f"{kind}/{meta.namespace}/{meta.name}" if meta.namespace else f"{kind}/{meta.name}"
 
 
+def _seen_key(kind: str, obj: Any, ident: str) -> str:
+    """What makes two objects one: a HyperNode's group is part of it (the two groups are
+    two name spaces, so ``tierra snapshot`` of a cluster holding both is read whole)."""
+    return f"{obj.group}/{ident}" if isinstance(obj, HyperNode) else ident
+
+
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -268,10 +276,11 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
             bucket, decode = found
             obj = decode(raw, origin, problems)
             ident = _identity(kind, obj)
-            if ident in seen:
-                problems.append(Problem(f"defined twice; first at {seen[ident]}", origin, ident))
+            key = _seen_key(kind, obj, ident)
+            if key in seen:
+                problems.append(Problem(f"defined twice; first at {seen[key]}", origin, ident))
                 continue
-            seen[ident] = origin
+            seen[key] = origin
             buckets[bucket].append(obj)
         if not count:
             empty.append(path)
@@ -312,11 +321,16 @@ def _kueue_problems(
     pods: Sequence[Pod], podgroups: Sequence[PodGroup], nodes: Sequence[Node]
 ) -> list[Problem]:
     """Kueue's annotations against the rest of the snapshot (``kueue.cluster_problems``)."""
+    out = [
+        Problem(message, pod.origin, f"Pod/{pod.key}", path,
+                Severity.ERROR if error else Severity.WARNING)
+        for pod, path, message, error in pod_group_problems(pods, {pg.key for pg in podgroups})
+    ]  # fmt: skip
     if not any(k.startswith(KUEUE_PREFIX) for p in pods for k in p.meta.annotations):
-        return []
+        return out
     carried = {k for n in nodes for k in n.labels}
     topo = {pg.key: pg.network_topology is not None for pg in podgroups}
-    out = _group_problems(pods)
+    out += _group_problems(pods)
     for pod in pods:
         group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
         podgroup = (group, topo.get(group, False)) if group is not None else None
@@ -333,7 +347,7 @@ def _group_problems(pods: Sequence[Pod]) -> list[Problem]:
     for pod in pods:
         name = pod.meta.annotations.get(GROUP_NAME)
         if name is not None and pod.group_name:
-            podset = pod.meta.labels.get(PODSET_LABEL, "main")
+            podset = podset_of(pod)
             members.setdefault((f"{pod.namespace}/{pod.group_name}", name), set()).add(podset)
     out = []
     for pod in pods:

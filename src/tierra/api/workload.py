@@ -20,6 +20,12 @@ A label key is not a tier, so decoding keeps it (``TOPOLOGY_KEY_ANNOTATION``) an
 
 A Volcano and an upstream PodGroup with the same namespace and name are one gang to
 tierra (pods name their group by name only); keep the names apart.
+
+``spec.resourceClaims`` (alpha, ``DRAWorkloadResourceClaims``; the API server drops it
+without the gate) names claims shared by the whole group: a pod's claim with the same
+name, ResourceClaim and template is the group's, reserved for the PodGroup rather than
+for the pod (``tierra.scheduler.devices.group_claims``). A template's claim is named in
+``status.resourceClaimStatuses`` once the resourceclaim controller has made it.
 """
 
 from __future__ import annotations
@@ -35,7 +41,14 @@ from tierra.api.hypernode import TIERRA_GROUP, HyperNode, Member, MemberSelector
 from tierra.api.labels import LabelSelector
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Node
-from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode, with_annotations
+from tierra.api.pod import PodClaim
+from tierra.api.podgroup import (
+    WORKLOAD_WORDS,
+    NetworkTopology,
+    PodGroup,
+    TopologyMode,
+    with_annotations,
+)
 from tierra.errors import Origin, Problem
 
 WORKLOAD_GROUP = "scheduling.k8s.io"
@@ -85,14 +98,39 @@ def decode_workload_podgroup(
     topology = None
     if key is not None:
         meta = replace(meta, annotations={**meta.annotations, TOPOLOGY_KEY_ANNOTATION: key})
-        topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=key)
+        topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=key, key=key)
     return PodGroup(
         meta=meta,
         min_member=min_member,
         priority_class_name=spec.string("priorityClassName"),
         network_topology=with_annotations(f, meta, topology, "spec.schedulingConstraints"),
+        api=WORKLOAD_WORDS,
+        resource_claims=_group_claims(spec, f.obj("status")),
         origin=origin,
     )
+
+
+MAX_GROUP_CLAIMS = 4  # scheduling/v1alpha2 MaxPodGroupResourceClaims
+
+
+def _group_claims(spec: Fields, status: Fields) -> tuple[PodClaim, ...]:
+    """``spec.resourceClaims``, each with the claim it names (a template's once made)."""
+    items = spec.objects("resourceClaims")
+    if len(items) > MAX_GROUP_CLAIMS:
+        spec.problem("resourceClaims", f"takes at most {MAX_GROUP_CLAIMS}, got {len(items)}")
+    made = {
+        s.string("name"): s.string("resourceClaimName")
+        for s in status.objects("resourceClaimStatuses")
+    }
+    out = []
+    for c in items:
+        name = c.string("name", required=True)
+        template = c.string("resourceClaimTemplateName")
+        claim = c.string("resourceClaimName")
+        if bool(template) == bool(claim):
+            c.problem("", "must set exactly one of resourceClaimName, resourceClaimTemplateName")
+        out.append(PodClaim(name, claim or made.get(name, ""), template))
+    return tuple(out)
 
 
 def topology_key(pg: PodGroup) -> str | None:
@@ -100,16 +138,29 @@ def topology_key(pg: PodGroup) -> str | None:
     return pg.meta.annotations.get(TOPOLOGY_KEY_ANNOTATION)
 
 
+def _discovered_key(hn: HyperNode) -> str:
+    """The node-label key label discovery made ``hn`` from (its source detail's last
+    level), or "" when it was not made from a label."""
+    detail = hn.meta.annotations.get(SOURCE_DETAIL_ANNOTATION, "")
+    return detail.rsplit(",", 1)[-1].split("=", 1)[0] if detail else ""
+
+
+def label_key_of(hn: HyperNode) -> str | None:
+    """The node-label key whose values ``hn``'s tier stands for, if any: an upstream
+    PodGroup naming that key as its topology gets ``hn``'s tier (advice names it)."""
+    synthetic = hn.meta.annotations.get(SYNTHETIC_ANNOTATION)
+    if synthetic is not None:
+        return synthetic.split("=", 1)[0]
+    return _discovered_key(hn) or None
+
+
 def discovered_tier(key: str, hypernodes: Iterable[HyperNode]) -> str | None:
     """The tier name of HyperNodes discovered from label ``key`` (not synthetic ones)."""
     names: set[str] = set()
     for hn in hypernodes:
-        ann = hn.meta.annotations
-        if SYNTHETIC_ANNOTATION in ann or hn.tier_name is None:
+        if SYNTHETIC_ANNOTATION in hn.meta.annotations or hn.tier_name is None:
             continue
-        detail = ann.get(SOURCE_DETAIL_ANNOTATION, "")
-        own = detail.rsplit(",", 1)[-1].split("=", 1)[0] if detail else ""
-        if key in (own, hn.tier_name):
+        if key in (_discovered_key(hn), hn.tier_name):
             names.add(hn.tier_name)
     return min(names, key=lambda n: (n != key, n)) if names else None
 

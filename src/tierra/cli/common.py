@@ -26,6 +26,9 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 EXIT_PROBLEMS = 1
 EXIT_BAD_INPUT = 2
+EXIT_NO_TOPOLOGY = 3
+"""``schedule`` and ``explain``: the input held HyperNodes and not one is usable (every
+tree dropped for its problems), so the decisions printed ignore the topology."""
 
 
 class Output(enum.StrEnum):

@@ -24,6 +24,8 @@ from tierra.cli.schedule import (
     OutputOption,
     checked_snapshot,
     config_or_exit,
+    exit_if_no_topology,
+    note_mirrors,
     session_clock,
     warn_unusable_trees,
 )
@@ -86,7 +88,11 @@ def explain(
     ] = 12,
     now: NowOption = None,
 ) -> None:
-    """Show, per tier, each candidate domain for one gang and why it was rejected or chosen."""
+    """Show, per tier, each candidate domain for one gang and why it was rejected or chosen.
+
+    Exit status as ``tierra schedule``'s: 0, 2 for bad input or an unknown gang, 3 when
+    every tree of the input was dropped (the explanation ignores the topology).
+    """
     clock = session_clock(now)
     key = gang if "/" in gang else f"default/{gang}"
     cfg = config_or_exit(config, scheduler_name)
@@ -95,6 +101,7 @@ def explain(
     cache = ClusterStore.from_snapshot(seen)
     cache.extensions[DEVICES] = devices  # DRA: which nodes can serve each pod's claims
     warn_unusable_trees(cache)
+    note_mirrors(cache)
     _, exp = explain_gang(cache, key, cfg, now=clock)
     if exp.status == "unknown":
         fail(exp.summary)
@@ -102,3 +109,4 @@ def explain(
         _render(exp, show)
     else:
         print_document(exp.to_dict(), output)
+    exit_if_no_topology(snapshot, cache)

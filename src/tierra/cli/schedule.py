@@ -4,7 +4,15 @@ Prints the bindings (complete gangs only), the gangs left waiting with one reaso
 and any evictions, as a table or as the JSON contract of DESIGN.md. Exit status 0
 whenever the input was valid, placed or not; 2 when it could not be read, an object in
 it is invalid, or the ``--config`` file is wrong. Problems confined to HyperNodes are
-printed as warnings: the trees involved are unusable and everything else schedules.
+printed as warnings: the trees involved are unusable and everything else schedules;
+when that leaves no usable HyperNode of all the input had, the decisions are printed
+and the exit status is 3 (``EXIT_NO_TOPOLOGY``): they ignore the topology, which a
+script replaying a cluster must not take for a faithful replay.
+
+A HyperNode is (API group, name). Where the controller mirrors tierra's HyperNodes into
+Volcano's group, the session schedules by tierra's copies and says so on stderr; where
+both groups hold one name otherwise, the two are separate HyperNodes, named
+``group/name`` in reasons and given ``hyperNodeGroup`` beside ``hyperNode`` in the JSON.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from rich.table import Table
 
 from tierra.api.snapshot import Snapshot
 from tierra.cli.common import (
+    EXIT_NO_TOPOLOGY,
     Output,
     console,
     err_console,
@@ -175,6 +184,36 @@ def warn_unusable_trees(cache: ClusterStore) -> None:
             )
 
 
+def note_mirrors(cache: ClusterStore) -> None:
+    """Say (on stderr) which group the session schedules by where the controller's
+    Volcano copies were set aside (``tierra.topology.mirrors``)."""
+    mirrors = cache.index.mirrors
+    if mirrors:
+        err_console.print(f"[yellow]note:[/yellow] {escape(mirrors.note())}")
+
+
+def no_usable_topology(snapshot: Snapshot, cache: ClusterStore) -> bool:
+    """Whether the input held HyperNodes and every one is in a dropped tree (the label
+    domains tierra makes for upstream PodGroups are not the input's)."""
+    from tierra.api.workload import SYNTHETIC_ANNOTATION  # noqa: PLC0415
+
+    index = cache.index
+    given = [h for h in snapshot.hypernodes if SYNTHETIC_ANNOTATION not in h.meta.annotations]
+    usable = (bool(index.usable[i]) for h in given if (i := index.key_ix.get(h.key)) is not None)
+    return bool(given) and not any(usable)
+
+
+def exit_if_no_topology(snapshot: Snapshot, cache: ClusterStore) -> None:
+    """After the output: exit 3 when every tree of the input was dropped."""
+    if no_usable_topology(snapshot, cache):
+        err_console.print(
+            "[red]error:[/red] no usable HyperNode: every tree of the input was dropped "
+            "(the warnings above say why), so these decisions ignore the topology "
+            f"(exit status {EXIT_NO_TOPOLOGY})"
+        )
+        raise typer.Exit(EXIT_NO_TOPOLOGY)
+
+
 def render(result: SessionResult) -> None:
     """The decisions as tables a person reads."""
     if result.evictions:
@@ -235,7 +274,13 @@ def schedule(
     config: ConfigOption = None,
     now: NowOption = None,
 ) -> None:
-    """Run one scheduling session over a snapshot and print its decisions."""
+    """Run one scheduling session over a snapshot and print its decisions.
+
+    Exit status: 0 when the input was valid (placed or not); 2 when it could not be read,
+    an object in it is invalid, or the config is wrong; 3 when the input held HyperNodes
+    and every tree was dropped for its problems (the decisions, printed all the same,
+    ignore the topology).
+    """
     clock = session_clock(now)
     cfg = config_or_exit(config, scheduler_name)
     snapshot = checked_snapshot(files)
@@ -245,6 +290,7 @@ def schedule(
     cache = ClusterStore.from_snapshot(seen)
     cache.extensions[EXTENSION] = devices
     warn_unusable_trees(cache)
+    note_mirrors(cache)
     result = run_session(cache, cfg, now=clock)
     placed = session_allocations(result, devices, {p.key: p for p in snapshot.pods})
     if output is Output.TEXT:
@@ -258,6 +304,7 @@ def schedule(
         if why:
             doc["devices"] = {pod: str(r) for pod, r in sorted(why.items())}
         print_document(doc, output)
+    exit_if_no_topology(snapshot, cache)
 
 
 def render_devices(

@@ -71,6 +71,22 @@ ProvisioningClassOpt = Annotated[
         "autoscaling.x-k8s.io: all nodes or none); empty: none.",
     ),
 ]
+ProvisioningRetriesOpt = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Requests made again after cluster-autoscaler reports one Failed, "
+        "BookingExpired or CapacityRevoked while the gang still waits (Kueue's default).",
+    ),
+]
+ProvisioningBackoffOpt = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        help="Seconds before the first request made again, doubling for each next one "
+        "(at most 1,800; Kueue's default).",
+    ),
+]
 LogLevelOpt = Annotated[str, typer.Option(help="debug, info, warning or error.")]
 
 
@@ -95,6 +111,8 @@ def scheduler(  # typer options, keyword-only
     bind_retry_for: BindRetryForOpt = 30.0,
     queue_status: QueueStatusOpt = True,
     provisioning_class: ProvisioningClassOpt = "",
+    provisioning_retries: ProvisioningRetriesOpt = 3,
+    provisioning_backoff: ProvisioningBackoffOpt = 60.0,
     log_level: LogLevelOpt = "info",
 ) -> None:
     """Run the gang scheduler against a cluster until SIGTERM/SIGINT."""
@@ -126,5 +144,7 @@ def scheduler(  # typer options, keyword-only
         bind_retry_for=bind_retry_for,
         queue_status=queue_status,
         provisioning_class=provisioning_class,
+        provisioning_retries=provisioning_retries,
+        provisioning_backoff=provisioning_backoff,
     )
     raise typer.Exit(run(kubeconfig=kubeconfig, context=context, options=options, qps=qps))

@@ -13,7 +13,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -32,21 +32,33 @@ from tierra.sim.clusters import (
     SimCluster,
     build_cluster,
     load_cluster,
+    with_devices,
     write_cluster,
 )
 from tierra.sim.clusters._build import GPU
 from tierra.sim.compare import Comparison, compare, unknown_policies
 from tierra.sim.cost import BoundCost, CostModel, default_cost_model, load_cost_model
+from tierra.sim.devices import LAYOUTS
 from tierra.sim.engine import Failures, SimOptions
 from tierra.sim.policies import DEFAULT_POLICIES, POLICIES, SimPolicy
 from tierra.sim.policies.tierra import TierraPolicy
-from tierra.sim.report import fmt_num, fmt_pct, fmt_seconds, render
+from tierra.sim.report import (
+    DEVICE_COLUMNS,
+    STRUCTURE_COLUMNS,
+    extra_rows,
+    fmt_num,
+    fmt_pct,
+    fmt_seconds,
+    render,
+)
 from tierra.sim.workload_file import check_workload, load_workload, workload_manifest
 from tierra.sim.workloads import (
     DEFAULT_LOAD,
     DEFAULT_TRACE,
+    KALOS_PRETRAIN_SHARE,
     TRACES,
     ClusterFacts,
+    StructureMix,
     Workload,
     WorkloadSpec,
     generate,
@@ -57,13 +69,15 @@ DEFAULT_REPORT = Path("tierra-report.html")
 DEFAULT_POLICY_LIST = ",".join(DEFAULT_POLICIES)
 
 
-def _cluster(name: str, nodes: int | None, cost: CostModel) -> SimCluster:
+def _cluster(name: str, nodes: int | None, cost: CostModel, devices: str | None) -> SimCluster:
     path = Path(name)
     if name not in PRESETS and (path.exists() or "/" in name or name.endswith((".yaml", ".json"))):
         if nodes is not None:
             fail("--nodes applies to built-in presets only, not to a snapshot")
-        return load_cluster([path])
-    return build_cluster(name, nodes if nodes is not None else DEFAULT_NODES, cost)
+        found = load_cluster([path])
+    else:
+        found = build_cluster(name, nodes if nodes is not None else DEFAULT_NODES, cost)
+    return with_devices(found, devices) if devices is not None else found
 
 
 def _workload(path: Path | None, cluster: SimCluster, spec: WorkloadSpec) -> Workload:
@@ -97,6 +111,30 @@ InferencePriorityOpt = Annotated[
         "--inference-priority",
         help="Priority of generated inference services (training is 0); above 0 lets"
         " a preempting policy evict training for them.",
+    ),
+]
+StructuredOpt = Annotated[
+    float,
+    typer.Option(
+        "--structured-share",
+        help="Share of jobs (the largest gangs) given rank order, slices and a bounded"
+        f" wait, as Kalos's pretraining jobs are ({KALOS_PRETRAIN_SHARE:g} = Kalos's share).",
+    ),
+]
+DevicesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--devices",
+        help="Publish every node's GPUs and NICs as DRA slices and have pods claim them:"
+        " aligned (NIC k beside GPU k) or reversed (NICs enumerated the other way).",
+    ),
+]
+HalfNodeOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--half-node-share",
+        help="Share of multi-node training gangs whose workers ask for half a node"
+        " [0.5 with --devices, else 0].",
     ),
 ]
 PoliciesOpt = Annotated[
@@ -143,6 +181,9 @@ def simulate(  # typer options, keyword-only
     load: LoadOpt = DEFAULT_LOAD,
     trace: TraceOpt = DEFAULT_TRACE,
     inference_priority: InferencePriorityOpt = 0,
+    structured: StructuredOpt = 0.0,
+    devices: DevicesOpt = None,
+    half_node_share: HalfNodeOpt = None,
     policies: PoliciesOpt = DEFAULT_POLICY_LIST,
     cost_model: CostModelOpt = None,
     scheduler_config: SchedulerConfigOpt = None,
@@ -159,6 +200,7 @@ def simulate(  # typer options, keyword-only
     """Compare placement policies on a simulated cluster and workload."""
     names = _policy_names(policies)
     _check_options(trace=trace, hours=hours, load=load, interval=interval, seed=seed)
+    half = _device_options(devices, structured, half_node_share)
     writes = write_cluster_dir is not None or write_workload is not None
     if not no_report and not writes:
         _check_writable(report, "--report")  # before the run, not after minutes of it
@@ -166,11 +208,17 @@ def simulate(  # typer options, keyword-only
         _check_writable(write_workload, "--write-workload")
     try:
         cost = load_cost_model(cost_model) if cost_model is not None else default_cost_model()
-        the_cluster = _cluster(cluster, nodes, cost)
+        the_cluster = _cluster(cluster, nodes, cost, devices)
         bound = cost.bind(the_cluster.index, the_cluster.nodes)
         config = load_config(scheduler_config) if scheduler_config is not None else None
         spec = WorkloadSpec(
-            seed=seed, hours=hours, load=load, trace=trace, inference_priority=inference_priority
+            seed=seed,
+            hours=hours,
+            load=load,
+            trace=trace,
+            inference_priority=inference_priority,
+            structure=StructureMix(share=structured),
+            half_node_share=half,
         )
         if writes:
             _write(the_cluster, write_cluster_dir, write_workload, workload=workload, spec=spec)
@@ -205,6 +253,19 @@ def simulate(  # typer options, keyword-only
     _show(comp, output, None if no_report else report)
 
 
+def _device_options(devices: str | None, structured: float, half: float | None) -> float:
+    """Check the workload's shares and the device layout; the half-node share to use."""
+    if not 0 <= structured <= 1:
+        fail(f"--structured-share must be between 0 and 1, not {structured:g}")
+    if devices is not None and devices not in LAYOUTS:
+        fail(f"--devices must be one of {', '.join(LAYOUTS)}, not {devices!r}")
+    if half is None:
+        return 0.5 if devices is not None else 0.0
+    if not 0 <= half <= 1:
+        fail(f"--half-node-share must be between 0 and 1, not {half:g}")
+    return half
+
+
 def _policy_names(policies: str) -> list[str]:
     names = list(dict.fromkeys(p.strip() for p in policies.split(",") if p.strip()))
     if bad := unknown_policies(names):
@@ -228,6 +289,8 @@ def _show(comp: Comparison, output: Output, report: Path | None) -> None:
     if output is Output.TEXT:
         _table(comp)
         _queue_table(comp)
+        _extra_table(comp, "structure", STRUCTURE_COLUMNS, "rank order, slices, bounded wait")
+        _extra_table(comp, "devices", DEVICE_COLUMNS, "devices: GPU-NIC alignment, NVLink cliques")
     else:
         print_document(comp.to_dict(), output)
     if report is None:
@@ -442,4 +505,20 @@ def _table(comp: Comparison) -> None:
                 text = f"[bold green]{text}[/bold green]"
             row.append(text)
         table.add_row(*row)
+    console.print(table)
+
+
+def _extra_table(
+    comp: Comparison, attr: str, columns: Sequence[tuple[str, str, str]], title: str
+) -> None:
+    """A nested summary (``structure``, ``devices``) per policy, when a run has one."""
+    rows = extra_rows(comp, attr, columns)
+    if not rows:
+        return
+    table = Table(title=title)
+    table.add_column("policy", justify="left")
+    for label, _, _ in columns:
+        table.add_column(label, justify="right")
+    for policy, cells in rows:
+        table.add_row(policy, *cells)
     console.print(table)

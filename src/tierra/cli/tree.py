@@ -4,6 +4,9 @@ Each HyperNode line carries its tier and tier name, how many nodes it holds, fre
 allocatable GPUs and CPU (bound pods in the snapshot already subtracted; what sits on a
 NotReady, cordoned or NoExecute node shown as unavailable, not free), and health.
 Unusable trees are shown with the reasons, so a broken topology is never silent.
+A HyperNode is (API group, name): a name both groups hold is shown ``group/name``, and
+the controller's Volcano copies of tierra's HyperNodes are set aside and said so (one
+topology, scheduled by tierra's group).
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from tierra.cli.common import (
     print_document,
     print_problems,
 )
+from tierra.cli.tree_inside import add_inside, index_of, inside_json
 from tierra.topology.capacity import Capacity
 from tierra.topology.health import Health
 from tierra.topology.index import TopologyIndex
+from tierra.topology.inside import InsideIndex
 
 GPU = "nvidia.com/gpu"
 
@@ -46,8 +51,15 @@ class _View:
     apart (missing), so the root (every node) is never smaller than a domain under it.
     """
 
-    def __init__(self, index: TopologyIndex, capacity: Capacity, health: Health) -> None:
+    def __init__(
+        self,
+        index: TopologyIndex,
+        capacity: Capacity,
+        health: Health,
+        inside: InsideIndex | None = None,
+    ) -> None:
         self.index, self.capacity, self.health = index, capacity, health
+        self.inside = inside  # --inside: each node's inside (tree_inside.py)
         healthy = np.asarray(~self.health.node_flags.any(axis=1), dtype=bool)
         left = np.maximum(capacity.node_alloc - capacity.node_used, 0)
         self.unavailable = index.sum_under(np.where(healthy[:, None], 0, left))
@@ -86,6 +98,7 @@ class _View:
             )
         if h != ix.root:
             hn = ix.hypernodes[h]
+            out["group"] = hn.group
             out["tierName"] = hn.tier_name
             out["usable"] = bool(ix.usable[h])
         return out
@@ -120,6 +133,8 @@ class _View:
         out["children"] = [self.as_json(k, show_nodes) for k in self.index.children[h]]
         if show_nodes and h != self.index.root:
             out["members"] = [self.index.node_names[n] for n in self.index.direct_nodes[h].tolist()]
+            if self.inside is not None:
+                out["inside"] = inside_json(self.inside, out["members"])
         return out
 
     def add(self, parent: RichTree, h: int, show_nodes: bool) -> None:
@@ -130,7 +145,9 @@ class _View:
             for n in self.index.direct_nodes[h].tolist():
                 healthy = self.health.node_healthy(n)
                 mark = "" if healthy else " [yellow](unhealthy)[/yellow]"
-                branch.add(f"[dim]{escape(self.index.node_names[n])}[/dim]{mark}")
+                leaf = branch.add(f"[dim]{escape(self.index.node_names[n])}[/dim]{mark}")
+                if self.inside is not None:
+                    add_inside(leaf, self.inside.node(self.index.node_names[n]))
 
 
 def tree(
@@ -139,6 +156,14 @@ def tree(
     ],
     output: AnyOutput = Output.TEXT,
     nodes: Annotated[bool, typer.Option("--nodes", help="List the nodes under each leaf.")] = False,
+    inside: Annotated[
+        bool,
+        typer.Option(
+            "--inside",
+            help="Also each node's inside: NVLink islands, PCIe switches and roots, NUMA "
+            "nodes, from DRA ResourceSlices and nvidia-smi (implies --nodes).",
+        ),
+    ] = False,
 ) -> None:
     """Show the HyperNode forest with capacity and health."""
     snapshot = load_snapshot_or_exit(files)
@@ -149,12 +174,16 @@ def tree(
         index,
         Capacity.with_bound_pods(index, snapshot.nodes, snapshot.pods),
         Health(index, snapshot.nodes),
+        index_of(snapshot) if inside else None,
     )
+    nodes = nodes or inside
     if output is not Output.TEXT:
         doc = view.as_json(index.root, nodes)
         doc["unusableTrees"] = [
             {"name": t.name, "reasons": list(t.reasons)} for t in index.trees if not t.usable
         ]
+        if index.mirrors:
+            doc["mirrors"] = index.mirrors.to_dict()
         print_document(doc, output)
         return
     top = RichTree(view.label(index.root))
@@ -171,3 +200,5 @@ def tree(
             console.print(f"[red]tree {escape(t.name)} is unusable:[/red]")
             for reason in t.reasons:
                 console.print(f"  - {escape(reason)}")
+    if index.mirrors:
+        console.print(f"[dim]{escape(index.mirrors.note())}[/dim]")

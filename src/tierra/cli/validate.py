@@ -3,7 +3,8 @@
 Beyond the objects themselves: the topology (``TopologyIndex``: cycles, parents, tiers)
 and what ``tierra schedule`` would refuse whatever room is free (``scheduler.refusals``:
 missing PodGroups and queues, minMember above the pods, unknown tier names, gangs too
-big for their tier), in the scheduler's own words.
+big for their tier), in the scheduler's own words. The controller's Volcano copies of
+tierra's HyperNodes are counted once (``tierra.topology.mirrors``), and said so.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ def validate(
                 for t in index.trees
             ],
         }
+        if index.mirrors:  # the controller's Volcano copies: one topology, not two
+            doc["mirrors"] = index.mirrors.to_dict()
         print_document(doc, output)
     else:
         print_problems(problems, to=console)
@@ -89,6 +92,8 @@ def validate(
         for t in index.trees:
             if not t.usable:
                 console.print(f"[red]tree {t.name} is unusable[/red] ({len(t.reasons)} problems)")
+        if index.mirrors:
+            console.print(f"[dim]{index.mirrors.note()}[/dim]")
         if errors:
             console.print(f"[red]{len(errors)} problem(s)[/red]; {summary}")
         else:

@@ -15,7 +15,9 @@ of attribute describe where a device sits:
   reads from node labels.
 
 An unqualified attribute name belongs to the slice's driver (``productName`` of
-``gpu.nvidia.com`` is ``gpu.nvidia.com/productName``), as DRA defines. The source takes
+``gpu.nvidia.com`` is ``gpu.nvidia.com/productName``), as DRA defines. Which attributes
+mean what is the node's inside's rule (``tierra.topology.inside``), the one the
+allocator and ``tierra tree`` read too. The source takes
 typed ``ResourceSlice`` objects, so the Kubernetes adapter can feed it live slices;
 ``decode_resource_slice`` reads them from manifests. ComputeDomain bookkeeping devices
 (``compute-domain.nvidia.com`` channels and daemons) are not hardware and are skipped.
@@ -36,13 +38,10 @@ from tierra.discovery import naming
 from tierra.discovery.nodetopology import Device, Domain, NodeTopology
 from tierra.discovery.result import SOURCE_NAME, Discovery, hypernode, note, sorted_hypernodes
 from tierra.errors import Origin, Problem
+from tierra.topology.inside import SKIPPED_DRIVERS, from_devices
 
 SOURCE = "dra"
 GROUP = "resource.k8s.io"
-PCIE_ROOT = ("resource.kubernetes.io/pcieRoot",)
-NUMA = ("resource.kubernetes.io/numaNode", "{driver}/numaNode", "{driver}/numa")
-CLIQUE = ("{driver}/cliqueID", "{driver}/clique", "nvidia.com/gpu.clique")
-SKIPPED_DRIVERS = ("compute-domain.nvidia.com",)
 _VALUE_KEYS = ("string", "int", "bool", "version", "strings", "ints")
 
 AttrValue = str | int | bool | tuple[str, ...] | tuple[int, ...]
@@ -136,22 +135,6 @@ def slices_from_documents(
     return out
 
 
-def _lookup(attrs: Mapping[str, AttrValue], keys: Sequence[str], driver: str) -> AttrValue | None:
-    for key in keys:
-        value = attrs.get(key.format(driver=driver))
-        if value is not None:
-            return value
-    return None
-
-
-def _as_list(value: AttrValue | None) -> list[str]:
-    if value is None or isinstance(value, bool):
-        return []
-    if isinstance(value, tuple):
-        return [str(v) for v in value]
-    return [str(value)]
-
-
 def discover_dra(
     slices: Sequence[ResourceSlice],
     *,
@@ -210,41 +193,39 @@ def discover_dra(
 def _node_topology(
     node: str, entries: list[tuple[ResourceSlice, DraDevice]], cliques: dict[str, set[str]]
 ) -> NodeTopology:
-    """One node's devices and their PCIe-root and NUMA domains; its cliques into
+    """One node's devices and their PCIe-root and NUMA domains, read by the node's inside
+    (``tierra.topology.inside``, the rule every reader shares), as the annotation writes
+    them: domains of two devices or more, a set of devices once; its clique into
     ``cliques`` (clique -> nodes)."""
     entries.sort(key=lambda e: (e[0].driver, natural_key(e[1].name)))
+    inside = from_devices(node, ((s.driver, s.pool, d.name, d.attributes) for s, d in entries))
+    named = {(s.driver, s.pool, d.name): f"{s.driver}/{d.name}" for s, d in entries}
     devices: list[Device] = []
-    roots: dict[str, list[str]] = defaultdict(list)
-    numas: dict[str, list[str]] = defaultdict(list)
     for s, d in entries:
-        name = f"{s.driver}/{d.name}"
+        if s.driver in SKIPPED_DRIVERS:
+            continue
+        where = inside.where((s.driver, s.pool, d.name))
         kind_attr = d.attributes.get(f"{s.driver}/type")
-        kind = str(kind_attr) if isinstance(kind_attr, str) else s.driver.split(".")[0]
-        root = _as_list(_lookup(d.attributes, PCIE_ROOT, s.driver))
-        numa = _as_list(_lookup(d.attributes, NUMA, s.driver))
         uuid = d.attributes.get(f"{s.driver}/uuid")
+        numa = [n.removeprefix("numa") for n in where.get("numa", ())]
         devices.append(
             Device(
-                name=name,
-                kind=kind,
+                name=named[(s.driver, s.pool, d.name)],
+                kind=str(kind_attr) if isinstance(kind_attr, str) else s.driver.split(".")[0],
                 alias=uuid if isinstance(uuid, str) else None,
                 numa=int(numa[0]) if len(numa) == 1 and numa[0].isdigit() else None,
-                pcie_root=",".join(root) or None,
+                pcie_root=",".join(where.get("pcie-root", ())) or None,
             )
         )
-        for r in root:
-            roots[r].append(name)
-        for n in numa:
-            numas[n].append(name)
-        for c in _as_list(_lookup(d.attributes, CLIQUE, s.driver)):
-            cliques[c].add(node)
+    if inside.clique is not None:
+        cliques[inside.clique].add(node)
     domains: list[Domain] = []
     seen: set[frozenset[str]] = set()
-    for kind, groups in (("pcie-root", roots), ("numa", numas)):
-        for key, members in sorted(groups.items()):
-            if len(members) < 2 or frozenset(members) in seen:
-                continue
-            seen.add(frozenset(members))
-            label = f"{kind}{key}" if kind == "numa" else naming.clean(f"{kind}-{key}")
-            domains.append(Domain(kind=kind, name=label, devices=tuple(members)))
+    for dom in inside.domains:
+        members = [named[k] for k in dom.devices if k in named]
+        if len(members) < 2 or frozenset(members) in seen:
+            continue
+        seen.add(frozenset(members))
+        label = dom.name if dom.level == "numa" else naming.clean(f"{dom.level}-{dom.name}")
+        domains.append(Domain(kind=dom.level, name=label, devices=tuple(members)))
     return NodeTopology(node=node, source=SOURCE, devices=tuple(devices), domains=tuple(domains))

@@ -16,13 +16,15 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tierra.api.hypernode import MANAGED_BY as _MANAGED_BY
 from tierra.api.hypernode import HyperNode, LinkSpec, Member, MemberSelector, MemberType
 from tierra.api.meta import ObjectMeta
 from tierra.discovery.nodetopology import NodeTopology
 from tierra.errors import InputError, Problem, Severity
 
-MANAGED_BY = "topology.tierra.dev/managed-by"
-"""Ownership label: the reconciler only ever changes objects carrying it with its value."""
+MANAGED_BY = _MANAGED_BY
+"""Ownership label: the reconciler only ever changes objects carrying it with its value
+(defined in ``api.hypernode``, where the topology index reads it to know a mirror)."""
 TOPOLOGY_LABEL = "topology.tierra.dev/topology"
 """Which topology (label type, Slurm topology, fabric) a discovered HyperNode belongs to."""
 SOURCE_NAME = "topology.tierra.dev/source-name"

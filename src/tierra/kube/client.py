@@ -267,6 +267,29 @@ class Kube:
         timeout: float | None = None,
     ) -> Any:
         """One request; the decoded JSON body, or ApiError (status 0: unreachable)."""
+        data = await self.request_bytes(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            what=what,
+            timeout=timeout,
+        )
+        return decode_json(data) if data else None
+
+    async def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        what: str = "",
+        timeout: float | None = None,
+    ) -> bytes:
+        """One request; the body as sent (for a typed decoder, ``tierra.kube.wire``)."""
         what = what or f"{method} {path}"
         if self._bucket is not None:
             await self._bucket.take()
@@ -287,7 +310,8 @@ class Kube:
             except TRANSPORT_ERRORS as exc:
                 raise ApiError(0, "Unavailable", str(exc) or type(exc).__name__, what) from exc
         if 200 <= response.status < 300:
-            return decode_json(data) if data else None
+            out: bytes = data
+            return out
         raise _status_error(response.status, str(response.reason), data, what)
 
     async def get(

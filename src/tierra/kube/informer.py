@@ -19,6 +19,7 @@ skip objects a relist shows unchanged). The consumer's cache is the only copy.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 import random
@@ -26,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from tierra.kube import wire
 from tierra.kube.client import TRANSPORT_ERRORS, ApiError, Kube, decode_json
 from tierra.kube.resources import Resource
 
@@ -94,7 +96,9 @@ class Informer(Generic[T]):
     logged by name and left out (the informer never stops over one bad object).
     ``on_event`` is called in the event loop, one event at a time, in server order.
     ``on_list(True)`` / ``on_list(False)`` bracket the delivery of a whole LIST, so a
-    consumer can batch the updates a (re)list brings.
+    consumer can batch the updates a (re)list brings. ``lean``: objects are decoded off
+    the wire with only the metadata the lean decoders read (``tierra.kube.wire``: Pods
+    and Nodes, whose ``managedFields`` cost half of their JSON decoding).
     """
 
     def __init__(
@@ -112,6 +116,7 @@ class Informer(Generic[T]):
         backoff: Backoff | None = None,
         on_list: Callable[[bool], None] | None = None,
         name: str = "",
+        lean: bool = False,
     ) -> None:
         self.kube = kube
         self.resource = resource
@@ -125,6 +130,7 @@ class Informer(Generic[T]):
         self.backoff = backoff or Backoff()
         self.on_list = on_list
         self.name = name or resource.name
+        self.lean = lean
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.stats = InformerStats()
@@ -179,28 +185,32 @@ class Informer(Generic[T]):
                 self.on_list(False)
 
     async def _list_pages(self) -> None:
+        """Pages are fetched one ahead: while this process decodes and delivers a page,
+        the API server is already serializing the next (two cores instead of taking
+        turns; at a million pods the server's share is seconds)."""
         seen: set[str] = set()
-        token: str | None = None
         version = ""
-        while True:
-            query = {"limit": self.page_size, "continue": token, **self._selectors()}
-            try:
-                body = await self.kube.get(self.path, query=query, what=f"list {self.name}")
-            except ApiError as exc:
-                if exc.status == 410:  # the continue token expired: start over
-                    raise _Gone from None
-                raise
-            self.connected = True
-            meta = body.get("metadata") or {}
-            version = str(meta.get("resourceVersion") or version)
-            items = body.get("items") or []
-            body = None
-            for raw in items:
-                self._deliver(raw, seen)
-            del items
-            token = meta.get("continue") or None
-            if not token:
-                break
+        ahead = asyncio.ensure_future(self._page(None))
+        try:
+            while True:
+                body = await ahead
+                self.connected = True
+                meta = body.get("metadata") or {}
+                version = str(meta.get("resourceVersion") or version)
+                token = meta.get("continue") or None
+                if token:
+                    ahead = asyncio.ensure_future(self._page(token))
+                items = body.get("items") or []
+                body = None
+                for raw in items:
+                    self._deliver(raw, seen)
+                del items
+                if not token:
+                    break
+        finally:  # a page fetched ahead of a failure is dropped, its error with it
+            ahead.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ApiError, _Gone, *TRANSPORT_ERRORS):
+                await ahead
         for key in [k for k in self._known if k not in seen]:
             del self._known[key]
             self._emit(Event(EventType.DELETED, key, None))
@@ -208,6 +218,20 @@ class Informer(Generic[T]):
         self.stats.lists += 1
         self.backoff.reset()
         self.synced.set()
+
+    async def _page(self, token: str | None) -> Any:
+        query = {"limit": self.page_size, "continue": token, **self._selectors()}
+        what = f"list {self.name}"
+        try:
+            if self.lean:
+                return wire.decode_page(
+                    await self.kube.request_bytes("GET", self.path, query=query, what=what)
+                )
+            return await self.kube.get(self.path, query=query, what=what)
+        except ApiError as exc:
+            if exc.status == 410:  # the continue token expired: start over
+                raise _Gone from None
+            raise
 
     def _deliver(self, raw: dict[str, Any], seen: set[str]) -> None:
         key = self.resource.key(raw)
@@ -262,7 +286,7 @@ class Informer(Generic[T]):
             raise
 
     def _on_line(self, line: bytes) -> None:
-        event = decode_json(line)
+        event = wire.decode_event(line) if self.lean else decode_json(line)
         kind = event.get("type")
         raw = event.get("object") or {}
         if kind == "ERROR":

@@ -27,9 +27,16 @@ from dataclasses import dataclass, field
 
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
-from tierra.api.podgroup import NetworkTopology, PodGroup, SubGroupPolicy
+from tierra.api.podgroup import (
+    VOLCANO_WORDS,
+    NetworkTopology,
+    PodGroup,
+    PodGroupApi,
+    SubGroupPolicy,
+)
 from tierra.scheduler.constraints.kueue_levels import KueueShape, kueue_shape
 from tierra.scheduler.constraints.tier_limit import from_annotations
+from tierra.scheduler.kueue_pod_groups import lone_problem, podgroup_for
 from tierra.scheduler.misses import GangProblem, Missing, Why
 from tierra.scheduler.podrules.contract import refusal
 from tierra.scheduler.result import Unschedulable
@@ -99,6 +106,12 @@ class Gang:
         return math.inf if meta is None or meta.created is None else meta.created
 
     @property
+    def api(self) -> PodGroupApi:
+        """How its PodGroup's own API names the fields messages mention (Volcano's for a
+        lone pod, which has none)."""
+        return self.podgroup.api if self.podgroup is not None else VOLCANO_WORDS
+
+    @property
     def pending_since(self) -> float | None:
         """When it became pending, by the API: its pending pods' earliest
         ``creationTimestamp`` (None when none carries one). The preemption delay counts
@@ -138,7 +151,7 @@ class Tally:
         None when it is."""
         g = self.gang
         if self.total < g.min_member:
-            return Missing("minMember", self.total, g.min_member)
+            return Missing("minMember", self.total, g.min_member, g.api.min_member)
         for task, m in sorted(g.min_task_member.items()):
             if task in self.present_tasks and self.tasks[task] < m:
                 return Missing("minTaskMember", self.tasks[task], m, task)
@@ -190,7 +203,8 @@ def _problem(
     if pg.min_member > total:
         gated = sum(1 for p in state.gang_pods(pg.key) if p.gated and not p.bound)
         counts = (("total", total), ("pending", len(pending)), ("running", len(running)))
-        return GangProblem("minMember", (("minMember", pg.min_member), *counts, ("gated", gated)))
+        field = (("field", pg.api.min_member), ("minMember", pg.min_member))
+        return GangProblem("minMember", (*field, *counts, ("gated", gated)))
     tasks = Counter(task_of(p) for p in (*running, *pending))
     for task, m in sorted(pg.min_task_member.items()):
         if task in tasks and tasks[task] < m:
@@ -205,7 +219,10 @@ def _build(
     state: ClusterStore,
     pending: list[Pod],
     running: list[Pod],
+    *,
+    made: str | None = None,
 ) -> Gang:
+    """``made``: why a PodGroup made from Kueue's pod group keys cannot be placed."""
     pending.sort(key=pod_order)
     running.sort(key=pod_order)
     priority = max((p.priority for p in pending), default=0)
@@ -213,8 +230,8 @@ def _build(
         priority = state.priority_classes[pg.priority_class_name]  # as Volcano's cache
     shape = kueue_shape(state, pg, [*pending, *running])
     if pg is None:
-        return _alone(key, pending, priority, shape)
-    problem: Why | None = _problem(pg, state, running, pending) or refusal(pending)
+        return _alone(key, pending, priority, shape, made)
+    problem: Why | None = made or _problem(pg, state, running, pending) or refusal(pending)
     if isinstance(shape, str):
         problem = problem or shape
     elif shape is not None and problem is None:
@@ -315,7 +332,9 @@ def _kueue_gang(
     )
 
 
-def _alone(key: str, pending: list[Pod], priority: int, shape: KueueShape | str | None) -> Gang:
+def _alone(
+    key: str, pending: list[Pod], priority: int, shape: KueueShape | str | None, made: str | None
+) -> Gang:
     """A pod without a PodGroup: a gang of one, its topology from Volcano's annotations
     (or Kueue's level, when it names one and Volcano's do not)."""
     pod = pending[0]
@@ -334,7 +353,7 @@ def _alone(key: str, pending: list[Pod], priority: int, shape: KueueShape | str 
         sub_groups=(SubGroup("", None, 0, tuple(pending), (), 1, True, topology),),
         running=(),
         pending=tuple(pending),
-        problem=(shape if isinstance(shape, str) else None) or refusal(pending),
+        problem=made or (shape if isinstance(shape, str) else None) or refusal(pending),
     )
 
 
@@ -429,7 +448,7 @@ def collect(
     orphans: list[Unschedulable] = []
     built = memory.built
     for g, pending in sorted(grouped.items()):
-        pg = cache.podgroups.get(g)
+        pg, made = _podgroup(cache, g)
         if pg is None:
             pending.sort(key=pod_order)
             example = pending[0].key
@@ -443,13 +462,13 @@ def collect(
         gang = _cached(cache, memory, g, alone=False)
         if gang is None:
             running = [p for p in cache.gang_pods(g) if p.holds_resources]
-            gang = _build(g, pg, cache, pending, running)
+            gang = _build(g, pg, cache, pending, running, made=made)
             built[g] = (cache.clock, gang)
         gangs.append(gang)
     for pod in sorted(solo, key=lambda p: p.key):
         gang = _cached(cache, memory, pod.key, alone=True)
         if gang is None:
-            gang = _build(pod.key, None, cache, [pod], [])
+            gang = _build(pod.key, None, cache, [pod], [], made=lone_problem(pod))
             built[pod.key] = (cache.clock, gang)
         gangs.append(gang)
     if len(built) > len(gangs):
@@ -459,10 +478,21 @@ def collect(
     return gangs, orphans
 
 
+def _podgroup(cache: ClusterStore, key: str) -> tuple[PodGroup | None, str | None]:
+    """The PodGroup of gang ``key``: the object, else the one Kueue's pod group keys on its
+    pods stand for (``kueue_pod_groups``) with what keeps it from being placed."""
+    pg = cache.podgroups.get(key)
+    if pg is not None:
+        return pg, None
+    made = podgroup_for(key, cache.gang_pods(key))
+    return made if made is not None else (None, None)
+
+
 def rebuild(state: ClusterStore, gang: Gang, scheduler_names: Sequence[str]) -> Gang | None:
     """``gang`` as the state holds it now (after evictions earlier in the session)."""
     if gang.podgroup is None:
         return gang
+    pg, made = _podgroup(state, gang.key)
     names = set(scheduler_names)
     pending = [
         p
@@ -472,4 +502,4 @@ def rebuild(state: ClusterStore, gang: Gang, scheduler_names: Sequence[str]) -> 
     if not pending:
         return None
     running = [p for p in state.gang_pods(gang.key) if p.holds_resources]
-    return _build(gang.key, gang.podgroup, state, pending, running)
+    return _build(gang.key, pg or gang.podgroup, state, pending, running, made=made)

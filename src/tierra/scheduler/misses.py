@@ -66,8 +66,9 @@ class Reserved:
 @dataclass(frozen=True, slots=True)
 class Missing:
     """What keeps a gang from being ready (``gang.Tally``): ``have`` of ``need`` under one
-    of Volcano's rules -- ``minMember``, a task's ``minTaskMember`` (``name``: the task),
-    a policy's ``minSubGroups`` (``name``: the policy)."""
+    of Volcano's rules -- ``minMember`` (``name``: the field as the PodGroup's own API
+    names it), a task's ``minTaskMember`` (``name``: the task), a policy's
+    ``minSubGroups`` (``name``: the policy)."""
 
     rule: str
     have: int
@@ -94,18 +95,22 @@ class Apart:
 
 @dataclass(frozen=True, slots=True)
 class KeptOut:
-    """Its queue's limits (``by``) kept all ``count`` members beyond the minimum out."""
+    """Its queue's limits (``by``) kept all ``count`` members beyond the minimum out
+    (``minimum``: that field as the PodGroup's own API names it)."""
 
     count: int
     by: BudgetRefusal
+    minimum: str = "minMember"
 
 
 @dataclass(frozen=True, slots=True)
 class Beyond:
-    """Why none of a ready gang's ``count`` pending pods beyond ``minMember`` can go."""
+    """Why none of a ready gang's ``count`` pending pods beyond its minimum can go
+    (``minimum``: that field as the PodGroup's own API names it)."""
 
     count: int
     why: Why
+    minimum: str = "minMember"
 
 
 @dataclass(frozen=True, slots=True)

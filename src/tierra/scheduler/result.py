@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from tierra.api.hypernode import parse_qualified
 from tierra.scheduler.queueing.queue_status import QueueStatus
 from tierra.scheduler.status import Code, Status
 
@@ -19,14 +20,22 @@ from tierra.scheduler.status import Code, Status
 @dataclass(frozen=True, slots=True)
 class Binding:
     """Pod ``ns/name`` goes to ``node``; ``hypernode`` is the lowest HyperNode holding
-    every pod of its gang after this session (``None`` when only the whole cluster does)."""
+    every pod of its gang after this session (``None`` when only the whole cluster does),
+    as the topology index names it: its name, or ``group/name`` where both API groups
+    hold that name."""
 
     pod: str
     node: str
     hypernode: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"pod": self.pod, "node": self.node, "hyperNode": self.hypernode}
+        """``hyperNode`` is always the HyperNode's name; ``hyperNodeGroup`` is added only
+        where the name alone is ambiguous (both groups hold it, neither a mirror)."""
+        out: dict[str, Any] = {"pod": self.pod, "node": self.node, "hyperNode": self.hypernode}
+        key = parse_qualified(self.hypernode) if self.hypernode else None
+        if key is not None:
+            out["hyperNode"], out["hyperNodeGroup"] = key.name, key.group
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -162,7 +162,7 @@ class _Session:
             if not status.ok:
                 self.unschedulable.append(Unschedulable(gang.key, status))
             elif status.kept_by is not None:  # placed; members beyond the minimum wait
-                reason = words.kept_out(status.kept_out, status.kept_by)
+                reason = words.kept_out(status.kept_out, status.kept_by, gang.api.min_member)
                 self.unschedulable.append(Unschedulable(gang.key, queue_limited(reason)))
             if trace is not None:
                 explained = self._explanation(gang, status, trace)
@@ -326,7 +326,7 @@ class _Session:
         self.evictor.moved()
 
     def _explanation(self, gang: Gang, status: Status, trace: Trace) -> Explanation:
-        limit = resolve(gang.topology, self.cache.index, "spec.networkTopology")
+        limit = resolve(gang.topology, self.cache.index, gang.api.topology)
         constraint = limit.reason if isinstance(limit, Status) else limit.text
         tiers = trace.ordered()
         notes = tuple(self.evictor.notes)
@@ -335,7 +335,7 @@ class _Session:
         mine = {p.key for p in gang.pending}
         bound = [b for b in self.bindings if b.pod in mine]
         summary = words.scheduled_summary(
-            gang.key, len(gang.pending), bound, self.evictions, status
+            gang.key, len(gang.pending), bound, self.evictions, status, minimum=gang.api.min_member
         )
         return Explanation(gang.key, "scheduled", summary, constraint, tiers, notes)
 

@@ -7,7 +7,9 @@ Map of the package:
 * ``workloads``: jobs drawn from public trace statistics with an explicit seed, or read
   from a user's file (``generate``, ``load_workload``);
 * ``cost``: the communication-cost model (per-tier bandwidth, oversubscription) and
-  its cited defaults in ``cost-model.yaml``;
+  its cited defaults in ``cost-model.yaml``; ``structure``: what rank order and slices
+  make of a placement's cost; ``devices``: GPUs and NICs as DRA slices, claimed by the
+  pods, and what a far NIC costs;
 * ``engine``: the event loop (arrivals, sessions, completions, failures), which checks
   every placement against its own ledger;
 * ``policies/``: tierra's scheduler and the baselines behind one ``SimPolicy`` protocol;

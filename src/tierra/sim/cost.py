@@ -67,6 +67,7 @@ class CostModel:
     tiers: Mapping[str, TierCost]
     max_slowdown: float = 2.5
     contention: bool = True  # jobs sharing an oversubscribed uplink slow each other
+    slice_share: float = 0.5  # of a sliced job's communication, inside its slices
     source: str = BUILTIN
 
     def tier(self, name: str) -> TierCost | None:
@@ -77,12 +78,29 @@ class CostModel:
         cost = self.tiers.get(tier_name)
         return None if cost is None else cost.link()
 
-    def slowdown(self, comm_share: float, best_gbps: float, span_gbps: float) -> float:
-        """Stretch factor of a job's run time; 1.0 at its best placement."""
-        if comm_share <= 0 or span_gbps >= best_gbps:
+    def slowdown(
+        self,
+        comm_share: float,
+        best_gbps: float,
+        span_gbps: float,
+        layers: Sequence[tuple[float, float]] = (),
+    ) -> float:
+        """Stretch factor of a job's run time; 1.0 at its best placement.
+
+        ``layers``: a sliced job's slice layers, each ``(best, worst slice's span)``
+        bandwidth; they carry ``slice_share`` of its communication, evenly, and the
+        whole job's span the rest (``tierra.sim.structure``)."""
+        if comm_share <= 0:
             return 1.0
-        stretch = (1.0 - comm_share) + comm_share * best_gbps / span_gbps
-        return float(min(stretch, self.max_slowdown))
+        if not layers:
+            if span_gbps >= best_gbps:
+                return 1.0
+            stretch = (1.0 - comm_share) + comm_share * best_gbps / span_gbps
+            return float(min(stretch, self.max_slowdown))
+        inside = self.slice_share / len(layers)
+        comm = (1.0 - self.slice_share) * max(1.0, best_gbps / span_gbps)
+        comm += sum(inside * max(1.0, best / span) for best, span in layers)
+        return float(min((1.0 - comm_share) + comm_share * comm, self.max_slowdown))
 
     def bind(self, index: TopologyIndex, nodes: Sequence[Node]) -> BoundCost:
         """Per-domain and per-node bandwidths for one cluster; every tier must be covered."""
@@ -224,6 +242,9 @@ def parse_cost_model(raw: Any, source: str) -> CostModel:
     if max_slowdown is not None and max_slowdown < 1:
         f.problem("maxSlowdown", f"must be >= 1, got {max_slowdown}")
     contention = f.boolean("contention", True)
+    slice_share = f.number("sliceShare")
+    if slice_share is not None and not 0 <= slice_share <= 1:
+        f.problem("sliceShare", f"must be between 0 and 1, got {slice_share}")
     tiers_f = f.obj("tiers", required=True)
     tiers: dict[str, TierCost] = {}
     for key in tiers_f.data:
@@ -250,5 +271,6 @@ def parse_cost_model(raw: Any, source: str) -> CostModel:
         tiers=tiers,
         max_slowdown=max_slowdown if max_slowdown is not None else 2.5,
         contention=contention,
+        slice_share=slice_share if slice_share is not None else 0.5,
         source=source,
     )

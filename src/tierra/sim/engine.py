@@ -8,8 +8,10 @@ one every second; batching arrivals into ticks keeps the loop fast).
 
 The loop keeps its own ledger of what runs where and checks every placement a policy
 returns against it (healthy nodes, nothing over-committed, every pod of the gang), so a
-policy bug is a ``SimulationError``, never a silently wrong number. A job's run time is
-its remaining work times the cost model's slowdown for where it landed, stretched further
+policy bug is a ``SimulationError``, never a silently wrong number; on a cluster with
+devices it holds every GPU and NIC too (``devices.DeviceLedger``). A job's run time is
+its remaining work times the cost model's slowdown for where it landed (what its rank
+order and slices make of that, ``structure``; a far NIC, ``devices``), stretched further
 while it shares a busy oversubscribed uplink with other jobs (``contention``): whenever a
 job starts or ends, the jobs whose uplinks it shares are re-timed from the work they have
 done so far. A node failure kills the jobs on it; they lose the work since their last
@@ -34,9 +36,11 @@ from tierra.sim.clusters import SimCluster
 from tierra.sim.clusters._build import GPU
 from tierra.sim.contention import LinkLoads
 from tierra.sim.cost import BoundCost, CostModel
+from tierra.sim.devices import DeviceLedger, claims_nics, path_limit
 from tierra.sim.metrics import Fragmentation, JobRecord, QueueMeter, Recorder, RunResult
 from tierra.sim.optimum import DomainWeights, optimal_cost, placement_cost
 from tierra.sim.policies.base import Gang, Placement, SimPolicy, background
+from tierra.sim.structure import ring, slice_spans
 from tierra.sim.workloads import SimJob, Workload
 from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
@@ -91,6 +95,7 @@ class _Running:
     base: float  # stretch from the placement alone (the cost model, no contention)
     span_gbps: float
     best_gbps: float
+    layers: tuple[tuple[float, float], ...] = ()  # slice layers: (best, worst span) GB/s
     done: float = 0.0  # work done by ``since``
     since: float = 0.0
     version: int = 0  # bumps when it is re-timed; older FINISH events are stale
@@ -157,7 +162,12 @@ class Simulation:
         self.running: dict[str, _Running] = {}
         self.attempt: dict[str, int] = {}
         self.session_at: float | None = None
-        self.recorder = Recorder(policy=policy.name, total_gpus=cluster.gpus, n_nodes=n)
+        self.recorder = Recorder(
+            policy=policy.name,
+            total_gpus=cluster.gpus,
+            n_nodes=n,
+            devices=cluster.devices is not None,
+        )
         self.frag = Fragmentation(self.topo, self.capacity, workload)
         self.last_sample = -math.inf
         self.node_busy = np.zeros(n, dtype=np.float64)  # GPU-seconds used per node
@@ -172,6 +182,7 @@ class Simulation:
         self.weights = DomainWeights.of(cost) if self.oracle else None
         gpus = self.capacity.node_alloc[:, self.g] / 1000 if self.g is not None else np.zeros(n)
         self.links = LinkLoads(cost, gpus) if cost.model.contention else None
+        self.devices = DeviceLedger(cluster.devices) if cluster.devices is not None else None
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -190,6 +201,9 @@ class Simulation:
                 gpus=job.gpus,
                 pods=job.pods,
                 hard_limit=self._hard_limit(job),
+                ranked=job.ranked and job.pods > 1,
+                sliced=bool(job.slices),
+                wait_tier=job.wait.tier if job.wait is not None else None,
             )
             self.remaining[job.name] = job.duration
         for t, n, repair in failure_schedule(
@@ -327,6 +341,66 @@ class Simulation:
     # -- placements -------------------------------------------------------------------
 
     def _apply(self, placement: Placement) -> None:
+        job, gang, nodes, free = self._checked(placement)
+        record = self.recorder.records[job.name]
+        pair = self._take_devices(placement, gang, record)
+        masked = free.copy()
+        masked[~self.healthy] = 0
+        if job.pods > 1:
+            record.feasible_tier = self._feasible_tier(masked, gang)
+            record.feasible_gbps = self._reachable_gbps(masked, gang)
+            if self.oracle and self.weights is not None:
+                record.cost = placement_cost(self.topo, nodes, self.weights)
+                opt = optimal_cost(self.topo, masked, gang, self.weights)
+                record.optimum = opt.cost if opt is not None else None
+        for n, vec in zip(nodes, gang.pod_vecs, strict=True):
+            self._touch(n)
+            self.capacity.place(n, vec)
+        gpus = int(gang.total[self.g]) // 1000 if self.g is not None else 0
+        self.used_gpus += gpus
+        self.recorder.allocated(self.now, self.used_gpus)
+        if self.recorder.queues is not None:
+            self.recorder.queues.change(self.now, job.queue, gpus)
+        domain, span_gbps = self.cost.span(nodes)
+        best = self._best_gbps(gang)
+        comm_gbps, layers = self._structure(record, gang, nodes, domain, span_gbps)
+        if pair is not None and domain >= 0 and not self._over_nvlink(domain):
+            comm_gbps = min(comm_gbps, path_limit(pair))  # through each GPU's NIC
+        slowdown = self.cost.model.slowdown(job.comm_share, best, comm_gbps, layers)
+        remaining = self.remaining[job.name]
+        attempt = self.attempt.get(job.name, 0) + 1
+        self.attempt[job.name] = attempt
+        run = _Running(
+            job=job,
+            nodes=nodes,
+            vecs=gang.pod_vecs,
+            start=self.now,
+            slowdown=slowdown,
+            remaining=remaining,
+            attempt=attempt,
+            base=slowdown,
+            span_gbps=comm_gbps,
+            best_gbps=best,
+            since=self.now,
+            layers=layers,
+        )
+        self.running[job.name] = run
+        del self.pending[job.name]
+        if record.start is None:
+            record.start = self.now
+        record.attempts = attempt
+        record.tier = self.cost.tier_of_span(domain) if job.pods > 1 else 0
+        record.tier_name = self.cost.tier_name_of_span(domain)
+        record.span_gbps = span_gbps
+        touched = self._contend(run, gang, domain)
+        record.slowdown = run.slowdown
+        record.contention = run.slowdown / run.base
+        self.push(self.now + remaining * run.slowdown, Kind.FINISH, (job.name, attempt, 0))
+        self._retime(touched)
+
+    def _checked(self, placement: Placement) -> tuple[SimJob, Gang, list[int], IntArray]:
+        """The placed job, its gang and nodes, and the free room before it: or a
+        ``SimulationError`` when the placement breaks a rule."""
         job = self.pending.get(placement.job)
         if job is None:
             raise SimulationError(
@@ -354,56 +428,56 @@ class Simulation:
                     f"{self.policy.name} over-commits node {self.index.node_names[n]} with"
                     f" {job.name}"
                 )
-        record = self.recorder.records[job.name]
-        masked = free.copy()
-        masked[~self.healthy] = 0
-        if job.pods > 1:
-            record.feasible_tier = self._feasible_tier(masked, gang)
-            record.feasible_gbps = self._reachable_gbps(masked, gang)
-            if self.oracle and self.weights is not None:
-                record.cost = placement_cost(self.topo, nodes, self.weights)
-                opt = optimal_cost(self.topo, masked, gang, self.weights)
-                record.optimum = opt.cost if opt is not None else None
-        for n, vec in zip(nodes, gang.pod_vecs, strict=True):
-            self._touch(n)
-            self.capacity.place(n, vec)
-        gpus = int(gang.total[self.g]) // 1000 if self.g is not None else 0
-        self.used_gpus += gpus
-        self.recorder.allocated(self.now, self.used_gpus)
-        if self.recorder.queues is not None:
-            self.recorder.queues.change(self.now, job.queue, gpus)
-        domain, span_gbps = self.cost.span(nodes)
-        best = self._best_gbps(gang)
-        slowdown = self.cost.model.slowdown(job.comm_share, best, span_gbps)
-        remaining = self.remaining[job.name]
-        attempt = self.attempt.get(job.name, 0) + 1
-        self.attempt[job.name] = attempt
-        run = _Running(
-            job=job,
-            nodes=nodes,
-            vecs=gang.pod_vecs,
-            start=self.now,
-            slowdown=slowdown,
-            remaining=remaining,
-            attempt=attempt,
-            base=slowdown,
-            span_gbps=span_gbps,
-            best_gbps=best,
-            since=self.now,
-        )
-        self.running[job.name] = run
-        del self.pending[job.name]
-        if record.start is None:
-            record.start = self.now
-        record.attempts = attempt
-        record.tier = self.cost.tier_of_span(domain) if job.pods > 1 else 0
-        record.tier_name = self.cost.tier_name_of_span(domain)
-        record.span_gbps = span_gbps
-        touched = self._contend(run, gang, domain)
-        record.slowdown = run.slowdown
-        record.contention = run.slowdown / run.base
-        self.push(self.now + remaining * run.slowdown, Kind.FINISH, (job.name, attempt, 0))
-        self._retime(touched)
+        return job, gang, nodes, free
+
+    def _over_nvlink(self, domain: int) -> bool:
+        """Whether pods spanning ``domain`` talk over NVLink (an NVL72 rack), not NICs."""
+        tier = self.cost.model.tier(self.cost.tier_name_of_span(domain))
+        return tier is not None and tier.medium == "nvlink"
+
+    def _take_devices(self, placement: Placement, gang: Gang, record: JobRecord) -> float | None:
+        """Check and hold the devices a placement gives each pod; the weakest GPU-NIC
+        pair of the job (None: no devices, or no NICs)."""
+        if self.devices is None:
+            return None
+        job = gang.job
+        if len(placement.devices) != job.pods:
+            raise SimulationError(
+                f"{self.policy.name} gave devices to {len(placement.devices)} of {job.pods}"
+                f" pods of {job.name}"
+            )
+        pods = [
+            (self.index.node_names[n], job.roles[r].gpus, names)
+            for n, r, names in zip(placement.nodes, gang.pod_roles, placement.devices, strict=True)
+        ]
+        taken = self.devices.take(job.name, pods, claims_nics(job.pods))
+        if isinstance(taken, str):
+            raise SimulationError(f"{self.policy.name} {taken} ({job.name})")
+        record.nic_pods, record.aligned_pods = taken.nic_pods, taken.aligned
+        record.pair_gbps, record.one_clique = taken.weakest, taken.one_clique
+        return taken.weakest
+
+    def _structure(
+        self, record: JobRecord, gang: Gang, nodes: list[int], domain: int, span_gbps: float
+    ) -> tuple[float, tuple[tuple[float, float], ...]]:
+        """The bandwidth a job's communication gets across its span (its ring's, when it
+        is ranked) and its slice layers' ``(best, worst span)``: ``tierra.sim.structure``.
+        What the placement did with its ranks, slices and bounded wait is recorded."""
+        job = gang.job
+        if job.pods < 2:
+            return span_gbps, ()
+        if job.wait is not None:
+            record.wait_tier_met = self.cost.tier_of_span(domain) <= job.wait.tier
+        comm = span_gbps
+        if job.ranked:
+            r = ring(self.cost, nodes, domain, span_gbps)
+            comm, record.rank_contiguous = r.gbps, r.contiguous
+        if not job.slices:
+            return comm, ()
+        spans = slice_spans(self.cost, nodes, job.slices)
+        record.slices_kept = all(s.kept for s in spans)
+        layers = tuple((self._best_for(s.layer.size, gang.widest), s.worst_gbps) for s in spans)
+        return comm, layers
 
     # -- contention -----------------------------------------------------------------------
 
@@ -429,7 +503,9 @@ class Simulation:
         stretch = self.links.stretch(run.job.name)
         if stretch <= 1.0:
             return run.base
-        return self.cost.model.slowdown(run.job.comm_share, run.best_gbps, run.span_gbps / stretch)
+        return self.cost.model.slowdown(
+            run.job.comm_share, run.best_gbps, run.span_gbps / stretch, run.layers
+        )
 
     def _retime(self, names: set[str]) -> None:
         """Contention changed for ``names``: new slowdowns from the work done so far."""
@@ -451,6 +527,8 @@ class Simulation:
     def _release(self, run: _Running) -> None:
         if self.links is not None:
             self._retime(self.links.remove(run.job.name))
+        if self.devices is not None:
+            self.devices.release(run.job.name)
         for n, vec in zip(run.nodes, run.vecs, strict=True):
             self._touch(n)
             self.capacity.remove(n, vec)
@@ -520,16 +598,20 @@ class Simulation:
 
     def _best_gbps(self, gang: Gang) -> float:
         """The bandwidth of the best placement this job could have in the empty cluster."""
-        key = (gang.job.pods, tuple(int(x) for x in gang.widest))
+        return self._best_for(gang.job.pods, gang.widest)
+
+    def _best_for(self, pods: int, widest: IntArray) -> float:
+        """The best bandwidth ``pods`` pods of shape ``widest`` could have, empty cluster."""
+        key = (pods, tuple(int(x) for x in widest))
         found = self.best_gbps.get(key)
         if found is None:
-            fits = fit_counts(self.capacity.node_alloc, gang.widest)
+            fits = fit_counts(self.capacity.node_alloc, widest)
             best = 0.0
-            single = fits >= gang.job.pods
+            single = fits >= pods
             if single.any():
                 best = float(self.cost.node_gbps[single].max())
             dom = self.topo.index.sum_under(fits)
-            ok = np.flatnonzero(dom >= gang.job.pods)
+            ok = np.flatnonzero(dom >= pods)
             if len(ok):
                 best = max(best, float(self.cost.domain_gbps[ok].max()))
             found = self.best_gbps[key] = best if best > 0 else 1.0

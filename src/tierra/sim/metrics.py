@@ -67,6 +67,16 @@ class JobRecord:
     contention: float = 1.0  # run time / run time with its uplinks to itself
     cost: float | None = None
     optimum: float | None = None
+    ranked: bool = False  # a gang whose pods carry their rank (tierra.sim.structure)
+    rank_contiguous: bool | None = None  # its ring crossed no uplink more than once each way
+    sliced: bool = False
+    slices_kept: bool | None = None  # every slice inside one domain of its layer's tier
+    wait_tier: int | None = None  # the tier a bounded wait asked for
+    wait_tier_met: bool | None = None  # placed within it
+    nic_pods: int = 0  # pods holding GPUs and NICs (a cluster with devices)
+    aligned_pods: int = 0  # of those, every GPU with a NIC under its own PCIe root
+    pair_gbps: float | None = None  # the job's weakest GPU-NIC path
+    one_clique: bool | None = None  # a gang one NVLink clique could hold, inside one
 
     @property
     def gang(self) -> bool:
@@ -111,12 +121,63 @@ class Summary:
     optimum_gangs: int = 0
     optimum_gap: float = math.nan  # mean (cost - optimum) / optimum
     at_optimum: float = math.nan  # share of gangs with cost == optimum
+    structure: dict[str, float] | None = None  # ``structure_summary``; None: no such gangs
+    devices: dict[str, float] | None = None  # ``device_summary``; None: no devices
 
     def to_dict(self) -> dict[str, Any]:
+        def plain(v: Any) -> Any:
+            if isinstance(v, dict):
+                return {k: plain(x) for k, x in v.items()}
+            return None if isinstance(v, float) and math.isnan(v) else v
+
         return {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
+            k: plain(v)
             for k, v in asdict(self).items()
+            if not (k in ("structure", "devices") and v is None)
         }
+
+
+def device_summary(started: Sequence[JobRecord], devices: bool) -> dict[str, float] | None:
+    """On a cluster with devices: pods that held GPUs and NICs, the share with every GPU
+    beside a NIC on its PCIe root, the mean weakest GPU-NIC path (GB/s) of their jobs;
+    gangs one NVLink clique could hold, and the share kept inside one."""
+    if not devices:
+        return None
+    pods = sum(r.nic_pods for r in started)
+    pairs = [r.pair_gbps for r in started if r.pair_gbps is not None]
+    cliqued = [r for r in started if r.one_clique is not None]
+    return {
+        "nic_pods": pods,
+        "aligned": sum(r.aligned_pods for r in started) / pods if pods else math.nan,
+        "pair_gbps": float(np.mean(pairs)) if pairs else math.nan,
+        "clique_gangs": len(cliqued),
+        "one_clique": sum(bool(r.one_clique) for r in cliqued) / len(cliqued)
+        if cliqued
+        else math.nan,
+    }
+
+
+def structure_summary(gangs: Sequence[JobRecord]) -> dict[str, float] | None:
+    """Placed gangs with rank order, slices or a bounded wait, and what became of them:
+    the share whose ring ran contiguous, whose slices all kept their tier, whose wait
+    got its tier (NaN where there were none of a kind); None when no gang had any."""
+    ranked = [r for r in gangs if r.ranked and r.rank_contiguous is not None]
+    sliced = [r for r in gangs if r.sliced and r.slices_kept is not None]
+    waited = [r for r in gangs if r.wait_tier is not None and r.wait_tier_met is not None]
+    if not (ranked or sliced or waited):
+        return None
+
+    def share(rs: Sequence[JobRecord], key: str) -> float:
+        return sum(bool(getattr(r, key)) for r in rs) / len(rs) if rs else math.nan
+
+    return {
+        "ranked_gangs": len(ranked),
+        "rank_contiguous": share(ranked, "rank_contiguous"),
+        "sliced_gangs": len(sliced),
+        "slices_kept": share(sliced, "slices_kept"),
+        "waited_gangs": len(waited),
+        "wait_tier_met": share(waited, "wait_tier_met"),
+    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -314,6 +375,7 @@ class Recorder:
     evictions: int = 0
     failures: int = 0
     queues: QueueMeter | None = None  # set by the loop once the loaded window is known
+    devices: bool = False  # the cluster has devices: summarise their use
 
     def allocated(self, t: float, used_gpus: int) -> None:
         share = used_gpus / self.total_gpus if self.total_gpus else 0.0
@@ -399,6 +461,8 @@ class Recorder:
             optimum_gangs=len(optimum),
             optimum_gap=float(np.mean(gaps)) if gaps else math.nan,
             at_optimum=(sum(g <= 1e-9 for g in gaps) / len(gaps)) if gaps else math.nan,
+            structure=structure_summary(gangs),
+            devices=device_summary(started, self.devices),
         )
 
 

@@ -469,6 +469,82 @@ def queue_table(comp: Comparison) -> str:
     )
 
 
+# Nested summaries shown when a run has them: ``Summary.structure`` (rank order, slices,
+# bounded wait: ``tierra.sim.structure``): (label, key, kind "n" or "pct").
+STRUCTURE_COLUMNS = (
+    ("ranked gangs", "ranked_gangs", "n"),
+    ("ranks contiguous", "rank_contiguous", "pct"),
+    ("sliced gangs", "sliced_gangs", "n"),
+    ("slices kept", "slices_kept", "pct"),
+    ("bounded-wait gangs", "waited_gangs", "n"),
+    ("wait tier met", "wait_tier_met", "pct"),
+)
+
+
+def extra_rows(
+    comp: Comparison, attr: str, columns: Sequence[tuple[str, str, str]]
+) -> list[tuple[str, list[str]]]:
+    """``(policy, cells)`` of a nested summary (``structure``, ``devices``) for every run
+    that has one; empty when none does."""
+    rows = []
+    for r in comp.results:
+        found = getattr(r.summary, attr)
+        if not found:
+            continue
+        cells = []
+        for _, key, kind in columns:
+            v = found.get(key)
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                cells.append("–")
+            else:
+                cells.append(
+                    fmt_pct(float(v))
+                    if kind == "pct"
+                    else f"{float(v):.1f}"
+                    if kind == "gbps"
+                    else f"{v:,.0f}"
+                )
+        rows.append((r.policy, cells))
+    return rows
+
+
+def extra_table(
+    comp: Comparison, attr: str, columns: Sequence[tuple[str, str, str]], intro: str
+) -> str:
+    rows = extra_rows(comp, attr, columns)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{esc(label)}</th>" for label, _, _ in columns)
+    body = "".join(
+        f"<tr><td>{esc(p)}</td>{''.join(f'<td>{esc(c)}</td>' for c in cells)}</tr>"
+        for p, cells in rows
+    )
+    return f"<p class='muted'>{esc(intro)}</p><table><tr><th>policy</th>{head}</tr>{body}</table>"
+
+
+DEVICE_COLUMNS = (
+    ("pods with GPUs+NICs", "nic_pods", "n"),
+    ("GPUs and NICs on shared PCIe roots", "aligned", "pct"),
+    ("mean weakest GPU-NIC path, GB/s", "pair_gbps", "gbps"),
+    ("gangs one clique holds", "clique_gangs", "n"),
+    ("in one NVLink clique", "one_clique", "pct"),
+)
+DEVICE_INTRO = (
+    "On a cluster with devices (tierra simulate --devices): pods of multi-node jobs claim "
+    "GPUs and as many NICs through DRA; the share of those pods whose every GPU has a NIC "
+    "under its own PCIe root (GPUDirect RDMA through one PCIe switch, 63 GB/s, else across "
+    "the CPU interconnect, 16 GB/s), the mean of each job's weakest GPU-NIC path, and of "
+    "the gangs one NVLink clique could hold, the share placed inside one."
+)
+
+STRUCTURE_INTRO = (
+    "Gangs that carry rank order, slices or a bounded wait (tierra's PodGroup annotations): "
+    "the share whose ranks ran contiguously (no uplink crossed more than once each way by "
+    "their ring), whose slices each stayed inside one domain of their tier, and whose wait "
+    "got its tier. Policies that ignore these constraints are judged by them all the same."
+)
+
+
 def parameters(comp: Comparison, command: str) -> str:
     c, w = comp.cluster, comp.workload
     items = [
@@ -538,6 +614,16 @@ def render(comp: Comparison, *, command: str = "") -> str:
         summary_table(comp),
         f"<ul>{skipped}</ul>" if skipped else "",
         queue_table(comp),
+        *(
+            ["<h2>Rank order, slices, bounded wait</h2>", table]
+            if (table := extra_table(comp, "structure", STRUCTURE_COLUMNS, STRUCTURE_INTRO))
+            else []
+        ),
+        *(
+            ["<h2>Devices: GPU-NIC alignment, NVLink cliques</h2>", table]
+            if (table := extra_table(comp, "devices", DEVICE_COLUMNS, DEVICE_INTRO))
+            else []
+        ),
         "<h2>GPU allocation over time</h2>",
         line_chart(alloc, "hours", "GPUs allocated", "GPU allocation over time"),
         "<h2>Queueing delay (CDF)</h2>",

@@ -10,6 +10,8 @@ generated one can be saved, edited and replayed::
     - {name: pretrain, arrival: 0, duration: 2h, pods: 16, gpusPerPod: 8, commShare: 0.4,
        topology: {mode: hard, highestTierName: aggregation},
        partitions: {size: 4, topology: {mode: hard, highestTierAllowed: 1}}}
+    - {name: llm, duration: 6h, pods: 32, gpusPerPod: 8, topology: {mode: soft}, ranked: true,
+       slices: [{tier: 2, size: 16}, {tier: 1, size: 8}], wait: {tier: 2, duration: 4m}}
     - name: chat
       kind: inference
       duration: 1d
@@ -29,7 +31,16 @@ from tierra.api.fields import Fields, Report
 from tierra.api.files import read_yaml
 from tierra.api.podgroup import decode_network_topology
 from tierra.errors import InputError, Origin, Problem
-from tierra.sim.workloads import API_VERSION, KIND, JobKind, Role, SimJob, Workload
+from tierra.sim.workloads import (
+    API_VERSION,
+    KIND,
+    BoundedWait,
+    JobKind,
+    Role,
+    SimJob,
+    SliceLayer,
+    Workload,
+)
 from tierra.topology.index import TopologyIndex
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
@@ -117,6 +128,9 @@ def _job(f: Fields, i: int) -> SimJob | None:
             if r.pods % parts:
                 where = f"roles[{k}].pods" if f.has("roles") else "pods"
                 f.problem(where, f"{r.pods} pods do not split evenly into {parts} partitions")
+    slices = _slices(f, pods)
+    ranked = f.boolean("ranked", False)
+    wait = _wait(f, topology is not None)
     if f.report.count > before or duration is None:
         return None
     return SimJob(
@@ -132,7 +146,42 @@ def _job(f: Fields, i: int) -> SimJob | None:
         priority=f.integer("priority", 0),
         queue=f.string("queue", "default") or "default",
         path=f"jobs[{i}]",
+        slices=slices,
+        ranked=ranked,
+        wait=wait,
     )
+
+
+def _slices(f: Fields, pods: int) -> tuple[SliceLayer, ...]:
+    """``slices: [{tier, size}, ...]``, outer first (tierra's ``slices`` annotation): each
+    size divides the one above (the pods, for the outer layer), each tier below it."""
+    out: list[SliceLayer] = []
+    for layer in f.objects("slices"):
+        size = layer.integer("size", 0, required=True, minimum=1)
+        tier = layer.integer("tier", 0, required=True, minimum=1)
+        if not size or not tier:
+            continue
+        above = out[-1] if out else None
+        if (above.size if above else pods) % size:
+            what = "the layer above's size" if above else "the job's pods"
+            layer.problem("size", f"{size} must divide {what} ({above.size if above else pods})")
+        elif above is not None and tier >= above.tier:
+            layer.problem("tier", f"must be below the layer above's tier {above.tier}")
+        else:
+            out.append(SliceLayer(size=size, tier=tier))
+    return tuple(out)
+
+
+def _wait(f: Fields, has_topology: bool) -> BoundedWait | None:
+    """``wait: {tier, duration}``: a bounded wait for that tier (needs ``topology``)."""
+    w = f.obj("wait")
+    if not w.data:
+        return None
+    tier = w.integer("tier", 0, required=True, minimum=1)
+    seconds = _seconds(w, "duration", required=True, positive=True)
+    if not has_topology:
+        f.problem("wait", "needs the job's topology (a bounded wait narrows its domain search)")
+    return BoundedWait(tier=tier, seconds=seconds) if tier and seconds else None
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -207,6 +256,19 @@ def check_workload(
                         f"{where}.{key}.highestTierName",
                     )
                 )
+        tiers = [(f"slices[{k}].tier", x.tier) for k, x in enumerate(job.slices)]
+        if job.wait is not None:
+            tiers.append(("wait.tier", job.wait.tier))
+        for key, tier in tiers:
+            if tier >= index.root_tier:
+                problems.append(
+                    Problem(
+                        f"tier {tier} is not below the cluster's top (tier {index.root_tier})",
+                        origin,
+                        KIND,
+                        f"{where}.{key}",
+                    )
+                )
         if job.gpus > gpus:
             problems.append(
                 Problem(
@@ -239,5 +301,11 @@ def workload_manifest(workload: Workload) -> dict[str, Any]:
             if j.partition_topology is not None:
                 part["topology"] = j.partition_topology.to_dict()
             d["partitions"] = part
+        if j.slices:
+            d["slices"] = [{"tier": x.tier, "size": x.size} for x in j.slices]
+        if j.ranked:
+            d["ranked"] = True
+        if j.wait is not None:
+            d["wait"] = {"tier": j.wait.tier, "duration": j.wait.seconds}
         jobs.append(d)
     return {"apiVersion": API_VERSION, "kind": KIND, "jobs": jobs}

@@ -13,7 +13,10 @@ seed, so the same seed gives the same jobs on every machine:
 * inference services: instances of prefill and decode pods that must share a tier-1
   domain, lifetimes from Alibaba's 2023 GPU trace (median 540 s, p90 6,574 s [V2023]);
 * topology: soft ("lowest tier that fits") or hard at the tightest / next tier, and
-  partitions (tensor-parallel groups) that must each stay in one tier-1 domain.
+  partitions (tensor-parallel groups) that must each stay in one tier-1 domain;
+* structure (``StructureMix``, off unless asked): the largest gangs made like Kalos's
+  pretraining jobs -- rank order, slices (multi-layer where the fabric has the tiers) and
+  a bounded wait for their tightest tier, in tierra's PodGroup annotations.
 
 A user's own jobs come from a file: see ``workload_file``.
 """
@@ -21,12 +24,14 @@ A user's own jobs come from a file: see ``workload_file``.
 from __future__ import annotations
 
 import enum
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tierra.api.meta import ObjectMeta
 from tierra.api.pod import GROUP_NAME_ANNOTATION, ONE_POD, Pod
@@ -36,7 +41,9 @@ from tierra.api.podgroup import (
     SubGroupPolicy,
     TopologyMode,
 )
+from tierra.api.tierra_annotations import RANK_LABEL, SLICES
 from tierra.errors import InputError
+from tierra.scheduler.constraints.bounded_wait import WAIT_FOR, WAIT_TIER
 from tierra.sim._topo import TopoArrays
 from tierra.sim.clusters._build import GIB_MILLI, GPU
 from tierra.topology.capacity import Capacity
@@ -47,6 +54,9 @@ KIND = "Workload"
 NAMESPACE = "sim"
 TASK_LABEL = "volcano.sh/task-spec"
 PARTITION_LABEL = "volcano.sh/partition-id"
+# The rank label PyTorchJob's pods carry (Kubeflow's training operator): what a sim gang's
+# PodGroup names in ``topology.tierra.dev/rank-label`` when its ranks are ordered.
+RANK_POD_LABEL = "training.kubeflow.org/replica-index"
 CPU_PER_GPU = 12_000  # milli-cpu: fits 8 per H100 node (112) and 4 per GB200 tray (144)
 MEMORY_PER_GPU = 200 * GIB_MILLI
 
@@ -80,6 +90,23 @@ class Role:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class SliceLayer:
+    """Slices of ``size`` pods (in rank order), each inside one domain of ``tier``."""
+
+    size: int
+    tier: int
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedWait:
+    """Wait up to ``seconds`` for a placement inside one domain of ``tier`` (Slurm's
+    ``--switches=N@time``), then take what the hard limit allows."""
+
+    tier: int
+    seconds: float
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimJob:
     """One job: a gang of pods that starts together, runs ``duration`` at best, ends."""
@@ -96,6 +123,9 @@ class SimJob:
     priority: int = 0
     queue: str = "default"
     path: str = ""  # where a user's file defined it (``jobs[3]``), for messages
+    slices: tuple[SliceLayer, ...] = ()  # outer first; cut in rank (pod) order
+    ranked: bool = False  # pod i has rank i, and its PodGroup says so
+    wait: BoundedWait | None = None
 
     @property
     def pods(self) -> int:
@@ -180,10 +210,37 @@ DEFAULT_TRACE = "kalos"  # the LLM-era cluster: the largest jobs relative to its
 # tails, 0.75 keeps ~70% of GPUs allocated and a queue that tells policies apart.
 DEFAULT_LOAD = 0.75
 
+# Kalos's pretraining jobs (Acme, NSDI'24; InternLM/AcmeTrace figure/treemap_job_dist.pdf
+# at 6d6ac9c): 3.2% of its GPU jobs and 95.5% of its GPU time -- 3D-parallel LLM jobs,
+# launched with ranks, cut into pipeline/data-parallel groups. Its GPU jobs queued 214 s
+# on average (cluster_summary.csv, tests/fixtures/traces/acme-cluster-summary.csv).
+KALOS_PRETRAIN_SHARE = 0.032
+KALOS_MEAN_QUEUE_S = 214.179
+
 # Inference lifetimes: Alibaba GPU trace v2023, pod lifetime median 540 s, p90 6,574 s.
 INFERENCE_MEDIAN_S = 540.0
 INFERENCE_SIGMA = math.log(6574.0 / 540.0) / 1.2816
 INFERENCE_SHAPES = ((1, 1), (1, 2), (2, 2))  # (prefill, decode) pods per instance
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StructureMix:
+    """Which gangs carry slices, rank order and a bounded wait (tierra's PodGroup
+    annotations), as Kalos's pretraining jobs do.
+
+    ``share`` of all jobs, taken from the largest multi-node training gangs down (Kalos's
+    pretraining jobs are its largest: 3.2% of the jobs, 95.5% of the GPU time); each is
+    ranked, sliced where the fabric has a tier below the gang's for a slice, and, when
+    its limit is looser than the tightest tier that usually holds it, waits up to
+    ``wait_seconds`` for that tier. Drawn from a stream of its own, so the jobs
+    themselves are the same with or without it.
+    """
+
+    share: float = 0.0
+    wait_seconds: float = KALOS_MEAN_QUEUE_S
+
+
+KALOS_STRUCTURE = StructureMix(share=KALOS_PRETRAIN_SHARE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -204,6 +261,11 @@ class WorkloadSpec:
     inference_priority: int = 0
     max_duration: float = 24 * 3600.0
     max_jobs: int = 200_000
+    structure: StructureMix = StructureMix()
+    # Of the multi-node training gangs (not the structured ones), those whose workers ask
+    # for half a node each (twice the pods): what a cluster with devices needs to tell
+    # device choices apart, since a whole-node pod gets every GPU and NIC of its node.
+    half_node_share: float = 0.0
 
 
 def _fit_ratio(mean_multi: float, sizes: Sequence[int]) -> float:
@@ -305,6 +367,9 @@ def generate(facts: ClusterFacts, spec: WorkloadSpec | None = None) -> Workload:
     target = spec.load * facts.gpus * horizon
     jobs: list[SimJob] = []
     offered = 0.0
+    pretrain = _pretrain_odds(spec, sizes, weights, gpn)
+    rng_s = np.random.default_rng([spec.seed, 0x5717])  # the structure's own stream
+    rng_h = np.random.default_rng([spec.seed, 0x4A1F])  # and the half-node pods'
     while offered < target and len(jobs) < spec.max_jobs:
         n = len(jobs)
         if rng.random() < spec.single_share:
@@ -314,6 +379,11 @@ def generate(facts: ClusterFacts, spec: WorkloadSpec | None = None) -> Workload:
         else:
             gpus = int(rng.choice(sizes, p=weights))
             job = _training(n, rng, gpus, gpn=gpn, facts=facts, mu=mu, sigma=sigma, spec=spec)
+            odds = pretrain.get(gpus, 0.0)
+            if odds > 0 and rng_s.random() < odds:
+                job = _pretraining(job, facts, spec.structure)
+            elif spec.half_node_share > 0 and rng_h.random() < spec.half_node_share:
+                job = _half_nodes(job, gpn)
         jobs.append(job)
         offered += job.gpus * job.duration
     arrivals = np.sort(rng.uniform(0.0, horizon, size=len(jobs)))
@@ -328,8 +398,70 @@ def generate(facts: ClusterFacts, spec: WorkloadSpec | None = None) -> Workload:
             "load": spec.load,
             "jobs": len(jobs),
             "largestJobGPUs": cap,
+            **(
+                {"structuredShare": spec.structure.share, "structured": sum(j.ranked for j in jobs)}
+                if spec.structure.share > 0
+                else {}
+            ),
         },
     )
+
+
+def _pretrain_odds(
+    spec: WorkloadSpec, sizes: Sequence[int], weights: npt.NDArray[np.float64], gpn: int
+) -> dict[int, float]:
+    """Per training size (GPUs), the chance a job of it is pretraining-like: the largest
+    multi-node sizes first, until they make ``spec.structure.share`` of all jobs."""
+    left = spec.structure.share
+    per_job = (1 - spec.single_share) * (1 - spec.inference_share)
+    out: dict[int, float] = {}
+    for size, w in sorted(zip(sizes, weights.tolist(), strict=True), reverse=True):
+        if left <= 0 or size <= gpn:
+            break
+        share = per_job * w
+        out[size] = min(1.0, left / share) if share > 0 else 0.0
+        left -= share
+    return out
+
+
+def _pretraining(job: SimJob, facts: ClusterFacts, mix: StructureMix) -> SimJob:
+    """``job`` as a pretraining job: ranked, sliced (no Volcano partitions then), and
+    waiting for its usual tier when its limit allows looser."""
+    pods = job.pods
+    typical = max(facts.tier_for(pods), 1)
+    nt = job.topology
+    hard = nt.highest_tier_allowed if nt is not None and nt.mode is TopologyMode.HARD else None
+    layers = slice_layers(pods, facts, below=hard or facts.root_tier)
+    wait = None
+    if hard is None or hard > typical:
+        wait = BoundedWait(tier=typical, seconds=mix.wait_seconds)
+    if layers:
+        job = replace(job, partition_size=0, partition_topology=None, slices=layers)
+    return replace(job, ranked=True, wait=wait)
+
+
+def _half_nodes(job: SimJob, gpn: int) -> SimJob:
+    """A multi-node gang of whole-node pods as twice as many half-node pods (the same
+    GPUs, partitions of the same GPUs); other jobs as they are."""
+    (role,) = job.roles
+    if job.pods < 2 or role.gpus != gpn or gpn < 2 or gpn % 2:
+        return job
+    half = replace(role, pods=role.pods * 2, gpus=gpn // 2)
+    return replace(job, roles=(half,), partition_size=job.partition_size * 2)
+
+
+def slice_layers(pods: int, facts: ClusterFacts, *, below: int) -> tuple[SliceLayer, ...]:
+    """A gang of ``pods`` cut as a pipeline-parallel job is: halves, quarters, ... of it,
+    each layer at the tier that usually holds that many pods, one layer per tier below
+    ``below`` (outer first, at most three: Kueue's limit), each size dividing the last."""
+    out: list[SliceLayer] = []
+    size = pods // 2
+    while size >= 2 and len(out) < 3:
+        tier = facts.tier_for(size)
+        if 1 <= tier < min(below, facts.root_tier) and (not out or tier < out[-1].tier):
+            out.append(SliceLayer(size=size, tier=tier))
+        size //= 2
+    return tuple(out)
 
 
 def _with_arrival(job: SimJob, t: float) -> SimJob:
@@ -444,7 +576,12 @@ def job_podgroup(job: SimJob) -> PodGroup:
             ),
         )
     return PodGroup(
-        meta=ObjectMeta(name=job.name, namespace=NAMESPACE, created=job.arrival),
+        meta=ObjectMeta(
+            name=job.name,
+            namespace=NAMESPACE,
+            annotations=structure_annotations(job),
+            created=job.arrival,
+        ),
         min_member=job.pods,
         min_resources=min_resources,
         queue=job.queue,
@@ -454,14 +591,30 @@ def job_podgroup(job: SimJob) -> PodGroup:
     )
 
 
+def structure_annotations(job: SimJob) -> dict[str, str]:
+    """tierra's PodGroup annotations for the job's slices, rank order and bounded wait
+    (``docs/topology-constraints.md``, ``docs/waits.md``)."""
+    out: dict[str, str] = {}
+    if job.slices:
+        out[SLICES] = json.dumps([{"tier": s.tier, "size": s.size} for s in job.slices])
+    if job.ranked:
+        out[RANK_LABEL] = RANK_POD_LABEL
+    if job.wait is not None:
+        out[WAIT_TIER] = str(job.wait.tier)
+        out[WAIT_FOR] = f"{round(job.wait.seconds)}s"
+    return out
+
+
 def job_pods(job: SimJob) -> list[Pod]:
     """Pending pods of ``job``, in pod order (the order placements are reported in)."""
     out = []
-    for name, (r, part) in zip(job.pod_names(), job.layout(), strict=True):
+    for i, (name, (r, part)) in enumerate(zip(job.pod_names(), job.layout(), strict=True)):
         role = job.roles[r]
         labels = {TASK_LABEL: role.name}
         if part >= 0:
             labels[PARTITION_LABEL] = str(part)
+        if job.ranked:
+            labels[RANK_POD_LABEL] = str(i)
         out.append(
             Pod(
                 meta=ObjectMeta(

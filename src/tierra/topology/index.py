@@ -1,9 +1,15 @@
 """The topology index: a forest of HyperNodes over nodes, with a virtual root above all.
 
 Built once per snapshot and immutable afterwards; every query the scheduler asks in
-its hot loop is an array lookup. HyperNodes are numbered by name (so numbering, and
-everything derived from it, is deterministic); the virtual root is the last index and
-its tier is the highest real tier + 1.
+its hot loop is an array lookup. HyperNodes are numbered by name, then group (so
+numbering, and everything derived from it, is deterministic); the virtual root is the
+last index and its tier is the highest real tier + 1.
+
+A HyperNode is (group, name): each group is its own name space, checked as its own
+graph (a member names a HyperNode of its own group), and ``names`` calls each by its
+name, or ``group/name`` where both groups hold that name. The controller's Volcano
+copies of tierra's own HyperNodes are set aside (``mirrors``, see ``mirrors.py``): one
+topology, not two.
 
 Trees are the connected components of HyperNode membership. A tree with any problem
 (schema, cycle, second parent, tier order, overlapping leaves, tier-name clash) is kept
@@ -15,18 +21,20 @@ Tiers and tier names are resolved per tree, so trees of different depths coexist
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
-from tierra.api.hypernode import HyperNode
+from tierra.api.hypernode import HyperNode, HyperNodeKey, parse_qualified, qualified
 from tierra.api.node import Node
 from tierra.errors import Problem, Severity
 from tierra.topology.arrays import Num, segment_sums
 from tierra.topology.graph import check_graph
+from tierra.topology.mirrors import Mirrors, split_mirrors
 from tierra.topology.resolve import NodeCatalog, Resolved, resolve
 
 ROOT_NAME = "<cluster>"
@@ -38,20 +46,19 @@ class Tree:
     """One connected component of HyperNodes."""
 
     id: int
-    name: str  # the root HyperNode's name (for an unusable tree: its first name)
+    name: str  # the root HyperNode's (for an unusable tree: its first), as ``names`` has it
     hypernodes: tuple[int, ...]
     usable: bool
     reasons: tuple[str, ...]
     tiers: tuple[int, ...]
     tier_names: Mapping[str, int]
+    group: str = ""  # the API group of its HyperNodes (a tree never spans two)
 
 
-def _missing_node_warnings(
-    hns: Sequence[HyperNode], resolved: Mapping[str, Resolved]
-) -> list[Problem]:
+def _missing_node_warnings(hns: Sequence[HyperNode], resolved: Sequence[Resolved]) -> list[Problem]:
     out = []
-    for h in hns:
-        missing = resolved[h.name].missing_nodes
+    for h, found in zip(hns, resolved, strict=True):
+        missing = found.missing_nodes
         if missing:
             shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
             out.append(
@@ -104,14 +111,76 @@ def _lift(
     return np.concatenate(owners), np.concatenate(items)
 
 
-def _invalid(problems: Iterable[Problem]) -> dict[str, list[str]]:
-    """The decoding errors of each HyperNode, by name (its tree becomes unusable)."""
-    invalid: dict[str, list[str]] = defaultdict(list)
+def _reason(p: Problem) -> str:
+    return f"{p.obj}: {p.path + ': ' if p.path else ''}{p.message}"
+
+
+def _invalid(
+    problems: Iterable[Problem],
+    every: Sequence[HyperNode],
+    at: Mapping[tuple[str, str], int],
+    keyed: Mapping[HyperNodeKey, Iterable[Problem]],
+) -> dict[int, list[str]]:
+    """The decoding errors of each indexed HyperNode (its tree becomes unusable).
+
+    A problem names its object ``HyperNode/<name>`` whatever the group: where both groups
+    hold the name, the problem's origin (file and document) says which one, and when it
+    says nothing (a duplicate the reader skipped) every HyperNode of that name is held
+    to it. ``every`` includes the mirrors set aside, so a broken mirror never breaks its
+    twin; ``keyed`` are problems whose HyperNode the caller knows (the live store's)."""
+    named: dict[str, list[HyperNode]] = defaultdict(list)
+    for h in every:
+        named[h.name].append(h)
+    invalid: dict[int, list[str]] = defaultdict(list)
     for p in problems:
-        if p.severity is Severity.ERROR and p.obj.startswith("HyperNode/"):
-            name = p.obj.split("/", 1)[1]
-            invalid[name].append(f"{p.obj}: {p.path + ': ' if p.path else ''}{p.message}")
+        if p.severity is not Severity.ERROR or not p.obj.startswith("HyperNode/"):
+            continue
+        found = named.get(p.obj.split("/", 1)[1], [])
+        if len(found) > 1 and p.origin is not None:
+            found = [h for h in found if h.origin == p.origin] or found
+        for h in found:
+            if (i := at.get((h.group, h.meta.name))) is not None:  # a mirror set aside: none
+                invalid[i].append(_reason(p))
+    for key, found_problems in keyed.items():
+        if (i := at.get(key)) is not None:
+            invalid[i].extend(_reason(p) for p in found_problems if p.severity is Severity.ERROR)
     return invalid
+
+
+@dataclass(slots=True)
+class _Checked:
+    """``check_graph`` over each group, joined: by index, component ids made distinct."""
+
+    parent: dict[int, int] = field(default_factory=dict)
+    component: list[int] = field(default_factory=list)
+    bad: dict[int, list[str]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _check_groups(
+    hns: Sequence[HyperNode], resolved: Sequence[Resolved], invalid: Mapping[int, list[str]]
+) -> _Checked:
+    """Each group is a name space of its own: its members name HyperNodes of its group
+    only, so each is checked as a graph alone (groups in name order)."""
+    out = _Checked(component=[0] * len(hns))
+    by_group: dict[str, list[int]] = defaultdict(list)
+    for i, h in enumerate(hns):
+        by_group[h.group].append(i)
+    offset = 0
+    for group in sorted(by_group):
+        ix = {hns[i].name: i for i in by_group[group]}
+        check = check_graph(
+            {n: hns[i] for n, i in ix.items()},
+            {n: resolved[i] for n, i in ix.items()},
+            {n: invalid[i] for n, i in ix.items() if i in invalid},
+        )
+        out.parent.update({ix[child]: ix[up] for child, up in check.parent.items()})
+        for name, c in check.component.items():
+            out.component[ix[name]] = c + offset
+        out.bad.update({c + offset: reasons for c, reasons in check.bad.items()})
+        out.problems.extend(check.problems)
+        offset += len(set(check.component.values()))
+    return out
 
 
 def _node_members(
@@ -167,9 +236,11 @@ def _trees(
     bad: Mapping[int, Sequence[str]],
     parent_l: Sequence[int],
     tier_l: Sequence[int],
+    *,
+    labels: Sequence[str],
 ) -> tuple[tuple[Tree, ...], IntArray]:
-    """One ``Tree`` per connected component (ordered by its first name) and the tree of
-    each HyperNode (-1 for the root)."""
+    """One ``Tree`` per connected component (ordered by its first HyperNode: by name,
+    then group) and the tree of each HyperNode (-1 for the root)."""
     h_count = len(hns)
     root = h_count
     comp_members: dict[int, list[int]] = defaultdict(list)
@@ -177,12 +248,10 @@ def _trees(
         comp_members[comp[i]].append(i)
     trees = []
     tree_of = np.full(h_count + 1, -1, dtype=np.int64)
-    for tid, (c, members) in enumerate(
-        sorted(comp_members.items(), key=lambda kv: hns[kv[1][0]].name)
-    ):
+    for tid, (c, members) in enumerate(sorted(comp_members.items(), key=lambda kv: kv[1][0])):
         usable = c not in bad
         roots = [i for i in members if parent_l[i] == root]
-        name = hns[roots[0]].name if usable else hns[members[0]].name
+        name = labels[roots[0]] if usable else labels[members[0]]
         tier_names = {tn: tier_l[i] for i in members if (tn := hns[i].tier_name)}
         trees.append(
             Tree(
@@ -193,10 +262,18 @@ def _trees(
                 reasons=tuple(dict.fromkeys(bad.get(c, ()))),
                 tiers=tuple(sorted({tier_l[i] for i in members})),
                 tier_names=tier_names,
+                group=hns[members[0]].group,
             )
         )
         tree_of[members] = tid
     return tuple(trees), tree_of
+
+
+def _labels(hns: Sequence[HyperNode]) -> tuple[str, ...]:
+    """What tierra calls each HyperNode: its name, or ``group/name`` where both groups
+    hold the name (two objects, so neither may take the plain name)."""
+    count = Counter(h.name for h in hns)
+    return tuple(h.name if count[h.name] == 1 else qualified(h.group, h.name) for h in hns)
 
 
 class TopologyIndex:
@@ -223,12 +300,15 @@ class TopologyIndex:
         node_counts: IntArray,
         missing_nodes: tuple[tuple[str, ...], ...],
         problems: tuple[Problem, ...],
+        mirrors: Mirrors | None = None,
+        labels: tuple[str, ...] | None = None,
     ) -> None:
         self.node_names = node_names
         self.node_ix: dict[str, int] = {n: i for i, n in enumerate(node_names)}
         self.hypernodes = hypernodes
-        self.names: tuple[str, ...] = (*(h.name for h in hypernodes), ROOT_NAME)
+        self.names: tuple[str, ...] = (*(labels or _labels(hypernodes)), ROOT_NAME)
         self.ix: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+        self.mirrors = mirrors or Mirrors()
         self.root = len(hypernodes)
         self.parent = parent
         self.tier = tier
@@ -256,33 +336,38 @@ class TopologyIndex:
         nodes: Sequence[Node],
         hypernodes: Sequence[HyperNode],
         problems: Iterable[Problem] = (),
+        *,
+        keyed: Mapping[HyperNodeKey, Iterable[Problem]] | None = None,
     ) -> TopologyIndex:
-        """Index ``hypernodes`` over ``nodes``; ``problems`` are those found while decoding.
+        """Index ``hypernodes`` over ``nodes``; ``problems`` are those found while decoding
+        (``keyed``: by the HyperNode they belong to, when the caller knows it).
 
-        A name given twice keeps its first object, as ``load_snapshot`` does.
+        A (group, name) given twice keeps its first object, as ``load_snapshot`` does; the
+        controller's Volcano mirrors of tierra's HyperNodes are set aside (``mirrors``).
         """
         nodes = list({n.name: n for n in reversed(nodes)}.values())
-        hypernodes = list({h.name: h for h in reversed(hypernodes)}.values())
+        # keys as plain tuples: a HyperNodeKey equals (and hashes as) its tuple, and making
+        # 20,000 named tuples cost a tenth of a second at 100,000 nodes
+        every = list({(h.group, h.meta.name): h for h in reversed(hypernodes)}.values())
+        kept, mirrors = split_mirrors(every)
         catalog = NodeCatalog(nodes)
         node_names = catalog.names
         node_ix = {n: i for i, n in enumerate(node_names)}
-        hns = tuple(sorted(hypernodes, key=lambda h: h.name))
-        by_name = {h.name: h for h in hns}
-        resolved: dict[str, Resolved] = {h.name: resolve(h, catalog) for h in hns}
-        check = check_graph(by_name, resolved, _invalid(problems))
+        hns = tuple(sorted(kept, key=lambda h: (h.name, h.group)))
+        at = {(h.group, h.meta.name): i for i, h in enumerate(hns)}
+        resolved = [resolve(h, catalog) for h in hns]
+        check = _check_groups(hns, resolved, _invalid(problems, every, at, keyed or {}))
         if node_names:  # a topology-only file has no nodes to miss
             check.problems.extend(_missing_node_warnings(hns, resolved))
 
         h_count = len(hns)
         root = h_count
-        ix = {h.name: i for i, h in enumerate(hns)}
-        comp = [check.component[h.name] for h in hns]
+        comp = check.component
         parent_l = [root] * h_count + [-1]
         tier_l = [max(h.tier, 0) for h in hns]
-        for i, h in enumerate(hns):
-            up = check.parent.get(h.name)
-            if up is not None and comp[i] not in check.bad:
-                parent_l[i] = ix[up]
+        for i, up in check.parent.items():
+            if comp[i] not in check.bad:
+                parent_l[i] = up
         parent = np.array(parent_l, dtype=np.int64)
         tier = np.array([*tier_l, max(tier_l, default=0) + 1], dtype=np.int64)
 
@@ -292,11 +377,12 @@ class TopologyIndex:
 
         n_nodes = len(node_names)
         direct, real_ptr, real = _node_members(
-            [resolved[h.name].nodes for h in hns], node_ix, parent, n_nodes
+            [r.nodes for r in resolved], node_ix, parent, n_nodes
         )
-        m_ptr, missing = _ghost_members([resolved[h.name].missing_nodes for h in hns], parent)
+        m_ptr, missing = _ghost_members([r.missing_nodes for r in resolved], parent)
         counts = np.append(np.diff(real_ptr) + np.diff(m_ptr), n_nodes).astype(np.int64)
-        trees, tree_of = _trees(hns, comp, check.bad, parent_l, tier_l)
+        labels = _labels(hns)
+        trees, tree_of = _trees(hns, comp, check.bad, parent_l, tier_l, labels=labels)
         return cls(
             node_names=node_names,
             hypernodes=hns,
@@ -310,6 +396,8 @@ class TopologyIndex:
             node_counts=counts,
             missing_nodes=(*missing, ()),
             problems=tuple(check.problems),
+            mirrors=mirrors,
+            labels=labels,
         )
 
     def _depths(self) -> list[int]:
@@ -341,6 +429,24 @@ class TopologyIndex:
 
     def name_of(self, h: int) -> str:
         return self.names[h]
+
+    @cached_property
+    def keys(self) -> tuple[HyperNodeKey, ...]:
+        """Each HyperNode's (group, name), in index order."""
+        return tuple(HyperNodeKey(h.group, h.meta.name) for h in self.hypernodes)
+
+    @cached_property
+    def key_ix(self) -> dict[tuple[str, str], int]:
+        """Index by (group, name): a ``HyperNodeKey`` or the plain tuple."""
+        return {(h.group, h.meta.name): i for i, h in enumerate(self.hypernodes)}
+
+    def find(self, text: str) -> int | None:
+        """The HyperNode ``text`` names: as ``names`` has it (a name, or ``group/name``
+        where both groups hold the name), or ``group/name`` for any HyperNode."""
+        found = self.ix.get(text)
+        if found is None and (key := parse_qualified(text)) is not None:
+            found = self.key_ix.get(key)
+        return found
 
     def ancestors(self, h: int) -> list[int]:
         """``[h, parent, ..., root]``: the virtual root is always last."""

@@ -33,26 +33,28 @@ from tierra.api.queue import Queue
 from tierra.api.snapshot import Snapshot
 from tierra.errors import Problem, Severity
 from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, explain_gang, run_session
+from tierra.web.devices import DeviceRoom
 from tierra.web.gangs import Analysis, explanation_doc
 from tierra.web.store import Change, Kind, Store, key_of
 
 SEED_AFTER = 10_000  # changes beyond the store's object count: build afresh instead
 
 
-def first_of_each_name(hypernodes: dict[str, HyperNode]) -> list[HyperNode]:
-    """The store's HyperNodes (keyed ``group/name``) with a name both groups define kept
-    once, the first by key: what the topology index (and so the picture) keeps."""
-    out: dict[str, HyperNode] = {}
-    for key in sorted(hypernodes):
-        out.setdefault(hypernodes[key].name, hypernodes[key])
-    return list(out.values())
+def in_key_order(hypernodes: dict[str, HyperNode]) -> list[HyperNode]:
+    """The store's HyperNodes (keyed ``group/name``), every one: a name both groups hold
+    is two HyperNodes, or one and its mirror, as the topology index (and so the
+    picture) tells them apart."""
+    return [hypernodes[key] for key in sorted(hypernodes)]
 
 
 class DryRuns:
     """One long-lived cache, the changes noted for it, and the sessions run on it."""
 
-    def __init__(self, store: Store, config: SchedulerConfig) -> None:
+    def __init__(
+        self, store: Store, config: SchedulerConfig, devices: DeviceRoom | None = None
+    ) -> None:
         self.config = config
+        self.devices = devices or DeviceRoom()  # DRA: the cache's devices and their room
         self._store = store  # read in the event loop only (``note``)
         self._cache: ClusterStore | None = None
         self._memory = Memory(skip_unchanged=False)
@@ -115,13 +117,21 @@ class DryRuns:
             and _hypernode_errors(problems) != _hypernode_errors(cache.input_problems)
         ):
             cache = self._build(_objects(cache), problems)
+        self.devices.refresh(cache)
         return cache, version
 
     def _build(self, snapshot: Snapshot, problems: tuple[Problem, ...]) -> ClusterStore:
-        hns = tuple(first_of_each_name(self._hypernodes))
+        hns = tuple(in_key_order(self._hypernodes))
+        room = self.devices
+        snapshot = replace(
+            snapshot,
+            nodes=tuple(room.node(n) for n in snapshot.nodes),
+            pods=tuple(room.pod(p) for p in snapshot.pods),
+        )
         self._cache = ClusterStore.from_snapshot(
             replace(snapshot, hypernodes=hns, problems=problems)
         )
+        room.attach(self._cache)
         return self._cache
 
     def _apply(self, cache: ClusterStore, changes: list[Change]) -> bool:
@@ -140,12 +150,12 @@ class DryRuns:
                     if new is None:
                         cache.remove_node(c.key)
                     else:
-                        cache.upsert_node(cast(Node, new))
+                        cache.upsert_node(self.devices.node(cast(Node, new)))
                 elif c.kind is Kind.POD:
                     if new is None:
                         cache.remove_pod(c.key)
                     else:
-                        cache.upsert_pod(cast(Pod, new))
+                        cache.upsert_pod(self.devices.pod(cast(Pod, new)))
                 elif c.kind is Kind.PODGROUP:
                     if new is None:
                         cache.remove_podgroup(c.key)
@@ -156,7 +166,7 @@ class DryRuns:
                 else:
                     cache.upsert_queue(cast(Queue, new))
             if hypernodes_moved:
-                cache.set_hypernodes(first_of_each_name(self._hypernodes))
+                cache.set_hypernodes(in_key_order(self._hypernodes))
         return hypernodes_moved
 
 

@@ -137,6 +137,8 @@ class Gangs:
             "kind": "Pod" if pg is None and pods and not pods[0].group_name else "PodGroup",
             "queue": pg.queue if pg is not None else "",
             "minMember": pg.min_member if pg is not None else len(pods),
+            # the field as the PodGroup's own API names it (minCount for an upstream one)
+            "minimumField": pg.api.min_member if pg is not None else "minMember",
             "pods": {
                 "total": len(pods),
                 "bound": len(bound),

@@ -44,6 +44,7 @@ from tierra.errors import Problem
 from tierra.kube.client import ApiError, Kube, load_configuration
 from tierra.kube.informer import Event, EventType, Informer
 from tierra.kube.resources import (
+    DRA,
     NODES,
     PODS,
     TIERRA_HYPERNODES,
@@ -55,6 +56,7 @@ from tierra.kube.resources import (
     served,
 )
 from tierra.scheduler import SchedulerConfig
+from tierra.web import devices
 from tierra.web.app import Background
 from tierra.web.model import Dashboard, Source
 from tierra.web.store import Kind, Object, Store, key_of
@@ -104,6 +106,7 @@ class Feed:
         self.dash = dash
         self.kube = kube
         self.running: dict[Watched, tuple[Informer[Decoded], asyncio.Task[None]]] = {}
+        self.dra: dict[Resource, asyncio.Task[None]] = {}  # DRA kinds, into dash.devices
         self.missing: list[str] = []  # optional resources the server does not serve
         self.keys = TopologyKeys()
         self._unresolved = False  # keyed PodGroups, node labels or HyperNodes changed
@@ -132,12 +135,14 @@ class Feed:
         finally:
             for w in list(self.running):
                 await self._stop(w)
+            for task in self.dra.values():
+                task.cancel()
 
     async def discover(self) -> None:
         """Start informers for what the server now serves; stop those it no longer does."""
         optional = [w.resource for w in WATCHED if not w.required]
         try:
-            found = await served(self.kube, optional)
+            found = await served(self.kube, [*optional, *DRA])
         except ApiError:
             if self.running:
                 return  # away: the informers say so; ask again later
@@ -154,6 +159,25 @@ class Feed:
                 for key in sorted(self._from.get(w, ())):  # its objects went with it
                     self._removed(w, key)
         self.missing = [w.resource.name for w in WATCHED if w not in self.running]
+        self._discover_devices(found)
+
+    def _discover_devices(self, found: set[Resource]) -> None:
+        """DRA's four kinds where all are served (``web/devices.py``): they feed the dry
+        runs' devices, not the store, and a change only asks for new reasons."""
+        wanted = set(DRA) <= found
+        for res in DRA:
+            if wanted and res not in self.dra:
+                handle = self.dash.devices.handler(res.plural, self.dash.devices_changed)
+
+                def on_event(e: Event[Any], handle: Callable[[str, Any], None] = handle) -> None:
+                    handle(e.key, None if e.type is EventType.DELETED else e.obj)
+
+                informer = Informer(
+                    self.kube, res, devices.decoder(res.plural), on_event, name=res.name
+                )
+                self.dra[res] = asyncio.create_task(informer.run())
+            elif not wanted and res in self.dra:
+                self.dra.pop(res).cancel()
 
     async def _stop(self, w: Watched) -> None:
         _, task = self.running.pop(w)

@@ -20,9 +20,11 @@ from typing import Any, cast
 
 from tierra.api.node import Node
 from tierra.api.pod import Pod
+from tierra.api.podgroup import PodGroup
 from tierra.api.snapshot import Snapshot
 from tierra.errors import Problem, Severity
 from tierra.scheduler import SchedulerConfig
+from tierra.web.devices import DeviceRoom
 from tierra.web.dryrun import DryRuns
 from tierra.web.gangs import Analysis, Gangs
 from tierra.web.store import Change, Kind, Object, Store
@@ -48,6 +50,7 @@ class Dashboard:
         source: Source,
         config: SchedulerConfig | None = None,
         report: Path | None = None,
+        devices: DeviceRoom | None = None,
     ) -> None:
         self.store = store
         self.source = source
@@ -56,24 +59,35 @@ class Dashboard:
         self.version = 1
         self.listeners: list[Callable[[int], None]] = []
         self._view: TopologyView | None = None
-        self.dry = DryRuns(store, self.config)
+        self.devices = devices or DeviceRoom()  # DRA, for the dry runs (web/devices.py)
+        for pg in store.podgroups.values():
+            self.devices.podgroup(pg)
+        self.dry = DryRuns(store, self.config, self.devices)
         self.dry.note((), self.version, hypernodes=False)
         self._analysis: tuple[int, Analysis] | None = None
         self._cache: dict[str, Any] = {}
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot, **kw: Any) -> Dashboard:
-        return cls(Store(snapshot), **kw)
+        return cls(Store(snapshot), devices=DeviceRoom.of(snapshot), **kw)
 
     # -- updates ------------------------------------------------------------------------
 
     def upsert(self, obj: Object, problems: Iterable[Problem] = ()) -> bool:
         change = self.store.upsert(obj, problems)
+        if change is not None and isinstance(obj, PodGroup):
+            self.devices.podgroup(obj)
         return self.apply([change] if change else [])
 
     def remove(self, kind: Kind, key: str) -> bool:
         change = self.store.remove(kind, key)
+        if change is not None and isinstance(change.old, PodGroup):
+            self.devices.podgroup(change.old, removed=True)
         return self.apply([change] if change else [])
+
+    def devices_changed(self) -> None:
+        """Live mode: a DRA object changed (``web/devices.py``): reasons may differ."""
+        self._bump()
 
     def apply(self, changes: list[Change]) -> bool:
         """Bring the view up to date with ``changes``; False when nothing changed."""
@@ -200,7 +214,7 @@ class Dashboard:
         return self._cached("topology", self.view.topology_doc)
 
     def hypernode_doc(self, name: str) -> dict[str, Any] | None:
-        h = self.view.index.ix.get(name)
+        h = self.view.index.find(name)  # its name, or group/name
         if h is None:
             return None
         return self._cached(f"hypernode/{name}", lambda: self.view.hypernode_doc(h))
@@ -211,7 +225,11 @@ class Dashboard:
         if n is None:
             return None
         pods = [self.store.pods[k] for k in view.pods_on[n] if k in self.store.pods]
-        return {"version": self.version, **view.node_doc(name, pods)}
+        doc = {"version": self.version, **view.node_doc(name, pods)}
+        inside = self.devices.inside(self.store.nodes[name])
+        if inside is not None:
+            doc["inside"] = inside  # its devices' domains (web/devices.py)
+        return doc
 
     def gangs_doc(self) -> dict[str, Any]:
         def build() -> dict[str, Any]:

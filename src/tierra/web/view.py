@@ -235,6 +235,7 @@ class TopologyView:
                 "name": list(ix.names),
                 "tier": ix.tier.tolist(),
                 "tierName": [h.tier_name or "" for h in ix.hypernodes] + [""],
+                "group": [h.group for h in ix.hypernodes] + [""],
                 "parent": ix.parent.tolist(),
                 "tree": ix.tree_of.tolist(),
                 "usable": ix.usable.tolist(),
@@ -250,9 +251,12 @@ class TopologyView:
                     "usable": t.usable,
                     "reasons": list(t.reasons),
                     "hyperNodes": len(t.hypernodes),
+                    "group": t.group,
                 }
                 for t in ix.trees
             ],
+            # the controller's Volcano copies set aside: which group the picture shows
+            "mirrors": {**ix.mirrors.to_dict(), "note": ix.mirrors.note()} if ix.mirrors else None,
             "tiers": [{"tier": t, "names": sorted(n)} for t, n in sorted(tiers.items())],
             "outside": {
                 "nodes": len(outside),

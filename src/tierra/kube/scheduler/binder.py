@@ -224,8 +224,8 @@ class Binder:
         assert self.claims is not None
         for i, b in enumerate(bindings):
             if not await self.claims.reserve(b):
-                for done in bindings[:i]:
-                    await self.claims.release(done)
+                for done in reversed(bindings[:i]):  # last first: a PodGroup's claim
+                    await self.claims.release(done)  # goes with the pod that allocated it
                 for each in bindings:
                     self._forget(each.pod)
                 return False

@@ -17,6 +17,15 @@ right before its binding:
 When the binding then fails, the pod leaves ``reservedFor`` and every claim this binding
 allocated that nobody else reserved is deallocated (allocation and finalizer removed),
 so nothing stays allocated to a pod that is not bound.
+
+A claim the pod's PodGroup shares (``DRAWorkloadResourceClaims``,
+``tierra.scheduler.devices.group_claims``) is reserved for the PodGroup
+(``apiGroup: scheduling.k8s.io, resource: podgroups``) by the first of its pods to be
+bound, and the others write nothing: it is reserved for them already. A failed binding
+leaves the group's reservation to its other pods, as kube-scheduler's Unreserve does;
+when no pod of the group is bound or being bound, the reservation and the allocation
+this binding made go too (kube-scheduler does that in PostFilter, and the resourceclaim
+controller deallocates a claim nobody reserves).
 """
 
 from __future__ import annotations
@@ -30,12 +39,20 @@ from tierra.api.pod import Pod
 from tierra.api.resource import (
     DELETE_PROTECTION_FINALIZER,
     Allocation,
+    ConsumerRef,
     allocation_dict,
     decode_resource_claim,
 )
 from tierra.kube import resources as r
 from tierra.kube.client import ApiError, Kube
 from tierra.kube.scheduler.dra_feed import DraFeed
+from tierra.scheduler.devices.group_claims import (
+    consumer,
+    consumer_dict,
+    group_claim,
+    group_of,
+    reserved_for_pod,
+)
 from tierra.scheduler.devices.pools import NodeInfo
 from tierra.scheduler.devices.refusal import DeviceRefusal
 from tierra.scheduler.result import Binding
@@ -57,6 +74,9 @@ class ClaimWriter:
         self.kube = kube
         self.dra = dra
         self.allocated_by: dict[str, set[str]] = {}  # pod -> claims its binding allocated
+        # pods whose claims this writer reserved and did not release: bound, or being
+        # bound (the watch may not show a binding yet); deleted pods leave on release
+        self.holding: set[str] = set()
 
     async def reserve(self, b: Binding) -> bool:
         """Allocate and reserve every claim of ``b.pod`` on ``b.node``; False: do not bind."""
@@ -68,6 +88,7 @@ class ClaimWriter:
         for _ in range(ATTEMPTS):
             try:
                 if await self._attempt(pod, node):
+                    self.holding.add(pod.key)
                     return True
                 break  # no longer fits: the next session places it again
             except _Conflict:
@@ -149,14 +170,34 @@ class ClaimWriter:
                 status = dict(raw.get("status") or {})
             status["allocation"] = allocation_dict(allocation)
         reserved = list(status.get("reservedFor") or [])
-        if all(ref.get("uid") != pod.meta.uid for ref in reserved):
-            reserved.append({"resource": "pods", "name": pod.name, "uid": pod.meta.uid})
+        claim = decode_resource_claim({**raw, "status": status}, None, [])
+        if not reserved_for_pod(pod, claim):
+            reserved.append(consumer_dict(self._consumer(pod, key)))
         elif allocation is None:
-            return  # already reserved for this pod
+            return  # already reserved for this pod (or its PodGroup)
         status["reservedFor"] = reserved
         await self._put(
             r.RESOURCE_CLAIMS.path(namespace, name, "status"), {**raw, "status": status}, key
         )
+
+    def _consumer(self, pod: Pod, key: str) -> ConsumerRef:
+        group = group_of(pod, self.dra.devices.groups)
+        for c in pod.resource_claims:
+            if f"{pod.namespace}/{c.claim_name}" == key:
+                return consumer(pod, group, c)
+        return ConsumerRef("pods", pod.name, pod.meta.uid)
+
+    def _group_idle(self, pod: Pod) -> bool:
+        """No other pod of the pod's PodGroup is bound or being bound (by the API, or by
+        this writer's own reservations the watch may not show yet)."""
+        for other in self.dra.claimants.values():
+            if other.key == pod.key or other.namespace != pod.namespace:
+                continue
+            if other.scheduling_group == pod.scheduling_group and (
+                other.bound or other.key in self.holding
+            ):
+                return False
+        return True
 
     async def _put(self, path: str, body: dict[str, Any], key: str) -> dict[str, Any]:
         try:
@@ -174,17 +215,24 @@ class ClaimWriter:
         else holds are deallocated."""
         pod = self.dra.pods.get(b.pod)
         mine = self.allocated_by.pop(b.pod, set())
+        self.holding.discard(b.pod)
+        self.holding &= self.dra.claimants.keys()
         if pod is None:
             return
+        group = group_of(pod, self.dra.devices.groups)
         for c in pod.resource_claims:
             if not c.claim_name:
                 continue
             key = f"{pod.namespace}/{c.claim_name}"
+            shared = group_claim(pod, group, c)
+            if shared and not self._group_idle(pod):
+                continue  # the group's other pods hold it
             with self.dra.feed.cache.feeding(), self.dra.devices.lock:
                 self.dra.devices.assumed.pop(key, None)
+            gone = self._consumer(pod, key).uid if shared else pod.meta.uid
             for _ in range(ATTEMPTS):
                 try:
-                    await self._unreserve(key, pod, deallocate=key in mine)
+                    await self._unreserve(key, gone, deallocate=key in mine)
                     break
                 except _Conflict:
                     continue
@@ -195,14 +243,16 @@ class ClaimWriter:
         with self.dra.feed.cache.feeding(), self.dra.devices.lock:
             self.dra.devices.changed()
 
-    async def _unreserve(self, key: str, pod: Pod, *, deallocate: bool) -> None:
+    async def _unreserve(self, key: str, uid: str, *, deallocate: bool) -> None:
+        """``uid`` (the pod's, or its PodGroup's) leaves ``reservedFor``; ``deallocate``:
+        the allocation goes too when nobody else reserves the claim."""
         namespace, _, name = key.partition("/")
         raw = await self.kube.get(
             r.RESOURCE_CLAIMS.path(namespace, name), what=f"read ResourceClaim/{key}"
         )
         status = dict(raw.get("status") or {})
         before = list(status.get("reservedFor") or [])
-        reserved = [ref for ref in before if ref.get("uid") != pod.meta.uid]
+        reserved = [ref for ref in before if ref.get("uid") != uid]
         drop = deallocate and not reserved and bool(status.get("allocation"))
         if reserved == before and not drop:
             return

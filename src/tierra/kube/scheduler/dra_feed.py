@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from tierra.api.node import Node
 from tierra.api.pod import Pod
+from tierra.api.podgroup import PodGroup
 from tierra.api.resource import (
     ResourceClaim,
     decode_device_class,
@@ -76,6 +77,7 @@ class DraFeed:
         self._device_seen = -1
         feed.adjust_pod = self.adjust
         feed.adjust_node = self.adjust_node
+        feed.seen_podgroup = self._podgroup
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.DEVICE_CLASSES, _decoder(decode_device_class), self._store("classes", True)),
             (r.RESOURCE_SLICES, _decoder(decode_resource_slice), self._store("slices", True)),
@@ -120,6 +122,22 @@ class DraFeed:
             self.devices.changed()
         self.feed.on_change()
 
+    def _podgroup(self, key: str, pg: PodGroup | None) -> None:
+        """Upstream PodGroups that share claims: their pods' matching claims are theirs."""
+        shares = pg is not None and bool(pg.resource_claims)
+        if not shares and key not in self.devices.groups:
+            return
+        with self.devices.lock:
+            if shares:
+                assert pg is not None
+                if self.devices.groups.get(key) == pg:
+                    return
+                self.devices.groups[key] = pg
+            else:
+                self.devices.groups.pop(key, None)
+            self.devices.changed()
+        self.feed.on_change()
+
     # -- pods ------------------------------------------------------------------------
 
     def adjust(self, pod: Pod) -> Pod:
@@ -141,8 +159,10 @@ class DraFeed:
         return with_devices(self.devices, pod)
 
     def adjust_node(self, node: Node) -> Node:
-        """``node`` offering its devices, per class, as room."""
+        """``node`` offering its devices, per class, as room; its node-topology
+        annotation (nvidia-smi) joins its inside."""
         self.nodes[node.name] = node
+        self.devices.note_node(node)
         return node_with_devices(self.devices, node)
 
     def _pending(self, pod: Pod) -> Pod:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tierra.api.hypernode import HyperNode
+from tierra.api.hypernode import TIERRA_GROUP, HyperNode, HyperNodeKey
 from tierra.api.kueue import PREFIX as KUEUE_PREFIX
 from tierra.api.kueue import level_keys
 from tierra.api.node import Node
@@ -38,6 +38,7 @@ from tierra.api.podgroup import PodGroup
 from tierra.api.queue import Queue
 from tierra.api.tierra_annotations import annotation_levels
 from tierra.api.workload import SYNTHETIC_ANNOTATION, resolve_topology_keys, topology_key
+from tierra.bulk import building
 from tierra.errors import Problem
 from tierra.kube import resources as r
 from tierra.kube.client import Kube
@@ -49,6 +50,9 @@ from tierra.kube.scheduler.storage_feed import handlers as storage_handlers
 from tierra.topology.index import TopologyIndex
 
 log = logging.getLogger(__name__)
+# Pods and Nodes come by the hundred thousand: typed off the wire, lean metadata only
+# (``tierra.kube.wire``); every decoder here reads lean metadata anyway.
+LEAN = frozenset({r.PODS, r.NODES})
 
 
 class CacheApi(Protocol):
@@ -58,7 +62,7 @@ class CacheApi(Protocol):
     podgroups: dict[str, PodGroup]
     members: dict[str, dict[str, None]]
     assumed: set[str]
-    hypernodes: dict[str, HyperNode]
+    hypernodes: dict[HyperNodeKey, HyperNode]
     index: TopologyIndex
 
     @property
@@ -75,7 +79,7 @@ class CacheApi(Protocol):
     def upsert_queue(self, q: Queue) -> None: ...
     def remove_queue(self, name: str) -> None: ...
     def upsert_hypernode(self, h: HyperNode, problems: Iterable[Problem] = ()) -> None: ...
-    def remove_hypernode(self, name: str) -> None: ...
+    def remove_hypernode(self, name: str, group: str = TIERRA_GROUP) -> None: ...
     def upsert_priority_class(self, name: str, value: int) -> None: ...
     def remove_priority_class(self, name: str) -> None: ...
     def assume(self, pod_key: str, node: str) -> None: ...
@@ -128,11 +132,14 @@ class Feed:
         # keeps pods with claims to their device nodes); as decoded by default.
         self.adjust_pod: Callable[[Pod], Pod] = lambda pod: pod
         self.adjust_node: Callable[[Node], Node] = lambda node: node
+        # told of every PodGroup (None: deleted), before the cache is (dra_feed.py keeps
+        # the upstream ones that share claims)
+        self.seen_podgroup: Callable[[str, PodGroup | None], None] = lambda key, pg: None
         handlers: list[tuple[r.Resource, Callable[[dict[str, Any]], Any], Any]] = [
             (r.NODES, decode.node, self._node),
             (r.PODS, decode.pod, self._pod),
             (r.PRIORITY_CLASSES, decode.priority_class, self._priority_class),
-            *((hn, decode.hypernode, self._hypernode) for hn in r.HYPERNODES),
+            *((hn, decode.hypernode, self._hypernode(hn.group)) for hn in r.HYPERNODES),
             (r.VOLCANO_PODGROUPS, decode.volcano_podgroup, self._podgroup(r.VOLCANO_PODGROUPS)),
             (r.VOLCANO_QUEUES, decode.queue, self._queue),
             (r.WORKLOAD_PODGROUPS, decode.workload_podgroup, self._podgroup(r.WORKLOAD_PODGROUPS)),
@@ -149,9 +156,10 @@ class Feed:
         handler: Callable[[Event[Any]], None],
     ) -> None:
         name = resource.name
+        counted = self.metrics.informer_events.labels(name)  # once: labels() is a lookup
 
         def on_event(event: Event[Any]) -> None:
-            self.metrics.informer_events.labels(name).inc()
+            counted.inc()
             self.apply(lambda: handler(event))
 
         self.informers.append(
@@ -162,6 +170,7 @@ class Feed:
                 on_event,
                 on_list=lambda start: self.apply(self._begin if start else self._end),
                 name=name,
+                lean=resource in LEAN,
             )
         )
 
@@ -187,6 +196,9 @@ class Feed:
     def _begin(self) -> None:
         if self._batch_depth == 0:
             self._batch = contextlib.ExitStack()
+            # A list makes objects by the hundred thousand that live as long as the cache:
+            # the cyclic collector would trace them all, again and again, as they pile up.
+            self._batch.enter_context(building())
             self._batch.enter_context(self.cache.batch())
         self._batch_depth += 1
 
@@ -269,18 +281,27 @@ class Feed:
         ):  # new work, freed room, or the last scheduling gate lifted: a session now
             self.on_change()
 
-    def _hypernode(self, event: Event[tuple[HyperNode, tuple[Problem, ...]]]) -> None:
-        if event.type is EventType.DELETED:
-            self.cache.remove_hypernode(event.key)
-        else:
-            assert event.obj is not None
-            self.cache.upsert_hypernode(*event.obj)
-        if (self._keyed or self._level_count) and not self.listing:
-            self._resolve_keys()
-        self.on_change()
+    def _hypernode(
+        self, group: str
+    ) -> Callable[[Event[tuple[HyperNode, tuple[Problem, ...]]]], None]:
+        """The handler of one group's informer: a name is one HyperNode per group, so a
+        Volcano ``rack-a`` deleted never takes tierra's ``rack-a`` with it."""
+
+        def handle(event: Event[tuple[HyperNode, tuple[Problem, ...]]]) -> None:
+            if event.type is EventType.DELETED:
+                self.cache.remove_hypernode(event.key, group)
+            else:
+                assert event.obj is not None
+                self.cache.upsert_hypernode(*event.obj)
+            if (self._keyed or self._level_count) and not self.listing:
+                self._resolve_keys()
+            self.on_change()
+
+        return handle
 
     def _podgroup(self, resource: r.Resource) -> Callable[[Event[PodGroup]], None]:
         def handle(event: Event[PodGroup]) -> None:
+            self.seen_podgroup(event.key, None if event.type is EventType.DELETED else event.obj)
             if event.type is EventType.DELETED:
                 self.sources.pop(event.key, None)
                 self._keyed.pop(event.key, None)
@@ -339,7 +360,7 @@ class Feed:
         wanted = {h.name for h in extra}
         with self.cache.batch():
             for name in sorted(self._synthetic - wanted):
-                self.cache.remove_hypernode(name)
+                self.cache.remove_hypernode(name, TIERRA_GROUP)  # label_domain's group
             for h in extra:
                 self.cache.upsert_hypernode(h)
             for pg in podgroups:

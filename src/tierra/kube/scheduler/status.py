@@ -82,6 +82,10 @@ class StatusWriter:
         self.writes = 0
         self._groups: dict[str, _Group] = {}
         self._dirty = asyncio.Event()
+        # what else a waiting gang's condition says: cluster-autoscaler's word on its
+        # ProvisioningRequest (``AutoscalerSignals.note``); and each gang's last reason
+        self.notes: Callable[[str], str | None] = lambda gang: None
+        self._reasons: dict[str, str] = {}
 
     # -- after a session -------------------------------------------------------------
 
@@ -92,6 +96,7 @@ class StatusWriter:
 
     def bound(self, gang: str, bindings: Sequence[Binding]) -> None:
         """A gang's bindings all went through."""
+        self._reasons.pop(gang, None)
         where = bindings[0].hypernode if bindings and bindings[0].hypernode else "the cluster"
         message = f"{len(bindings)} pods bound within {where}"
         outcome = self._wait_outcome(gang, bindings)
@@ -101,16 +106,13 @@ class StatusWriter:
         if repaired:  # replacements beside a running gang's survivors (node repair)
             message += f"; {repaired}"
         source = self.feed.sources.get(gang)
-        if source is None:  # a pod without a PodGroup
-            if len(bindings) == 1:
-                pod = self.feed.cache.pods.get(bindings[0].pod)
+        if source is None:  # a pod without a PodGroup, or a Kueue pod group: on each pod
+            for b in bindings:
+                pod = self.feed.cache.pods.get(b.pod)
                 if pod is not None:
                     ref = ObjectRef("Pod", "v1", pod.name, pod.namespace, pod.meta.uid)
                     self.recorder.record(
-                        ref,
-                        NORMAL,
-                        "Scheduled",
-                        f"Successfully assigned {pod.key} to {bindings[0].node}",
+                        ref, NORMAL, "Scheduled", f"Successfully assigned {pod.key} to {b.node}"
                     )
             return
         self.recorder.record(self._ref(gang), NORMAL, "Scheduled", message)
@@ -140,18 +142,30 @@ class StatusWriter:
         waited = time.time() - min(made) if made else None
         return wait_outcome(pg, cache.index, bindings[0].hypernode, waited)
 
+    def renote(self, gang: str) -> None:
+        """The gang's note changed (cluster-autoscaler spoke): its condition says it now,
+        without waiting for a session."""
+        reason = self._reasons.get(gang)
+        if reason is not None and gang in self.feed.sources:
+            self._set(gang, scheduled=False, message=self._with_note(gang, reason))
+
+    def _with_note(self, gang: str, reason: str) -> str:
+        note = self.notes(gang)
+        return f"{reason}; {note}" if note else reason
+
     def _waiting(self, gang: str, reason: str) -> None:
         members = self.feed.cache.members.get(gang, {})
         pending = [
             p for k in members if (p := self.feed.cache.pods.get(k)) is not None and not p.bound
         ]
         if gang in self.feed.sources:
-            self._set(gang, scheduled=False, message=reason)
+            self._reasons[gang] = reason
+            self._set(gang, scheduled=False, message=self._with_note(gang, reason))
             pg = self.feed.cache.podgroups.get(gang)
             if pg is not None and len(members) < pg.min_member:
                 return  # its pods are still being created: status says so, no Events
             self.recorder.record(self._ref(gang), WARNING, "Unschedulable", reason)
-        else:
+        elif not members:  # a pod without a PodGroup (a Kueue pod group keeps members)
             pod = self.feed.cache.pods.get(gang)
             pending = [pod] if pod is not None and not pod.bound else []
         for p in pending:

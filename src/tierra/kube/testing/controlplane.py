@@ -73,6 +73,17 @@ WORKLOAD_API_ARGS = (
     "--runtime-config=scheduling.k8s.io/v1alpha2=true",
 )
 
+# Claims a whole PodGroup shares (its spec.resourceClaims, reserved for the PodGroup) are
+# alpha in 1.36 behind DRAWorkloadResourceClaims: the API server drops the field without
+# it (pkg/registry/scheduling/podgroup/strategy.go), kube-scheduler reserves such claims
+# for the group only with it, and kube-controller-manager's resourceclaim controller makes
+# a group's claims from templates only with it. The same gates go to all three.
+DRA_WORKLOAD_GATES = f"{WORKLOAD_GATES},DRAWorkloadResourceClaims=true"
+DRA_WORKLOAD_ARGS = (
+    f"--feature-gates={DRA_WORKLOAD_GATES}",
+    "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+)
+
 
 class ControlPlaneUnavailable(RuntimeError):
     """The control plane cannot run on this machine; the message says what is missing."""
@@ -647,6 +658,12 @@ class ControlPlane:
             path.chmod(0o600)
 
 
+def _apiserver_args(args: argparse.Namespace) -> tuple[str, ...]:
+    if args.dra_workload_claims:
+        return DRA_WORKLOAD_ARGS
+    return WORKLOAD_API_ARGS if args.workload_api else ()
+
+
 def _up(args: argparse.Namespace) -> int:
     try:
         binaries = Binaries.find()
@@ -667,7 +684,7 @@ def _up(args: argparse.Namespace) -> int:
         scale=args.scale,
         workdir=workdir,
         keep_workdir=args.keep,
-        apiserver_args=WORKLOAD_API_ARGS if args.workload_api else (),
+        apiserver_args=_apiserver_args(args),
     )
     try:
         plane.start()
@@ -680,8 +697,11 @@ def _up(args: argparse.Namespace) -> int:
         print(f"  export KUBECONFIG={plane.kubeconfig}")
         print(f"  kube-scheduler kubeconfig: {plane.kubeconfig_for(KUBE_SCHEDULER)}")
         print(f"  logs and data: {plane.workdir}")
-        if args.workload_api:
-            print(f"  serving scheduling.k8s.io/v1alpha2 (feature gates {WORKLOAD_GATES})")
+        if args.workload_api or args.dra_workload_claims:
+            gates = DRA_WORKLOAD_GATES if args.dra_workload_claims else WORKLOAD_GATES
+            print(f"  serving scheduling.k8s.io/v1alpha2 (feature gates {gates})")
+        if args.dra_workload_claims:
+            print(f"  give kube-scheduler and kube-controller-manager --feature-gates={gates}")
         print("Ctrl-C stops it" + ("." if args.keep else " and removes that folder."), flush=True)
         while not stop_requested:
             plane.check_alive()
@@ -709,6 +729,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="serve the upstream Workload API (scheduling.k8s.io/v1alpha2: Workloads and "
         "PodGroups) with the feature gates the tests use",
+    )
+    up.add_argument(
+        "--dra-workload-claims",
+        action="store_true",
+        help="the Workload API with DRAWorkloadResourceClaims on too (claims a PodGroup "
+        "shares, its spec.resourceClaims)",
     )
     args = parser.parse_args(argv)
     if args.command == "up":

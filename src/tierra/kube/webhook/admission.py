@@ -5,17 +5,23 @@ of both groups; a request is judged against that view, with the same rules and w
 as ``tierra validate``:
 
 * **HyperNode** (either group, judged against the HyperNodes of its own group: each
-  group is its own forest, read by its own scheduler). Schema problems (a bad regex, two
+  group is its own forest and name space, read by its own scheduler; a name the other
+  group also holds, not as the controller's mirror, is admitted with a warning that
+  these are two HyperNodes). Schema problems (a bad regex, two
   selectors in one member, a tier above int32) are refused outright. Graph problems
   (a cycle, a second parent, a tier not above a child's, a tier name meaning two tiers
   in one tree, a node in two leaves of one tree) are refused when this write *adds* them:
   the problems of the forest with the new object, minus those it already had. A forest
   that is already broken somewhere else does not block unrelated writes, and a write
   that repairs part of it is welcome.
-* **Pod**: only Kueue's topology annotations (``tierra.api.kueue``): refused when
-  malformed or naming a level no node carries, warned when the pod's PodGroup also sets
-  Volcano's ``networkTopology`` (that one is the gang's limit; the informers keep which
-  PodGroups do). Registered for pods carrying a ``kueue.x-k8s.io/podset-`` annotation.
+* **Pod**: only Kueue's keys: its topology annotations (``tierra.api.kueue``), refused
+  when malformed or naming a level no node carries, warned when the pod's PodGroup also
+  sets Volcano's ``networkTopology`` (that one is the gang's limit; the informers keep
+  which PodGroups do); and its plain pod group keys (``tierra.api.kueue_pod_group``),
+  refused as Kueue's own webhook refuses them (a name without a count, a count that is
+  not an integer of at least 1, an index at or above the count). Registered for pods
+  carrying a ``kueue.x-k8s.io/podset-`` or ``kueue.x-k8s.io/pod-group-`` annotation or
+  a ``kueue.x-k8s.io/pod-group-`` label.
 * **PodGroup**, Volcano's (``scheduling.volcano.sh``) or the upstream Workload API's
   (``scheduling.k8s.io/v1alpha2``, whose topology is a node-label key: resolved as
   ``tierra.api.workload`` resolves it, through HyperNodes discovered from that label or
@@ -26,6 +32,10 @@ as ``tierra validate``:
   could hold its minimum (``minMember`` pods, ``minResources``) even with every node
   empty, as ``validate`` warns: nodes can be added, and a refused PodGroup would keep
   its pods from ever asking for them.
+
+* **DRA** (``devices.py``): ResourceClaims and templates naming a DeviceClass that does
+  not exist or a selector that does not compile are refused, as ``tierra validate``
+  reports them; a PodGroup sharing such a claim (``spec.resourceClaims``) too.
 
 The Nodes the informers deliver (no pods: every node empty) are what a PodGroup is
 measured against. HyperNode members written as regexes or label selectors also resolve
@@ -48,17 +58,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tierra.api.decode import decode, split
-from tierra.api.hypernode import GROUPS, TIERRA_GROUP, HyperNode, decode_hypernode
+from tierra.api.hypernode import (
+    GROUPS,
+    MANAGED_BY,
+    TIERRA_GROUP,
+    HyperNode,
+    decode_hypernode,
+    qualified,
+)
 from tierra.api.kueue import PREFIX as KUEUE_PREFIX
 from tierra.api.kueue import cluster_problems
 from tierra.api.node import Node
 from tierra.api.pod import decode_pod
 from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
-from tierra.errors import Problem
+from tierra.errors import Problem, Severity
+from tierra.kube.webhook.devices import DeviceRules
 from tierra.scheduler.explain.refusals import podgroup_refusals
 from tierra.scheduler.state.store import ClusterStore
 from tierra.topology.index import TopologyIndex
+from tierra.topology.mirrors import is_mirror
 
 OVERLAY_SECONDS = 30.0
 _Key = tuple[str, str, str]  # (object, field path, message): one problem, wherever found
@@ -137,6 +156,7 @@ class Judge:
         # PodGroups with a Volcano networkTopology, by ns/name: a pod of theirs carrying
         # Kueue's topology annotations is warned which wins
         self.topology_podgroups: set[str] = set()
+        self.devices = DeviceRules(overlay_seconds=overlay_seconds, clock=clock)
 
     # -- the informers' side --------------------------------------------------------------
 
@@ -201,12 +221,35 @@ class Judge:
         graph_errors, graph_warnings = split(index.problems)
         errors += [p for p in graph_errors if _key(p) not in before]
         warnings += [p for p in graph_warnings if p.obj == hn.ref]
+        warnings += self._namesake(hn)
         if errors:
             return Verdict(False, tuple(errors), tuple(map(str, warnings)))
         if not dry_run:
             forest.admitted[hn.name] = (hn, self._clock() + self._overlay_seconds)
             forest.generation += 1
         return Verdict(True, (), tuple(map(str, warnings)))
+
+    def _namesake(self, hn: HyperNode) -> list[Problem]:
+        """A warning when the other group holds ``hn``'s name and neither is the other's
+        mirror: two HyperNodes, which tierra tells apart as ``group/name``."""
+        for group, forest in self._forests.items():
+            other = forest.view().get(hn.name) if group != hn.group else None
+            if other is None or is_mirror(hn, other) or is_mirror(other, hn):
+                continue
+            return [
+                Problem(
+                    f"{group} also holds a HyperNode named {hn.name!r}: the two groups are "
+                    f"two name spaces, so these are two HyperNodes, which tierra calls "
+                    f"{qualified(hn.group, hn.name)} and {qualified(group, hn.name)} (one is "
+                    f"taken for a copy of the other only when both carry the same "
+                    f"{MANAGED_BY} label, as the controller writes them)",
+                    None,
+                    hn.ref,
+                    "metadata.name",
+                    Severity.WARNING,
+                )
+            ]
+        return []
 
     def review_podgroup(self, raw: Mapping[str, Any], *, group: str = "") -> Verdict:
         """Admit ``raw`` (a PodGroup of ``group``: Volcano's unless it is ``WORKLOAD_GROUP``)
@@ -218,15 +261,32 @@ class Judge:
         judged, more = split(podgroup_refusals(self._cache, self._with_topology(pg)))
         errors += judged
         warnings += more
+        shared, unknown = split(self.devices.podgroup_problems(pg))
+        errors += shared
+        warnings += unknown
+        return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))
+
+    def review_devices(
+        self, kind: str, raw: Mapping[str, Any], *, dry_run: bool = False
+    ) -> Verdict:
+        """A DeviceClass, ResourceClaim or template (``devices.py``)."""
+        errors, warnings = split(self.devices.review(kind, raw, dry_run=dry_run))
         return Verdict(not errors, tuple(errors), tuple(map(str, warnings)))
 
     def review_pod(self, raw: Mapping[str, Any]) -> Verdict:
         """Refuse a pod whose Kueue topology annotations are malformed or name a level no
-        node carries (``tierra validate``'s words); warn when its gang also has Volcano's
-        topology. Nothing else of a pod is judged here."""
+        node carries, or whose Kueue pod group keys are malformed (``tierra validate``'s
+        words); warn when its gang also has Volcano's topology. Nothing else of a pod is
+        judged here."""
         decoded: list[Problem] = []
         pod = decode_pod(raw, None, decoded)
-        ours = [p for p in decoded if p.path.startswith(f"metadata.annotations[{KUEUE_PREFIX}")]
+        ours = [
+            p
+            for p in decoded
+            if p.path.startswith(
+                (f"metadata.annotations[{KUEUE_PREFIX}", f"metadata.labels[{KUEUE_PREFIX}")
+            )
+        ]
         errors, warnings = split(ours)
         group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
         podgroup = (group, group in self.topology_podgroups) if group is not None else None
@@ -240,20 +300,17 @@ class Judge:
 
     def _with_topology(self, pg: PodGroup) -> PodGroup:
         """``pg`` with its label key (if any) made a tier, and the cache holding the
-        HyperNodes of the configured groups (the first group wins where both hold a
-        name: the controller writes the same objects to both) and the label domains the
-        key needs."""
+        HyperNodes of the configured groups (each group its own name space; where the
+        controller mirrors tierra's into Volcano's, the index keeps tierra's copy, as the
+        scheduler does) and the label domains the key needs."""
         now = self._clock()
         forests = [self._forests[g] for g in self._podgroup_groups]
         for f in forests:
             f.expire(now)
         generations = tuple(f.generation for f in forests)
         if self._merged is None or self._merged[0] != generations:
-            merged: dict[str, HyperNode] = {}
-            for f in forests:
-                for name, h in f.view().items():
-                    merged.setdefault(name, h)
-            self._merged = (generations, list(merged.values()))
+            every = [h for f in forests for h in f.view().values()]
+            self._merged = (generations, every)
         real = self._merged[1]
         (resolved,), extra = resolve_topology_keys([pg], self._cache.nodes, real)
         key = (generations, tuple(h.name for h in extra))

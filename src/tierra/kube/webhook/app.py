@@ -25,10 +25,10 @@ from tierra.api.podgroup import PodGroup
 from tierra.kube.client import Kube, KubeConfigError
 from tierra.kube.informer import Event, EventType, Informer
 from tierra.kube.metrics import component_registry
-from tierra.kube.resources import HYPERNODES, NODES, VOLCANO_PODGROUPS
+from tierra.kube.resources import DRA, HYPERNODES, NODES, VOLCANO_PODGROUPS, served
 from tierra.kube.scheduler import decode
 from tierra.kube.serving import Probes, Server
-from tierra.kube.webhook import certs
+from tierra.kube.webhook import certs, devices
 from tierra.kube.webhook.admission import Judge
 from tierra.kube.webhook.server import WebhookServer
 from tierra.kube.webhook.tls import Provided, SelfManaged, Target
@@ -158,6 +158,8 @@ async def serve(options: Options) -> None:
     keeper = (SelfManaged if options.certificates == "self" else Provided)(kube, server, target)
     async with kube:
         watches = informers(kube, judge, metrics)
+        if set(DRA) <= await served(kube, DRA):  # resource.k8s.io/v1 (Kubernetes 1.34+)
+            watches += devices.informers(kube, judge.devices)
 
         def ready() -> str | None:
             waiting = [i.name for i in watches if not i.synced.is_set()]

@@ -16,6 +16,7 @@ from typing import Any
 
 from tierra.api.hypernode import GROUPS
 from tierra.api.workload import WORKLOAD_GROUP
+from tierra.kube.webhook import devices
 from tierra.kube.webhook.admission import Judge, Verdict
 
 API_VERSION = "admission.k8s.io/v1"
@@ -85,6 +86,8 @@ def decide(judge: Judge, req: Request) -> Verdict:
         return judge.review_podgroup(req.obj, group=req.group)
     if req.kind == "Pod" and req.group == "":
         return judge.review_pod(req.obj)
+    if req.kind in devices.KINDS and req.group == devices.GROUP:
+        return judge.review_devices(req.kind, req.obj, dry_run=req.dry_run)
     return Verdict(True, warnings=(f"tierra's webhook has no rule for {req.what}; allowed",))
 
 

@@ -1,12 +1,13 @@
 """The HTTPS endpoint the API server calls with AdmissionReviews.
 
-aiohttp (already here: kubernetes_asyncio runs on it) serves ``POST /validate/hypernodes``
-and ``POST /validate/podgroups``; both hand the review to ``review.decide``, the path only
-names the webhook in logs and metrics. TLS comes from one ``ssl.SSLContext`` whose
-certificate chain :meth:`WebhookServer.load` replaces in place: connections made after a
-rotation get the new certificate, open ones finish with the old, and the port never
-closes. Python's ``ssl`` loads certificates from files only, so the PEM bytes are written
-to a private folder first (an ``emptyDir`` in the pod: the root filesystem is read-only).
+aiohttp (already here: kubernetes_asyncio runs on it) serves ``POST /validate/hypernodes``,
+``/validate/podgroups``, ``/validate/pods`` and ``/validate/devices``; each hands the
+review to ``review.decide``, the path only names the webhook in logs and metrics. TLS
+comes from one ``ssl.SSLContext`` whose certificate chain :meth:`WebhookServer.load`
+replaces in place: connections made after a rotation get the new certificate, open ones
+finish with the old, and the port never closes. Python's ``ssl`` loads certificates from
+files only, so the PEM bytes are written to a private folder first (an ``emptyDir`` in
+the pod: the root filesystem is read-only).
 
 The API server waits at most the configuration's ``timeoutSeconds`` (see deploy/README.md),
 so a decision never does I/O: the ``Judge`` answers from memory.
@@ -80,6 +81,7 @@ class WebhookServer:
         app.router.add_post("/validate/hypernodes", self._validate)
         app.router.add_post("/validate/podgroups", self._validate)
         app.router.add_post("/validate/pods", self._validate)
+        app.router.add_post("/validate/devices", self._validate)
         return app
 
     async def _validate(self, request: web.Request) -> web.Response:

@@ -91,7 +91,7 @@ def wait_problem(pg: PodGroup | None, index: TopologyIndex) -> Status | None:
     assert pg is not None
     if pg.network_topology is None:
         return unresolvable(
-            f"metadata.annotations[{WAIT_TIER}] needs spec.networkTopology: the wait narrows "
+            f"metadata.annotations[{WAIT_TIER}] needs {pg.api.topology}: the wait narrows "
             "a topology search (mode: soft takes any domain once the wait is over)"
         )
     if index.trees and spec.tiers(index) is None:

@@ -15,37 +15,159 @@ of the uplinks of its children that still have free room -- the uplinks a gang s
 them would share -- so of two domains that cost the same, the one whose uplinks are free
 wins, and two bandwidth-hungry gangs are not stacked under one uplink when another is
 free. Opt-in: ``contention: {weight: 1}`` in the scheduler config (default 0, off, and
-then this says nothing: decisions as before). Loads are recomputed when the store moves
-(a memo beside it, keyed like the exclusive domains').
+then this says nothing: decisions as before). The loads are kept beside the store
+(``UplinkLoads``, a store extension told of every pod change), gang by gang, so a session
+pays for the gangs it places, not for every gang running.
 """
 
 from __future__ import annotations
 
-import weakref
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tierra.scheduler.constraints.protocol import Constraint, Cycle
 from tierra.topology.arrays import FloatArray
+from tierra.topology.index import IntArray
 
 if TYPE_CHECKING:
+    from tierra.api.pod import Pod
     from tierra.scheduler.scoring.links import LinkTable
     from tierra.scheduler.state.store import ClusterStore
-    from tierra.topology.index import IntArray
 
 GPU = "nvidia.com/gpu"
 MAX_SCORE = 100.0  # the policies' scale (kube-scheduler's MaxNodeScore): weight 1 is one policy
 
 
-@dataclass(slots=True)
-class _Loads:
-    at: tuple[int, int, int, object] = (-1, -1, -1, None)
-    share: FloatArray = field(default_factory=lambda: np.zeros(0))  # per domain: load / cap
+NAME = "contention"  # the store extension holding the loads
 
 
-_MEMOS: weakref.WeakKeyDictionary[ClusterStore, _Loads] = weakref.WeakKeyDictionary()
+def _gang_load(store: ClusterStore, keys: Iterable[str], col: int) -> tuple[IntArray, FloatArray]:
+    """One gang's load: per domain that holds some of its placed pods but not all (the
+    uplinks its traffic crosses), the GPUs of its pods inside; empty below two pods."""
+    ix = store.index
+    nodes: list[int] = []
+    gpus: list[float] = []
+    node_of, vec_of = store.node_of, store.vec_of
+    for k in keys:
+        n = node_of.get(k)
+        if n is not None and k in vec_of:
+            nodes.append(n)
+            gpus.append(float(vec_of[k][col]) / 1000)
+    if len(nodes) < 2:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    at = np.asarray(nodes, dtype=np.int64)
+    starts, ends = ix.domain_ptr[at], ix.domain_ptr[at + 1]
+    lens = ends - starts
+    first = np.repeat(np.cumsum(lens) - lens, lens)
+    doms = ix.domain_idx[
+        np.arange(int(lens.sum()), dtype=np.int64) - first + np.repeat(starts, lens)
+    ]
+    weight = np.repeat(np.asarray(gpus, dtype=np.float64), lens)
+    n_dom = ix.root + 1
+    held = np.bincount(doms, minlength=n_dom)
+    load: FloatArray = np.bincount(doms, weights=weight, minlength=n_dom).astype(np.float64)
+    crossed: IntArray = np.flatnonzero((held > 0) & (held < len(nodes))).astype(np.int64)
+    return crossed, load[crossed]
+
+
+class UplinkLoads:
+    """Running gangs' GPUs through every domain's uplink, kept as pods change.
+
+    Lives in ``store.extensions["contention"]`` from the first time contention is asked;
+    the store tells it which pods changed (``pods_changed``: fed, removed, assumed, a
+    session's commits, a trial's undo) and it redoes only those pods' gangs, so a session
+    placing many gangs among many running ones costs per gang placed, not per gang
+    running. A new index (nodes or HyperNodes changed) renumbers the domains: then it
+    counts every gang again."""
+
+    def __init__(self) -> None:
+        self.generation = -1
+        self.load = np.zeros(0, dtype=np.float64)  # per domain (root last)
+        self.by_gang: dict[str, tuple[IntArray, FloatArray]] = {}
+        self.gang_of: dict[str, str] = {}  # pod key -> the gang it was counted under
+        self.members: dict[str, tuple[str, ...]] = {}  # gang -> the pods counted for it
+        self.version = 0  # bumped whenever ``load`` changes
+        # the shares last computed: (version, index generation, link table) and them
+        self.shares: tuple[tuple[int, int, object], FloatArray] | None = None
+        self.over: tuple[tuple[int, object], FloatArray] | None = None  # per index and table
+
+    def fork(self) -> UplinkLoads:
+        """A session's own copy (``state/extensions.py`` ``Versioned``): the store goes on
+        counting what it is fed, the session what it keeps."""
+        copy = UplinkLoads()
+        copy.generation, copy.version = self.generation, self.version
+        copy.load = self.load.copy()
+        copy.by_gang = dict(self.by_gang)
+        copy.gang_of = dict(self.gang_of)
+        copy.members = dict(self.members)
+        copy.over = self.over
+        return copy
+
+    def replay(self, fork: UplinkLoads, pods: Sequence[Pod]) -> None:
+        """Nothing to carry over: the store tells this copy of the replayed pods itself
+        (``pods_changed``), and it counts their gangs from the store's tables."""
+
+    def sync(self, store: ClusterStore) -> None:
+        """Count every gang afresh when the index is not the one counted on."""
+        if self.generation == store.generation:
+            return
+        self.generation = store.generation
+        self.load = np.zeros(store.index.root + 1, dtype=np.float64)
+        self.by_gang.clear()
+        self.gang_of.clear()
+        self.members.clear()
+        self.version += 1
+        self._redo(store, set(store.members))
+
+    def pods_changed(self, store: ClusterStore, keys: Iterable[str]) -> None:
+        if self.generation != store.generation:
+            return  # counted afresh when next asked (``sync``)
+        gangs: set[str] = set()
+        for key in keys:
+            old = self.gang_of.get(key)
+            if old is not None:
+                gangs.add(old)
+            g = store.gang_of.get(key)
+            if g is not None:
+                gangs.add(g)
+        if gangs:
+            self._redo(store, gangs)
+
+    def _redo(self, store: ClusterStore, gangs: set[str]) -> None:
+        col = store.capacity.axis.index.get(GPU)
+        for g in sorted(gangs):
+            old = self.by_gang.pop(g, None)
+            if old is not None:
+                np.subtract.at(self.load, old[0], old[1])
+                self.version += 1
+            members = store.members.get(g, {})
+            for k in self.members.pop(g, ()):
+                if k not in members and self.gang_of.get(k) == g:
+                    del self.gang_of[k]
+            if members:
+                self.members[g] = tuple(members)
+                for k in members:
+                    self.gang_of[k] = g
+            if col is None or len(members) < 2:
+                continue
+            doms, gpus = _gang_load(store, members, col)
+            if len(doms):
+                np.add.at(self.load, doms, gpus)
+                self.by_gang[g] = (doms, gpus)
+                self.version += 1
+
+
+def loads_of(store: ClusterStore) -> UplinkLoads:
+    """The store's ``UplinkLoads``, made (and every gang counted) the first time."""
+    loads = store.extensions.get(NAME)
+    if not isinstance(loads, UplinkLoads):
+        loads = UplinkLoads()
+        store.extensions[NAME] = loads
+    loads.sync(store)
+    return loads
 
 
 def _oversubscription(store: ClusterStore, links: LinkTable) -> FloatArray:
@@ -65,45 +187,29 @@ def _oversubscription(store: ClusterStore, links: LinkTable) -> FloatArray:
 
 
 def uplink_shares(store: ClusterStore, links: LinkTable) -> FloatArray:
-    """Per domain ``x``, running gangs' GPUs through its uplink over its capacity."""
-    memo = _MEMOS.get(store)
-    if memo is None:
-        memo = _MEMOS[store] = _Loads()
-    at = (store.clock, len(store.assumed), len(store.node_of), links)
-    if memo.at == at:
-        return memo.share
+    """Per domain ``x``, running gangs' GPUs through its uplink over its capacity (kept
+    until the loads, the index or the link table change)."""
+    loads = loads_of(store)
+    at = (loads.version, store.generation, links)
+    kept = loads.shares
+    if kept is not None and kept[0] == at:
+        return kept[1]
     ix, cap = store.index, store.capacity
     col = cap.axis.index.get(GPU)
-    n_dom = ix.root + 1
-    load = np.zeros(n_dom, dtype=np.float64)
-    if col is not None:
-        for members in store.members.values():
-            placed = [
-                (store.node_of[k], store.pods[k].requests.get(GPU, 0) / 1000)
-                for k in members
-                if k in store.node_of and k in store.pods
-            ]
-            if len(placed) < 2:
-                continue
-            chains = [set(ix.domains_of(n).tolist()) for n, _ in placed]
-            common = set.intersection(*chains)
-            for (_, gpus), chain in zip(placed, chains, strict=True):
-                for x in chain - common:  # domains it is inside and the gang spans beyond
-                    load[x] += gpus
-        over = _oversubscription(store, links)
+    shares = np.zeros(ix.root + 1, dtype=np.float64)
+    if col is not None and loads.load.any():
+        if loads.over is None or loads.over[0] != (store.generation, links):
+            loads.over = ((store.generation, links), _oversubscription(store, links))
+        over = loads.over[1]
         parent = np.where(ix.parent[: ix.root] >= 0, ix.parent[: ix.root], ix.root)
         gpus_under = cap.dom_alloc[: ix.root, col] / 1000
         capacity = gpus_under / over[parent]
-        shares = np.zeros(n_dom, dtype=np.float64)
         blocking = over[parent] > 1.0
         shares[: ix.root] = np.where(
-            blocking & (capacity > 0), load[: ix.root] / np.maximum(capacity, 1e-9), 0.0
+            blocking & (capacity > 0), loads.load[: ix.root] / np.maximum(capacity, 1e-9), 0.0
         )
-        memo.share = shares
-    else:
-        memo.share = np.zeros(n_dom, dtype=np.float64)
-    memo.at = at
-    return memo.share
+    loads.shares = (at, shares)
+    return shares
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,11 +19,12 @@ covers. Then, as Kueue's ``findTopologyAssignment`` reads a request:
 * ``podset-group-name``: the two PodSets of a group (leader and workers) are one unit
   under their shared level.
 
-The gang's level is the one level its PodSets share (or their group's); PodSets of other
-levels become sub-groups of their own. A Volcano ``networkTopology`` on the PodGroup
-wins as the gang's limit and Kueue's levels narrow inside it (a sub-group's limit never
-exceeds its gang's). What cannot be honoured is a gang problem (a pending reason), never
-dropped.
+The gang's level is its one leveled PodSet's (or PodSet group's), or the level sliced
+PodSets share; PodSets that each ask for a level of their own (the same or not) become
+sub-groups of their own, each in one domain of its level, as Kueue places PodSets. A
+Volcano ``networkTopology`` on the PodGroup wins as the gang's limit and Kueue's levels
+narrow inside it (a sub-group's limit never exceeds its gang's). What cannot be honoured
+is a gang problem (a pending reason), never dropped.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from tierra.api import kueue
 from tierra.api.kueue import PodSetTopology
+from tierra.api.kueue_pod_group import podset_of
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
@@ -91,10 +93,6 @@ class KueueShape:
     loose: tuple[Pod, ...]  # pods under the gang's limit only
     ranks: Mapping[str, tuple[str, int]]  # pod key -> (rank space, rank)
     inner: Mapping[str, tuple[Nest, ...]]  # PodSet -> its inner layers, checked at reserve
-
-
-def podset_of(pod: Pod) -> str:
-    return pod.meta.labels.get(kueue.PODSET_LABEL, "main")
 
 
 def level_tier(store: ClusterStore, key: str) -> str | None:
@@ -313,8 +311,10 @@ def _ordered(
         offset = 0
         for ps in members:
             ordered, got = _ranked(by_ps[ps], offset, total)
-            if got is not None:
-                ranks.update((p.key, (space, r)) for p, r in zip(ordered, got, strict=True))
+            if got is not None:  # ranks within the PodSet: the space's start after the leader's
+                ranks.update(
+                    (p.key, (space, offset + r)) for p, r in zip(ordered, got, strict=True)
+                )
             ordered_of[ps] = ordered
             offset += len(ordered)
     return ordered_of, ranks
@@ -329,10 +329,15 @@ def _shape(
     tiers: Mapping[str, str],
     nests: Mapping[str, tuple[Nest, ...]],
 ) -> KueueShape | str:
-    levels = {(r.required, r.preferred) for m in spaces.values() if (r := _space_level(reqs, m))}
+    leveled = [r for m in spaces.values() if (r := _space_level(reqs, m))]
+    levels = {(r.required, r.preferred) for r in leveled}
     own = pg.network_topology if pg is not None else None
     shared: NetworkTopology | None = None
-    if own is None and len(levels) == 1:
+    # one level for the whole gang when one rank space has it, or when PodSets are
+    # sliced (the outer level then frames the slices); PodSets that each ask for the same
+    # level on their own are placed each in a domain of it, as Kueue places PodSets
+    # (jobset_test "should admit a JobSet with two ReplicatedJobs": two hosts, not one)
+    if own is None and len(levels) == 1 and (len(leveled) == 1 or nests):
         first = next(r for m in spaces.values() if (r := _space_level(reqs, m)))
         shared = _topology(first, tiers.get(first.level or ""))
     gang_topology = own if own is not None else shared

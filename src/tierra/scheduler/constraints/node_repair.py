@@ -12,6 +12,14 @@ has room the gang waits, with this constraint's words in its reason. A gang with
 sub-group policies is left to their own rule (each sub-group stays where its running
 pods are, ``plan.Unit.sticky``). The PodGroup's condition records a repair once the
 replacements are bound (``repair_note``).
+
+A ``NoExecute`` taint the pods tolerate only for a while (``tolerationSeconds``) counts
+as a failed node for replacements, as Kueue counts a temporarily tolerated taint
+(``node_controller.go`` ``checkTaintTolerations``): the node takes none of them (a node
+cap of 0), else a replacement would be put back where the taint evicts it again
+(hotswap_test "Should replace a node when it becomes tainted with NoExecute and
+tolerationSeconds"). New gangs are placed as kube-scheduler places them: a tolerated
+taint is tolerated.
 """
 
 from __future__ import annotations
@@ -21,13 +29,25 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tierra.api.node import Taint, TaintEffect
 from tierra.scheduler.constraints.protocol import Ask, Candidacy, Constraint, Cycle, Refusal
 
 if TYPE_CHECKING:
+    from tierra.api.pod import Pod
+    from tierra.scheduler.placement.demand import Shape
     from tierra.scheduler.state.store import ClusterStore
     from tierra.topology.index import IntArray, TopologyIndex
 
 APART = "apart from its running pods"
+TEMPORARY = "tolerated for a while"
+
+
+def _for_a_while(pod: Pod, taint: Taint) -> bool:
+    """Whether ``taint`` is NoExecute and the pod tolerates it only with tolerationSeconds."""
+    if taint.effect is not TaintEffect.NO_EXECUTE:
+        return False
+    fits = [t for t in pod.tolerations if t.tolerates(taint)]
+    return bool(fits) and all(t.seconds is not None for t in fits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +73,29 @@ class NodeRepair(Constraint):
         refusal = Refusal(self, APART, int((~holds).sum()), (("domain", int(sticky)),))
         return Candidacy(allowed=np.asarray(holds, dtype=bool), refusal=refusal)
 
+    def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
+        gang = cycle.gang
+        if gang is None or not gang.running or not shape.pods:
+            return None
+        pod = shape.pods[0]
+        if not any(t.seconds is not None for t in pod.tolerations):
+            return None
+        all_nodes = cycle.store.nodes
+        caps = np.full(len(nodes), np.iinfo(np.int64).max, dtype=np.int64)
+        for i, n in enumerate(nodes.tolist()):
+            if any(_for_a_while(pod, t) for t in all_nodes[n].taints):
+                caps[i] = 0
+        return caps
+
+    def cap_refusal(self, cycle: Cycle, capped: int) -> Refusal | None:
+        return Refusal(self, TEMPORARY, capped)
+
     def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
+        if refusal.what == TEMPORARY:
+            return (
+                f"{refusal.count} node(s) carry a NoExecute taint the pods tolerate only for "
+                "a while (tolerationSeconds): no place for replacements (node repair)"
+            )
         h = refusal.value("domain")
         where = store.index.names[int(h)] if isinstance(h, int) else "its domain"
         return (

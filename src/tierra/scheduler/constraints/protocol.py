@@ -19,8 +19,6 @@ hook               asked                                        kube-scheduler
                    once, whenever fit counts are taken
 ``domain_scores``  per tier, over its candidates               Score (domains)
 ``node_scores``    over nodes, on the flat path                 Score (nodes)
-``child_quotas``   per domain node choice descends into: how    (Kueue's balanced
-                   many pods each child takes (None: best fit)  placement)
 ``reserve``        once a domain holds the gang, before the     Reserve / Unreserve
                    session keeps it; undone with the attempt
 ``alone_alike``    once per run of alike lone pods: may they    (none: a session's
@@ -45,7 +43,7 @@ Rules every hook keeps:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -94,13 +92,32 @@ class Refusal:
 
 @dataclass(frozen=True, slots=True)
 class NodeMask:
-    """The nodes one pod shape may use, and how many nodes each reason took away."""
+    """The nodes one pod shape may use, and how many nodes each reason took away.
+
+    ``empty``: the nodes it could use with nothing running, where that is more than
+    ``mask`` (devices other pods hold); explain's "can never fit" reads it, so a pod
+    kept out by what is in use now is not told it never fits."""
 
     mask: BoolArray  # over every node of the index
     excluded: tuple[tuple[str, int], ...] = ()  # (why, how many nodes), for explain
+    # computed only when explain asks (a placement never needs it)
+    empty: Callable[[], BoolArray] | None = field(default=None, compare=False)
 
     def describe(self) -> str:
         return ", ".join(f"{n} {why}" for why, n in self.excluded)
+
+    @property
+    def when_empty(self) -> BoolArray:
+        return self.mask if self.empty is None else self.empty()
+
+    def __and__(self, other: NodeMask) -> NodeMask:
+        empty = None
+        if self.empty is not None or other.empty is not None:
+
+            def empty() -> BoolArray:
+                return self.when_empty & other.when_empty
+
+        return NodeMask(self.mask & other.mask, self.excluded + other.excluded, empty)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,15 +214,6 @@ class Constraint:
         self, cycle: Cycle, request: IntArray, nodes: IntArray, region: int
     ) -> FloatArray | None:
         """A share of each node's score on the flat path (added; higher is better)."""
-        return None
-
-    def child_quotas(
-        self, cycle: Cycle, h: int, need: int, kids: IntArray, counts: IntArray
-    ) -> IntArray | None:
-        """How many of ``need`` pods each of domain ``h``'s children ``kids`` (with room
-        for ``counts`` pods each) takes when node choice descends into ``h`` (None: the
-        built-in best fit decides). Quotas must not exceed ``counts``; their sum is what
-        is placed inside ``h``."""
         return None
 
     def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:

@@ -53,7 +53,6 @@ HOOKS = (
     "domain_scores",
     "node_scores",
     "reserve",
-    "child_quotas",
 )
 
 
@@ -68,7 +67,6 @@ class Hooks:
     domain_scores: tuple[Constraint, ...]
     node_scores: tuple[Constraint, ...]
     reserve: tuple[Constraint, ...]
-    child_quotas: tuple[Constraint, ...]
 
 
 def _defines(c: Constraint, hook: str) -> bool:

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tierra.api.kueue_pod_group import podset_of
 from tierra.api.pod import Pod
-from tierra.scheduler.constraints.kueue_levels import Nest, podset_of
+from tierra.scheduler.constraints.kueue_levels import Nest
 from tierra.scheduler.constraints.protocol import Constraint, Cycle, Refusal
 
 if TYPE_CHECKING:

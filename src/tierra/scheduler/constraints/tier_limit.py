@@ -12,6 +12,8 @@ Volcano's ``networkTopology`` turns into a ``TierLimit`` once per session:
 * ``preferredTierAllowed`` / ``preferredTierName`` (tierra): the tier the gang would
   rather fit in; inside a wider domain, pods are packed into as few preferred-tier
   domains as possible. Preferred alone (no highest tier) behaves as soft + preferred.
+* an upstream PodGroup's topology key (``NetworkTopology.key``) is a tier by name once
+  resolved (``api.workload``); its words name the key, never ``highestTierName``.
 
 A sub-group's limit never exceeds its gang's (``narrow``); a soft sub-group takes its
 gang's limit.
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tierra.api.pod import Pod
-from tierra.api.podgroup import NetworkTopology, TopologyMode
+from tierra.api.podgroup import WORKLOAD_WORDS, NetworkTopology, TopologyMode
 from tierra.scheduler.constraints.protocol import Ask, Candidacy, Constraint, Cycle, Refusal
 from tierra.scheduler.status import Status, unresolvable
 from tierra.topology.arrays import BoolArray, tier_allowed
@@ -87,6 +89,20 @@ def _known_names(index: TopologyIndex) -> str:
     return ", ".join(names) if names else "none: no HyperNode sets spec.tierName"
 
 
+def _unknown_name(nt: NetworkTopology, index: TopologyIndex, where: str) -> str:
+    """Why a tier name (or an upstream topology key) gives no domain, in its own words."""
+    if nt.key is not None:
+        return (
+            f"{WORKLOAD_WORDS.topology}[0].key {nt.key!r} gives no domain: no node carries "
+            "the label and no usable HyperNode was discovered from it; the gang waits "
+            "rather than run unconstrained"
+        )
+    return (
+        f"{where}.highestTierName {nt.highest_tier_name!r} names no tier (known tier names: "
+        f"{_known_names(index)}); the gang waits rather than run unconstrained"
+    )
+
+
 def _by_name(index: TopologyIndex, name: str) -> tuple[int, ...]:
     return tuple(t.tier_names.get(name, -1) if t.usable else -1 for t in index.trees)
 
@@ -127,16 +143,13 @@ def resolve(
         name = nt.highest_tier_name
         tiers = _by_name(index, name)
         if all(t < 0 for t in tiers):
-            return unresolvable(
-                f"{where}.highestTierName {name!r} names no tier (known tier names: "
-                f"{_known_names(index)}); the gang waits rather than run unconstrained"
-            )
+            return unresolvable(_unknown_name(nt, index, where))
         return TierLimit(
             flat=False,
             tree_max=tiers,
             root=False,
             preferred=preferred,
-            text=f"highestTierName: {name}",
+            text=f"highestTierName: {name}" if nt.key is None else f"topology key {nt.key}",
         )
     return flat(index)  # Volcano: hard with no tier is no constraint
 

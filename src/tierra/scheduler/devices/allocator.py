@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from tierra.api.node import Node
 from tierra.api.resource import (
     ALLOCATION_RESULTS_MAX_SIZE,
     Attribute,
@@ -41,7 +42,8 @@ from tierra.api.resource import (
     TaintEffect,
 )
 from tierra.scheduler.devices.affinity import Affinity
-from tierra.scheduler.devices.cel import CelError, compile_selector, device_input
+from tierra.scheduler.devices.cel import CelError, compile_selector, device_input, reading
+from tierra.scheduler.devices.cel_reads import Path
 from tierra.scheduler.devices.matrix import DeviceMatrix
 from tierra.scheduler.devices.pools import (
     Candidate,
@@ -61,6 +63,7 @@ from tierra.scheduler.devices.prepare import (
 )
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
 from tierra.scheduler.devices.result import build_allocation
+from tierra.topology.inside import NodeInside
 
 _BLOCKING = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
 
@@ -119,7 +122,16 @@ class DeviceAllocator:
     _index: SliceIndex | None = None
     _pools: dict[tuple[str, tuple[tuple[str, str], ...]], NodePools] = field(default_factory=dict)
     _matrix: DeviceMatrix | None = None
+    _matrix_nodes: tuple[object, ...] = ()  # what a matrix over selected nodes was built for
+    _pool_memo: dict[tuple[object, ...], Pool | None] = field(default_factory=dict)
     _seen: dict[DeviceId, Device] = field(default_factory=dict)  # the device each input is of
+    # verdicts per (selectors, what they read of a device): devices that read alike share
+    # one evaluation (cel_reads.py); device-independent, so kept across slice updates
+    _by_reading: dict[tuple[object, ...], bool] = field(default_factory=dict)
+    _reads: dict[tuple[str | None, ...], tuple[Path, ...] | None] = field(default_factory=dict)
+    # each node's inside (tierra.topology.inside), where the DRA state keeps an index of
+    # them; else the candidates' own attributes say it
+    inside: Callable[[str], NodeInside] | None = None
 
     def node_pools(self, node: NodeInfo) -> NodePools:
         """The node's pools, gathered once per node (and labels) for this allocator."""
@@ -128,7 +140,7 @@ class DeviceAllocator:
         if found is None:
             if self._index is None:
                 self._index = SliceIndex.of(self.slices)
-            found = self._pools[key] = gather_pools(self._index, node)
+            found = self._pools[key] = gather_pools(self._index, node, self._pool_memo)
         return found
 
     def _selects(self) -> bool:
@@ -146,8 +158,9 @@ class DeviceAllocator:
         if not claims:
             return ()
         node_pools = self.node_pools(node)
+        inside = self.inside(node.name) if self.inside is not None else None
         try:
-            search = _Search(self, claims, node_pools.pools, in_use)
+            search = _Search(self, claims, node_pools.pools, in_use, inside)
             found = search.run()
         except Refused as refused:
             return refused.refusal
@@ -171,20 +184,15 @@ class DeviceAllocator:
     def class_accepts(self, name: str, c: Candidate) -> bool:
         """The class's own selectors accept the device (a failing selector: it does not)."""
         klass = self.classes[name]
-        key = (c.id, name, klass.selectors)
-        hit = self._matches.get(key)
+        if any(e is None for e in klass.selectors):
+            return False
+        hit = self._known(c, name, klass.selectors)
         if hit is None:
-            data = self._input(c)
             try:
-                hit = all(
-                    e is not None and compile_selector(e).matches(data) for e in klass.selectors
-                )
+                hit = self._holds(klass.selectors, c)
             except CelError:
-                hit = False
-            if any(e is None for e in klass.selectors):
-                hit = False
-            else:
-                self._matches[key] = hit
+                return False
+            self._remember(c, name, klass.selectors, hit)
         return hit
 
     def inherit(self, old: DeviceAllocator) -> DeviceAllocator:
@@ -198,13 +206,28 @@ class DeviceAllocator:
                 self._seen[key] = device
                 self._inputs[key] = old._inputs[key]
         self._matches.update((k, v) for k, v in old._matches.items() if k[0] in self._seen)
+        self._by_reading.update(old._by_reading)
         return self
 
-    def matrix(self) -> DeviceMatrix | None:
-        """Every node's devices as one array (None: some slice selects its nodes)."""
-        if self._matrix is None and not self._selects():
-            assert self._index is not None
-            self._matrix = DeviceMatrix.of(self, sorted(self._index.local))
+    def selects(self) -> bool:
+        """Some slice selects its nodes (``allNodes``, a ``nodeSelector``): which devices
+        a node sees depends on its labels."""
+        return self._selects()
+
+    def matrix(self, nodes: Sequence[Node | NodeInfo] = ()) -> DeviceMatrix:
+        """Every node's devices as one array: over the nodes the slices name, or, when a
+        slice selects its nodes, over ``nodes`` (rebuilt when they change)."""
+        if not self._selects():
+            if self._matrix is None:
+                assert self._index is not None
+                self._matrix = DeviceMatrix.of(
+                    self, [NodeInfo(n) for n in sorted(self._index.local)]
+                )
+            return self._matrix
+        key = tuple(nodes)
+        if self._matrix is None or key != self._matrix_nodes:
+            infos = [n if isinstance(n, NodeInfo) else NodeInfo(n.name, n.labels) for n in nodes]
+            self._matrix, self._matrix_nodes = DeviceMatrix.of(self, infos), key
         return self._matrix
 
     def accepts_all(
@@ -213,19 +236,23 @@ class DeviceAllocator:
         """Per candidate, whether ``request`` may take it: supported, class and request
         selectors true, taints tolerated (None: a selector failed at run time)."""
         out = np.zeros(len(candidates), dtype=bool)
-        keys = ((klass.meta.name, klass.selectors), ("", request.selectors))
+        keys = [
+            (o, sel)
+            for o, sel in ((klass.meta.name, klass.selectors), ("", request.selectors))
+            if sel
+        ]
         for i, c in enumerate(candidates):
             if c.device.unsupported or taint_blocks(c.device, request):
                 continue
             ok = True
             for owner, selectors in keys:
-                key = (c.id, owner, selectors)
-                hit = self._matches.get(key)
+                hit = self._known(c, owner, selectors)
                 if hit is None:
                     try:
-                        hit = self._matches[key] = self._holds(selectors, c)
+                        hit = self._holds(selectors, c)
                     except CelError:
                         return None
+                    self._remember(c, owner, selectors, hit)
                 if not hit:
                     ok = False
                     break
@@ -239,6 +266,38 @@ class DeviceAllocator:
             self._seen[c.id] = c.device
         return data
 
+    def _known(self, c: Candidate, owner: str, selectors: tuple[str | None, ...]) -> bool | None:
+        """The verdict remembered for this device, or for a device that reads alike."""
+        key = (c.id, owner, selectors)
+        hit = self._matches.get(key)
+        if hit is None:
+            shared = self._reading_key(c, selectors)
+            if shared is not None:
+                hit = self._by_reading.get(shared)
+                if hit is not None:
+                    self._matches[key] = hit
+        return hit
+
+    def _remember(
+        self, c: Candidate, owner: str, selectors: tuple[str | None, ...], hit: bool
+    ) -> None:
+        self._matches[(c.id, owner, selectors)] = hit
+        shared = self._reading_key(c, selectors)
+        if shared is not None:
+            self._by_reading[shared] = hit
+
+    def _reading_key(
+        self, c: Candidate, selectors: tuple[str | None, ...]
+    ) -> tuple[object, ...] | None:
+        if selectors in self._reads:
+            paths = self._reads[selectors]
+        else:
+            paths = self._reads[selectors] = _paths(selectors)
+        if paths is None:
+            return None
+        values = reading(c.id[0], c.device, paths)
+        return None if values is None else (selectors, values)
+
     def _holds(self, selectors: tuple[str | None, ...], c: Candidate) -> bool:
         data = self._input(c)
         return all(e is not None and compile_selector(e).matches(data) for e in selectors)
@@ -251,11 +310,11 @@ class DeviceAllocator:
             ("class", alt.klass.selectors, "spec.selectors"),
             ("request", alt.request.selectors, f"{alt.path}.selectors"),
         ):
-            key = (c.id, alt.klass.meta.name if owner == "class" else "", selectors)
-            hit = self._matches.get(key)
+            name = alt.klass.meta.name if owner == "class" else ""
+            hit = self._known(c, name, selectors)
             if hit is None:
                 hit = self._evaluate(selectors, c, claim, alt, where=(owner, path))
-                self._matches[key] = hit
+                self._remember(c, name, selectors, hit)
             if not hit:
                 return False
         return True
@@ -290,6 +349,23 @@ class DeviceAllocator:
         return True
 
 
+def _paths(selectors: tuple[str | None, ...]) -> tuple[Path, ...] | None:
+    """Every device path the selectors read, in order (None: unknown, or one does not
+    compile: evaluated device by device, where the error is told)."""
+    out: set[Path] = set()
+    for e in selectors:
+        if e is None:
+            return None
+        try:
+            reads = compile_selector(e).reads
+        except CelError:
+            return None
+        if reads is None:
+            return None
+        out |= reads
+    return tuple(sorted(out))
+
+
 class _Search:
     """One Allocate call: the backtracking state over one node's devices."""
 
@@ -299,6 +375,7 @@ class _Search:
         claims: Sequence[ResourceClaim],
         pools: Sequence[Pool],
         in_use: Set[DeviceId],
+        inside: NodeInside | None = None,
     ) -> None:
         self.owner = owner
         self.claims = claims
@@ -316,7 +393,7 @@ class _Search:
         self.allocating: dict[DeviceId, set[int]] = {}
         self.results: list[list[tuple[Alternative, Candidate]]] = [[] for _ in claims]
         self.chosen: dict[tuple[int, int], int] = {}
-        self.affinity = Affinity(self.candidates, self._free_for_root_score())
+        self.affinity = Affinity(self.candidates, self._free_for_root_score(), inside)
 
     def _free_for_root_score(self) -> list[list[Candidate]]:
         out = []

@@ -36,6 +36,7 @@ from cel_expr_python.ext import ext_bindings, ext_strings
 
 from tierra.api.quantity import QuantityError, parse_quantity
 from tierra.api.resource import Attribute, Device
+from tierra.scheduler.devices.cel_reads import Path, device_reads
 
 _T = cel.Type
 _TAGGED = _T.Map(_T.STRING, _T.STRING)
@@ -184,11 +185,13 @@ def _env() -> Any:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Selector:
-    """One compiled expression and the string literals it names (its possible domains)."""
+    """One compiled expression, the string literals it names (its possible domains) and
+    what it reads of the device (``cel_reads``; None: it may read anything)."""
 
     source: str
     program: Any
     literals: frozenset[str]
+    reads: frozenset[Path] | None = None
 
     def matches(self, device: Mapping[str, Any]) -> bool:
         """True or False for one device; ``CelError`` when it fails or is not a bool."""
@@ -213,7 +216,7 @@ def compile_selector(expression: str) -> Selector:
     except (RuntimeError, ValueError) as exc:
         raise CelError(_first_line(str(exc))) from None
     literals = frozenset(a or b for a, b in _STRING_LITERAL.findall(expression))
-    return Selector(expression, program, literals)
+    return Selector(expression, program, literals, device_reads(program.serialize()))
 
 
 def compile_problem(expression: str) -> str | None:
@@ -272,4 +275,38 @@ def device_input(driver: str, device: Device) -> dict[str, Any]:
     }
 
 
-__all__ = ["CelError", "Selector", "compile_problem", "compile_selector", "device_input"]
+_MISSING = ("<missing>",)  # an attribute or capacity the device does not have
+
+
+def reading(driver: str, device: Device, paths: tuple[Path, ...]) -> tuple[object, ...] | None:
+    """The values at ``paths`` of the ``device`` variable ``device_input`` makes, read off
+    the device directly (None: a name given both bare and qualified, where which one
+    wins depends on their order; ``device_input`` decides then)."""
+    out: list[object] = []
+    for path in paths:
+        if path == ("driver",):
+            out.append(driver)
+        elif path == ("allowMultipleAllocations",):
+            out.append(False)
+        elif len(path) == 3:
+            table: Mapping[str, object] = (
+                device.attributes if path[0] == "attributes" else device.capacity
+            )
+            full = table.get(f"{path[1]}/{path[2]}", _MISSING)
+            bare = table.get(path[2], _MISSING) if path[1] == driver else _MISSING
+            if full is not _MISSING and bare is not _MISSING:
+                return None
+            out.append(full if bare is _MISSING else bare)
+        else:
+            out.append(_MISSING)  # no such field: the same error on every device
+    return tuple(out)
+
+
+__all__ = [
+    "CelError",
+    "Selector",
+    "compile_problem",
+    "compile_selector",
+    "device_input",
+    "reading",
+]

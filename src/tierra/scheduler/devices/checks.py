@@ -2,14 +2,16 @@
 
 A selector that does not compile and a request naming a DeviceClass that does not exist
 are located errors (object and field path): the scheduler could never allocate such a
-claim, on any node. A pod naming a claim the snapshot does not hold is a warning (a
-dump of one namespace may leave it out).
+claim, on any node; a PodGroup sharing such a claim is located at the entry naming it.
+A pod naming a claim the snapshot does not hold is a warning (a dump of one namespace
+may leave it out), and so is a PodGroup naming one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from tierra.api.podgroup import PodGroup
 from tierra.api.resource import ClaimSpec, DeviceClass
 from tierra.api.snapshot import Snapshot
 from tierra.errors import Origin, Problem, Severity
@@ -28,6 +30,11 @@ def _selectors(
             message = f"CEL selector does not compile: {problem}"
             out.append(Problem(message, origin, obj, f"{path}[{i}].cel.expression"))
     return out
+
+
+def class_problems(klass: DeviceClass, origin: Origin | None) -> list[Problem]:
+    """A DeviceClass's own selectors that do not compile, located."""
+    return _selectors(klass.selectors, "spec.selectors", f"DeviceClass/{klass.meta.name}", origin)
 
 
 def claim_spec_problems(
@@ -54,16 +61,54 @@ def claim_spec_problems(
     return out
 
 
+def podgroup_claim_problems(
+    pg: PodGroup,
+    classes: Mapping[str, DeviceClass],
+    claims: Mapping[str, ClaimSpec],
+    templates: Mapping[str, ClaimSpec],
+) -> list[Problem]:
+    """The claims a PodGroup shares (``spec.resourceClaims``), judged where known: a
+    problem of the claim or template it names, located at the entry naming it; one not
+    known is a warning (the resourceclaim controller, or the user, may make it later)."""
+    out: list[Problem] = []
+    ns, obj = pg.meta.namespace, f"PodGroup/{pg.key}"
+    for i, c in enumerate(pg.resource_claims):
+        if c.template_name:
+            kind, name, prefix, key = (
+                "ResourceClaimTemplate",
+                c.template_name,
+                "spec.spec",
+                "resourceClaimTemplateName",
+            )
+            spec = templates.get(f"{ns}/{name}")
+        else:
+            kind, name, prefix, key = "ResourceClaim", c.claim_name, "spec", "resourceClaimName"
+            spec = claims.get(f"{ns}/{name}")
+        where = f"spec.resourceClaims[{i}].{key}"
+        if spec is None:
+            message = f"{kind} {ns}/{name} does not exist yet"
+            out.append(Problem(message, pg.origin, obj, where, Severity.WARNING))
+            continue
+        for p in claim_spec_problems(spec, classes, f"{kind}/{ns}/{name}", None, prefix):
+            out.append(Problem(f"{p.obj} {p.path}: {p.message}", pg.origin, obj, where, p.severity))
+    return out
+
+
 def dra_problems(snapshot: Snapshot) -> list[Problem]:
     classes = {c.meta.name: c for c in snapshot.device_classes}
     out: list[Problem] = []
     for c in snapshot.device_classes:
-        out += _selectors(c.selectors, "spec.selectors", f"DeviceClass/{c.meta.name}", c.origin)
+        out += class_problems(c, c.origin)
     for claim in snapshot.resource_claims:
         out += claim_spec_problems(claim.spec, classes, claim.ref, claim.origin)
     for t in snapshot.claim_templates:
         obj = f"ResourceClaimTemplate/{t.meta.namespace}/{t.meta.name}"
         out += claim_spec_problems(t.spec, classes, obj, t.origin, prefix="spec.spec")
+    specs = {c.key: c.spec for c in snapshot.resource_claims}
+    templates = {f"{t.meta.namespace}/{t.meta.name}": t.spec for t in snapshot.claim_templates}
+    for pg in snapshot.podgroups:
+        if pg.resource_claims:
+            out += podgroup_claim_problems(pg, classes, specs, templates)
     claims = {c.key for c in snapshot.resource_claims}
     for pod in snapshot.pods:
         for i, pc in enumerate(pod.resource_claims):

@@ -7,8 +7,9 @@ carry it as GPU feature discovery labels it, ``nvidia.com/gpu.clique`` =
 ``<cluster UUID>.<clique ID>``; NVIDIA's DRA driver (k8s-dra-driver-gpu) publishes no
 clique attribute on its GPU devices today (cmd/gpu-kubelet-plugin/deviceinfo.go: type,
 uuid, productName, brand, architecture, versions, pcieBusID, addressingMode, pcieRoot),
-so a ``cliqueID`` (or ``clique``) attribute under the GPU driver, where a driver does
-publish one, is read too, as tierra's discovery reads it (``discovery/dra.py``).
+so a ``cliqueID`` (or ``clique``) attribute under a device's driver, where a driver does
+publish one, is read too: the clique the node's inside reports
+(``tierra.topology.inside``, the same rule discovery uses).
 
 The constraint's word is a preference (``Candidacy.later``), never a refusal: a gang
 that no single clique holds still goes to a domain spanning several. Nodes without a
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
     from tierra.scheduler.state.store import ClusterStore
 
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
-GPU_DRIVER = "gpu.nvidia.com"
-CLIQUE_ATTRIBUTES = (f"{GPU_DRIVER}/cliqueID", f"{GPU_DRIVER}/clique", "cliqueID", "clique")
 SPANS = "spans several NVLink cliques"
 
 
@@ -45,7 +44,7 @@ def node_cliques(store: ClusterStore) -> IntArray:
     """Per node of the store's index, its clique as a small integer (-1: none known);
     kept until the index is rebuilt or the devices' slices change."""
     devices = device_state(store)
-    stamp = None if devices is None else (id(devices), devices.device_generation)
+    stamp = None if devices is None else (id(devices), devices.inside_generation)
     known = _KNOWN.get(store.index)
     if known is not None and known[0] == stamp:
         return known[1]
@@ -58,7 +57,7 @@ def _node_cliques(store: ClusterStore) -> IntArray:
     from_devices: dict[str, str] = {}
     devices = device_state(store)
     if devices is not None:
-        from_devices = devices.node_cliques(CLIQUE_ATTRIBUTES)
+        from_devices = devices.node_cliques()
     labels = {n.name: n.labels.get(CLIQUE_LABEL, "") for n in store.nodes}
     names = store.index.node_names
     raw = [labels.get(n) or from_devices.get(n, "") for n in names]

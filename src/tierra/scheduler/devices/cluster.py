@@ -15,12 +15,15 @@ only when classes or slices change.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tierra.api.node import Node
+from tierra.api.node_topology import NODE_TOPOLOGY_ANNOTATION
 from tierra.api.pod import Pod
+from tierra.api.podgroup import PodGroup
 from tierra.api.resource import (
     Allocation,
     DeviceClass,
@@ -30,11 +33,19 @@ from tierra.api.resource import (
 )
 from tierra.scheduler.devices import counts
 from tierra.scheduler.devices.allocator import DeviceAllocator
+from tierra.scheduler.devices.closest import closest_refusal
+from tierra.scheduler.devices.group_claims import group_claim, group_of, reserved_for_pod
 from tierra.scheduler.devices.matrix import Counted, DeviceMatrix, count_claims
 from tierra.scheduler.devices.pools import DeviceId, NodeInfo
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
+from tierra.topology.inside import InsideIndex
 
 MAX_RESERVED_FOR = 256  # resourceapi.ResourceClaimReservedForMaxSize
+
+
+# numbers standing for lists of node names in eligibility keys (``_nodes_token``):
+# one counter for every DeviceCluster, so a fork's copied keys never meet its own
+_NODE_TOKENS = itertools.count(1)
 
 
 @dataclass(slots=True)
@@ -44,6 +55,9 @@ class DeviceCluster:
     templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
     slices: dict[str, ResourceSlice] = field(default_factory=dict)
     assumed: dict[str, Allocation] = field(default_factory=dict)  # claim -> our allocation
+    # upstream PodGroups that share claims (spec.resourceClaims), ns/name: their pods'
+    # matching claims are the group's (group_claims.py)
+    groups: dict[str, PodGroup] = field(default_factory=dict)
     generation: int = 0  # bumped on every change: cached eligibility is stale
     device_generation: int = 0  # bumped when classes or slices change: node room is stale
     _allocator: DeviceAllocator | None = None
@@ -54,8 +68,13 @@ class DeviceCluster:
         default_factory=dict, repr=False, compare=False
     )
     _eligible_at: int = -1
-    _cliques: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
-    _cliques_at: int = -1
+    _owners: dict[Hashable, list[str]] = field(default_factory=dict, repr=False, compare=False)
+    # nodes carrying the node-topology annotation (nvidia-smi, written by discovery):
+    # with the slices, the node's inside (tierra.topology.inside)
+    annotated: dict[str, Node] = field(default_factory=dict)
+    annotation_generation: int = 0
+    _inside: InsideIndex | None = field(default=None, repr=False, compare=False)
+    _inside_at: tuple[int, int] = (-1, -1)
     _in_use: set[DeviceId] = field(default_factory=set, repr=False, compare=False)
     _in_use_at: int = -1
     _node_names: tuple[object, tuple[str, ...], int] = field(
@@ -71,12 +90,14 @@ class DeviceCluster:
         claims: Iterable[ResourceClaim],
         templates: Iterable[ResourceClaimTemplate],
         slices: Iterable[ResourceSlice],
+        podgroups: Iterable[PodGroup] = (),
     ) -> DeviceCluster:
         return cls(
             classes={c.meta.name: c for c in classes},
             claims={c.key: c for c in claims},
             templates={f"{t.meta.namespace}/{t.meta.name}": t for t in templates},
             slices={s.meta.name: s for s in slices},
+            groups={g.key: g for g in podgroups if g.resource_claims},
         )
 
     def changed(self, *, devices: bool = False) -> None:
@@ -92,6 +113,7 @@ class DeviceCluster:
         if self._allocator is None:
             ordered = [self.slices[k] for k in sorted(self.slices)]
             fresh = DeviceAllocator(dict(self.classes), ordered)
+            fresh.inside = lambda name: self.inside().node(name)
             if self._previous is not None:
                 fresh.inherit(self._previous)
                 self._previous = None
@@ -131,7 +153,7 @@ class DeviceCluster:
             if claim is None:
                 return DeviceRefusal(f"ResourceClaim/{key}", "", "not found")
             refs = claim.reserved_for
-            if len(refs) >= MAX_RESERVED_FOR and all(r.uid != pod.meta.uid for r in refs):
+            if len(refs) >= MAX_RESERVED_FOR and not reserved_for_pod(pod, claim):
                 return DeviceRefusal(claim.ref, "", "reserved for the most pods a claim allows")
             out.append(claim)
         return out
@@ -160,16 +182,30 @@ class DeviceCluster:
         return counts.node_devices(self.allocator, info)
 
     def pod_devices(self, pod: Pod) -> dict[str, int]:
-        """The devices a pod asks for (pending) or holds (bound), per class."""
+        """The devices a pod asks for (pending) or holds (bound), per class. Its
+        PodGroup's claims are the gang's, allocated once: no pod counts them."""
         claims = self.claims_of(pod)
         if isinstance(claims, DeviceRefusal):
             return {}
+        shared = self.group_claim_keys(pod)
+        claims = [c for c in claims if c.key not in shared]
         allocations = {c.key: self.allocation_of(c.key) for c in claims}
         if pod.holds_resources:
             return counts.held_devices(pod, claims, allocations)
         if pod.bound or pod.terminated:
             return {}
         return counts.pending_requests(claims, {k: v is not None for k, v in allocations.items()})
+
+    def group_claim_keys(self, pod: Pod) -> set[str]:
+        """The pod's claims (ns/name) that are its PodGroup's."""
+        group = group_of(pod, self.groups)
+        if group is None:
+            return set()
+        return {
+            f"{pod.namespace}/{c.claim_name}"
+            for c in pod.resource_claims
+            if c.claim_name and group_claim(pod, group, c)
+        }
 
     def signature(self, pod: Pod) -> Hashable:
         """What of the pod its eligibility depends on: each claim's spec, or where it is
@@ -191,29 +227,42 @@ class DeviceCluster:
         self, pod: Pod, nodes: Sequence[Node]
     ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
         """The nodes whose devices can serve the pod's claims, and the first refusal."""
-        key = self._key(pod, nodes)
+        key = (self._key(pod, nodes), False)
         found = self._remembered(pod, key)
         if found is None:
-            found = self._eligible[key] = self._eligible_now(pod, nodes)
+            found = self._eligible_now(pod, nodes)
+            self._remember(pod, key, found)
         return found
 
     def eligible_unlocked(
-        self, pod: Pod, nodes: Sequence[Node]
+        self, pod: Pod, nodes: Sequence[Node], *, empty: bool = False
     ) -> tuple[tuple[str, ...], DeviceRefusal | None]:
         """``eligible`` for the session's thread: the lock is held only to look up and to
         copy the state (a view sharing the allocator), never while the answer is
-        computed, so the adapter's event loop is not kept waiting on it."""
+        computed, so the adapter's event loop is not kept waiting on it. ``empty``: as if
+        nothing ran (no device in use but by the pod's own allocated claims)."""
         with self.lock:
-            key = self._key(pod, nodes)
+            key = (self._key(pod, nodes), empty)
             found = self._remembered(pod, key)
             if found is not None:
                 return found
-            view = self.view()
+            view = self.view() if not empty else self._emptied(pod)
         found = view._eligible_now(pod, nodes)
         with self.lock:
             if self.generation == view.generation:
-                self._eligible[key] = found
+                self._remember(pod, key, found)
         return found
+
+    def _emptied(self, pod: Pod) -> DeviceCluster:
+        """A view where only the pod's own claims keep their allocations."""
+        view = self.view()
+        own = {f"{pod.namespace}/{c.claim_name}" for c in pod.resource_claims}
+        view.claims = {
+            k: c if k in own or c.allocation is None else replace(c, allocation=None)
+            for k, c in view.claims.items()
+        }
+        view.assumed = {k: a for k, a in view.assumed.items() if k in own}
+        return view
 
     def view(self) -> DeviceCluster:
         """A copy of the state's objects that later events do not change (same allocator)."""
@@ -223,6 +272,9 @@ class DeviceCluster:
             templates=dict(self.templates),
             slices=dict(self.slices),
             assumed=dict(self.assumed),
+            groups=dict(self.groups),
+            annotated=dict(self.annotated),
+            annotation_generation=self.annotation_generation,
             generation=self.generation,
             device_generation=self.device_generation,
             _allocator=self.allocator,
@@ -241,14 +293,17 @@ class DeviceCluster:
                 templates=dict(self.templates),
                 slices=dict(self.slices),
                 assumed=dict(self.assumed),
+                groups=dict(self.groups),
+                annotated=dict(self.annotated),
+                annotation_generation=self.annotation_generation,
                 generation=self.generation,
                 device_generation=self.device_generation,
                 _allocator=self._allocator,
                 _previous=self._previous,
                 _eligible=dict(self._eligible),
                 _eligible_at=self._eligible_at,
-                _cliques=self._cliques,
-                _cliques_at=self._cliques_at,
+                _inside=self._inside,
+                _inside_at=self._inside_at,
                 _in_use=self._in_use,
                 _in_use_at=self._in_use_at,
             )
@@ -301,8 +356,8 @@ class DeviceCluster:
         if seen is nodes and len(names) == len(nodes):
             return token
         fresh = tuple(n.name for n in nodes)
-        if fresh != names:
-            token += 1
+        if fresh != names or not token:
+            token = next(_NODE_TOKENS)  # never given twice, whichever DeviceCluster asks
         self._node_names = (nodes, fresh, token)
         return token
 
@@ -311,14 +366,29 @@ class DeviceCluster:
     ) -> tuple[tuple[str, ...], DeviceRefusal | None] | None:
         if self._eligible_at != self.generation:
             self._eligible.clear()
+            self._owners.clear()
             self._eligible_at = self.generation
         found = self._eligible.get(key)
         if found is not None and found[1] is not None and not self._names(pod, found[1]):
-            return None  # the reason must name this pod's claim: computed again
+            # a pod with equal claims: the reason names its own claim in the same place
+            mine = _claim_refs(pod)
+            theirs = self._owners.get(key, [])
+            refusal = found[1]
+            if refusal.claim not in theirs or len(theirs) != len(mine):
+                return None  # computed again
+            ref = mine[theirs.index(refusal.claim)]
+            obj = ref if refusal.obj == refusal.claim else refusal.obj
+            return found[0], replace(refusal, claim=ref, obj=obj)
         return found
 
+    def _remember(
+        self, pod: Pod, key: Hashable, found: tuple[tuple[str, ...], DeviceRefusal | None]
+    ) -> None:
+        self._eligible[key] = found
+        self._owners[key] = _claim_refs(pod)
+
     def _names(self, pod: Pod, refusal: DeviceRefusal) -> bool:
-        refs = {f"ResourceClaim/{pod.namespace}/{c.claim_name}" for c in pod.resource_claims}
+        refs = _claim_refs(pod)
         return refusal.claim in refs or refusal.claim == f"Pod/{pod.key}"
 
     def _eligible_now(
@@ -334,7 +404,7 @@ class DeviceCluster:
             for node in nodes
             if (local is None or node.name in local or not needs) and _allowed(pod, node)
         ]
-        counted = self._counted(claims, needs)
+        counted = self._counted(claims, needs, nodes)
         names: list[str] = []
         first: DeviceRefusal | None = None
         trusted = False  # counts exact and one full search agreed: the rest by counts
@@ -355,8 +425,8 @@ class DeviceCluster:
             else:
                 names.append(node.name)
                 trusted = counted is not None and counted[1].exact
-        if not names and counted is not None and candidates:
-            return self._eligible_searched(pod, candidates[:1])
+        if not names:
+            first = closest_refusal(self, pod, claims, candidates, counted) or first
         if not names and first is None:
             first = DeviceRefusal(
                 claims[0].ref if claims else f"Pod/{pod.key}", "", "no node has devices"
@@ -364,14 +434,12 @@ class DeviceCluster:
         return tuple(names), (None if names else first)
 
     def _counted(
-        self, claims: list[ResourceClaim], needs: bool
+        self, claims: list[ResourceClaim], needs: bool, nodes: Sequence[Node]
     ) -> tuple[DeviceMatrix, Counted] | None:
         """The nodes whose free devices can cover the claims, counted over the matrix."""
         if not needs or any(self.allocation_of(c.key) is not None for c in claims):
             return None
-        matrix = self.allocator.matrix()
-        if matrix is None:
-            return None
+        matrix = self.allocator.matrix(nodes)
         counted = count_claims(matrix, self.allocator, claims, self.in_use())
         return None if counted is None else (matrix, counted)
 
@@ -389,25 +457,42 @@ class DeviceCluster:
                 names.append(node.name)
         return tuple(names), (None if names else first)
 
-    def node_cliques(self, attributes: tuple[str, ...]) -> dict[str, str]:
-        """Per node, the NVLink clique its devices report under one of ``attributes``
-        (the first found), remembered until slices change."""
-        if self._cliques_at == self.device_generation:
-            return self._cliques
-        out: dict[str, str] = {}
-        for key in sorted(self.slices):
-            s = self.slices[key]
-            if not s.node_name or s.node_name in out:
-                continue
-            for device in s.devices:
-                attr = next(
-                    (device.attributes.get(a) for a in attributes if a in device.attributes), None
-                )
-                if attr is not None and attr.value not in (None, ""):
-                    out[s.node_name] = str(attr.value)
-                    break
-        self._cliques, self._cliques_at = out, self.device_generation
-        return out
+    def node_cliques(self) -> dict[str, str]:
+        """Per node, the NVLink clique its devices report (the node's inside)."""
+        return self.inside().cliques()
+
+    @property
+    def inside_generation(self) -> tuple[int, int]:
+        """Moves whenever a node's inside may have changed (slices, annotations)."""
+        return (self.device_generation, self.annotation_generation)
+
+    def inside(self) -> InsideIndex:
+        """Every node's inside from the slices and the annotated nodes, kept until
+        either changes."""
+        at = self.inside_generation
+        if self._inside is None or self._inside_at != at:
+            with self.lock:
+                index = InsideIndex(list(self.slices.values()), list(self.annotated.values()))
+            self._inside, self._inside_at = index, at
+        return self._inside
+
+    def note_node(self, node: Node) -> None:
+        """A node as the adapter has it: its node-topology annotation, if any, is part of
+        its inside (a change rebuilds the index, not the allocator)."""
+        has = NODE_TOPOLOGY_ANNOTATION in node.meta.annotations
+        old = self.annotated.get(node.name)
+        if not has and old is None:
+            return
+        text = node.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION)
+        if old is not None and old.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION) == text:
+            return
+        with self.lock:
+            if has:
+                self.annotated[node.name] = node
+            else:
+                self.annotated.pop(node.name, None)
+            self.annotation_generation += 1
+            self.changed()
 
     def _needs_devices(self, claims: list[ResourceClaim]) -> bool:
         return any(self.allocation_of(c.key) is None for c in claims)
@@ -420,6 +505,10 @@ class DeviceCluster:
                 return None
             out.add(s.node_name)
         return out
+
+
+def _claim_refs(pod: Pod) -> list[str]:
+    return [f"ResourceClaim/{pod.namespace}/{c.claim_name}" for c in pod.resource_claims]
 
 
 def _allowed(pod: Pod, node: Node) -> bool:

@@ -14,6 +14,12 @@ kube-scheduler's DynamicResources plugin in the constraint protocol:
   with an undo on the transaction's log; the adapter's binder writes them to the API
   (or releases them when the binding fails).
 
+* ``candidates`` and ``node_caps`` for claims the gang's PodGroup shares
+  (``group_claims.py``, ``group_reach.py``): allocated once, they bind every pod of the
+  group to their node selector, so domains where no reach of those claims holds the
+  gang are excluded, nodes whose reach could not hold it take no pod, and once a pod of
+  the attempt is placed the others go only within its reach.
+
 How many pods of a gang a node can hold by devices is counted beforehand as room
 (``counts.py``: one resource per DeviceClass), so the search rarely proposes a domain
 ``reserve`` must refuse. The DRA state is the store's extension ``devices``, fed by the
@@ -23,7 +29,7 @@ DRA state at all is never placed (never bound without its devices).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,16 +37,28 @@ import numpy as np
 
 from tierra.api.node import Node
 from tierra.api.pod import Pod
-from tierra.scheduler.constraints.protocol import Constraint, Cycle, NodeMask, Refusal
+from tierra.scheduler.constraints.protocol import (
+    Ask,
+    Candidacy,
+    Constraint,
+    Cycle,
+    NodeMask,
+    Refusal,
+)
 from tierra.scheduler.devices.pools import NodeInfo
 from tierra.scheduler.devices.refusal import DeviceRefusal
+from tierra.topology.arrays import BoolArray
+from tierra.topology.index import IntArray
 
 if TYPE_CHECKING:
     from tierra.scheduler.devices.cluster import DeviceCluster
+    from tierra.scheduler.devices.group_reach import GroupReach
+    from tierra.scheduler.placement.demand import Shape
     from tierra.scheduler.state.store import ClusterStore
-    from tierra.topology.arrays import BoolArray
 
 EXTENSION = "devices"
+UNCAPPED = 1 << 30
+REACH = "group reach"
 
 
 def device_state(store: ClusterStore) -> DeviceCluster | None:
@@ -51,31 +69,6 @@ def device_state(store: ClusterStore) -> DeviceCluster | None:
     from tierra.scheduler.devices.cluster import DeviceCluster  # noqa: PLC0415
 
     return found if isinstance(found, DeviceCluster) else None
-
-
-# Per eligibility answer (its names tuple) and index: the mask made of it.
-_MASKS: dict[int, tuple[tuple[str, ...], object, NodeMask]] = {}
-
-
-def _mask(
-    store: ClusterStore, ok: tuple[str, ...], refusal: DeviceRefusal | None, mask: BoolArray
-) -> NodeMask:
-    """``mask`` (all False) with the nodes named in ``ok``, and why the others are not."""
-    names = store.index.node_names
-    ix = store.index.node_ix
-    for name in ok:
-        i = ix.get(name)
-        if i is not None:
-            mask[i] = True
-    excluded = len(names) - int(mask.sum())
-    if not excluded:
-        return NodeMask(mask)
-    why = (
-        f"cannot allocate the pod's claims ({refusal})"
-        if refusal
-        else "cannot allocate the pod's claims"
-    )
-    return NodeMask(mask, ((why, excluded),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +94,56 @@ class DeviceClaims(Constraint):
                 mask, (("without DRA state (no DeviceClasses, claims, slices)", len(names)),)
             )
         ok, refusal = devices.eligible_unlocked(pod, store.nodes)
-        if not ok:
-            return _mask(store, ok, refusal, mask)
-        # pods with equal claims share one answer (the same tuple): one mask for them all
-        kept = _MASKS.get(id(ok))
-        if kept is not None and kept[0] is ok and kept[1] is store.index:
-            return kept[2]
-        found = _mask(store, ok, refusal, mask)
-        if len(_MASKS) > 64:
-            _MASKS.clear()
-        _MASKS[id(ok)] = (ok, store.index, found)
-        return found
+        _mark(mask, ok, store.index.node_ix)
+        excluded = len(names) - int(mask.sum())
+        if not excluded:
+            return NodeMask(mask)
+        why = (
+            f"cannot allocate the pod's claims ({refusal})"
+            if refusal
+            else "cannot allocate the pod's claims"
+        )
+        nodes, ix = store.nodes, store.index.node_ix
+
+        def empty() -> BoolArray:  # nothing running: no device in use (explain asks)
+            out = np.zeros(len(names), dtype=bool)
+            _mark(out, devices.eligible_unlocked(pod, nodes, empty=True)[0], ix)
+            return out
+
+        return NodeMask(mask, ((why, excluded),), empty)
+
+    def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
+        reach = _reach(cycle, ask)
+        if reach is None or not len(domains):
+            return None
+        holds = reach.domain_holds(cycle.store, domains)
+        kept = holds >= reach.need
+        if kept.all():
+            return None
+        values = (("claim", reach.claims[0]), ("need", reach.need), ("best", int(holds.max())))
+        return Candidacy(excluded=kept, refusal=Refusal(self, REACH, int((~kept).sum()), values))
+
+    def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
+        reach = _reach(cycle, None)
+        if reach is None or not any(p.key in reach.pods for p in shape.pods):
+            return None
+        placed = [n for p, n, _ in cycle.overlay.assigned if p.key in reach.pods]
+        if placed:
+            allowed = reach.allowed_from(placed[0])
+        else:
+            data = cycle.data.setdefault(self.name, {})
+            if "enough" not in data:
+                data["enough"] = reach.holds() >= reach.need
+            allowed = data["enough"]
+        return np.where(allowed[nodes], UNCAPPED, 0).astype(np.int64)
+
+    def cap_refusal(self, cycle: Cycle, capped: int) -> Refusal | None:
+        reach = _reach(cycle, None)
+        if reach is None:
+            return None
+        best = int(reach.holds().max()) if len(reach.anchor) else 0
+        values = (("claim", reach.claims[0]), ("need", reach.need), ("best", best))
+        return Refusal(self, REACH, capped, values)
 
     def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:
         claimants = [(p, n) for p, n in placed if p.resource_claims]
@@ -146,4 +178,55 @@ class DeviceClaims(Constraint):
     def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
         if refusal.what == "devices":
             return f"Pod/{refusal.value('pod')}: {refusal.value('reason')}"
+        if refusal.what == REACH:
+            claim, need = refusal.value("claim"), refusal.value("need")
+            where = (
+                f"{need} pods must run where ResourceClaim/{claim}, their PodGroup's, is allocated"
+            )
+            if domain is not None:
+                return f"{where}, and no such place here holds them all"
+            best = refusal.value("best")
+            most = f": at most {best} fit in any such place" if best is not None else ""
+            return f"{where}{most} ({refusal.count} nodes or domains ruled out)"
         return f"{refusal.count} pods with claims and no DRA state"
+
+
+def _mark(mask: np.ndarray, names: Sequence[str], ix: Mapping[str, int]) -> None:
+    for name in names:
+        i = ix.get(name)
+        if i is not None:
+            mask[i] = True
+
+
+def _reach(cycle: Cycle, ask: Ask | None) -> GroupReach | None:
+    """The reach of the gang's unallocated PodGroup claims, once per attempt."""
+    data = cycle.data.setdefault(EXTENSION, {})
+    if "reach" in data:
+        found: GroupReach | None = data["reach"]
+        return found
+    devices = device_state(cycle.store)
+    gang = cycle.gang
+    if devices is None or gang is None or not devices.groups:
+        data["reach"] = None
+        return None
+    from tierra.scheduler.devices.group_reach import group_reach  # noqa: PLC0415
+
+    pods = [p for p in gang.pending if p.resource_claims]
+    fit = _fit(cycle, pods, ask)
+    data["reach"] = group_reach(cycle.store, devices, pods, fit)
+    return data["reach"]  # type: ignore[no-any-return]
+
+
+def _fit(cycle: Cycle, pods: Sequence[Pod], ask: Ask | None) -> IntArray:
+    """Per node, how many of ``pods`` it can take now (the smallest request; a pod's
+    own node mask where the ask carries one)."""
+    store = cycle.store
+    if not pods:
+        return np.zeros(len(store.index.node_names), dtype=np.int64)
+    vecs = [store.request_vector(p) for p in pods]
+    smallest = min(vecs, key=lambda v: int(v.sum()))
+    mask = None
+    if ask is not None:
+        masks = [s.eligibility.mask for s in ask.demand.shapes]
+        mask = np.logical_or.reduce(masks) if masks else None
+    return store.capacity.fit_counts(smallest, mask)

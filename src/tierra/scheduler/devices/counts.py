@@ -1,13 +1,14 @@
 """Devices as countable room, so a gang's placement counts them before any is allocated.
 
-Until device allocation is a constraint module of the session (the scheduler's
-constraint protocol), devices enter placement as one resource per DeviceClass,
-``devices.tierra.dev/<class>``: a node offers the devices of its pools that the class's
-selectors accept, a pending pod asks for the devices its unallocated claims request
-(ExactCount, without admin access), and a pod holding devices asks for what its claims
-were allocated (a shared claim counts once, on the first pod it is reserved for). The
-session then keeps a gang's pods from sharing the same devices, all or nothing, inside
-its topology domain, and says which class is short when none fits.
+Beside the ``DeviceClaims`` constraint (which nodes can serve a pod, and the devices
+reserved), devices enter placement as one resource per DeviceClass,
+``devices.tierra.dev/<class>`` (``room.py``: the session's own names, never shown): a
+node offers the devices of its pools that the class's selectors accept, a pending pod
+asks for the devices its unallocated claims request (ExactCount, without admin
+access), and a pod holding devices asks for what its claims were allocated (a shared
+claim counts once, on the first pod it is reserved for). The session then keeps a
+gang's pods from sharing the same devices, all or nothing, inside its topology domain,
+and says which class is short when none fits.
 
 The count treats a class's devices as interchangeable: a request's own selectors and a
 claim's constraints are checked per pod by the eligibility filter and exactly by the
@@ -23,13 +24,11 @@ from tierra.api.pod import Pod
 from tierra.api.resource import Allocation, AllocationMode, ExactRequest, ResourceClaim
 from tierra.scheduler.devices.allocator import DeviceAllocator
 from tierra.scheduler.devices.pools import NodeInfo
+from tierra.scheduler.devices.room import PREFIX, resource_name
 
-PREFIX = "devices.tierra.dev/"
+__all__ = ["ONE", "PREFIX", "held_devices", "node_devices", "pending_requests", "resource_name"]
+
 ONE = 1000  # milli-units, as every resource in the core
-
-
-def resource_name(device_class: str) -> str:
-    return f"{PREFIX}{device_class}"
 
 
 def node_devices(allocator: DeviceAllocator, node: NodeInfo) -> dict[str, int]:

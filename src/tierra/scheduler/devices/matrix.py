@@ -11,9 +11,16 @@ Counts decide alone only where they are exact: ExactCount requests without admin
 access or alternatives, whose vectors are pairwise equal or disjoint (interchangeable
 devices, so the exhaustive search succeeds exactly when the counts suffice). Otherwise,
 and where ``matchAttribute`` constraints apply, counts are a necessary condition that
-narrows the nodes the full search (``DeviceAllocator.allocate``) is run on. Built only
-for slices that name their node; a cluster with slices that select nodes keeps the
-search per node (``None``).
+narrows the nodes the full search (``DeviceAllocator.allocate``) is run on.
+
+Devices of slices that select their nodes (``allNodes``, a ``nodeSelector``: network-
+attached devices, a fabric's channels) are in the array once each, after the node-local
+ones, and reach nodes through ``Reach``: nodes that see the same set of them share a
+group, and a group's free accepted devices are counted once and added to each of its
+nodes. A node's devices are its pools as ``gather_pools`` makes them (generations,
+incomplete pools), so the counts see what the search sees. With such slices the nodes'
+labels matter, so the matrix is built over the nodes asked about (``DeviceAllocator.
+matrix(nodes)``); without them, over the nodes the slices name.
 """
 
 from __future__ import annotations
@@ -37,34 +44,71 @@ IntArray = npt.NDArray[np.int64]
 Accepts = Mapping[str, bool]
 
 
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """Which nodes see which shared devices: per node its group (-1: none), per group
+    its devices (indices into the shared part of the array, concatenated by group)."""
+
+    group_of: IntArray
+    members: IntArray
+    starts: IntArray  # where each group's devices begin in ``members`` (never empty)
+
+    def counts(self, ok: BoolArray) -> IntArray:
+        """Per node, how many of the shared devices it sees are ``ok``."""
+        out = np.zeros(len(self.group_of), dtype=np.int64)
+        if not len(self.starts):
+            return out
+        per_group = np.add.reduceat(ok[self.members].astype(np.int64), self.starts)
+        has = self.group_of >= 0
+        out[has] = per_group[self.group_of[has]]
+        return out
+
+
 @dataclass(slots=True)
 class DeviceMatrix:
-    """The usable devices of every node that has slices, in node order, then pool order."""
+    """The usable devices of every node: node-local ones in node order, then pool order;
+    then every shared device once (``reach`` says which nodes see it)."""
 
     nodes: tuple[str, ...]
     node_ix: Mapping[str, int]
     candidates: tuple[Candidate, ...]
-    node_of: IntArray  # device -> its node's index in ``nodes``
+    node_of: IntArray  # local device -> its node's index in ``nodes``
     position: Mapping[DeviceId, int]
+    reach: Reach | None = None
     _vectors: dict[tuple[object, ...], BoolArray | None] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, allocator: DeviceAllocator, names: Sequence[str]) -> DeviceMatrix:
-        candidates: list[Candidate] = []
+    def of(cls, allocator: DeviceAllocator, nodes: Sequence[NodeInfo]) -> DeviceMatrix:
+        local: list[Candidate] = []
         node_of: list[int] = []
-        for i, name in enumerate(names):
-            pools = allocator.node_pools(NodeInfo(name)).pools
-            for p in pools:
+        shared: dict[DeviceId, int] = {}
+        shared_devices: list[Candidate] = []
+        groups: dict[tuple[int, ...], int] = {}
+        group_of = np.full(len(nodes), -1, dtype=np.int64)
+        for i, node in enumerate(nodes):
+            seen: list[int] = []
+            for p in allocator.node_pools(node).pools:
                 if p.incomplete or p.invalid:
                     continue
-                candidates.extend(p.candidates)
-                node_of.extend([i] * len(p.candidates))
+                for c in p.candidates:
+                    if c.slice.node_name:
+                        local.append(c)
+                        node_of.append(i)
+                        continue
+                    j = shared.setdefault(c.id, len(shared_devices))
+                    if j == len(shared_devices):
+                        shared_devices.append(c)
+                    seen.append(j)
+            if seen:
+                group_of[i] = groups.setdefault(tuple(seen), len(groups))
+        candidates = (*local, *shared_devices)
         return cls(
-            tuple(names),
-            {n: i for i, n in enumerate(names)},
-            tuple(candidates),
+            tuple(n.name for n in nodes),
+            {n.name: i for i, n in enumerate(nodes)},
+            candidates,
             np.asarray(node_of, dtype=np.int64),
             {c.id: i for i, c in enumerate(candidates)},
+            _reach(group_of, groups) if groups else None,
         )
 
     def accepts(self, allocator: DeviceAllocator, request: ExactRequest) -> BoolArray | None:
@@ -87,13 +131,31 @@ class DeviceMatrix:
                 out[i] = False
         return out
 
+    def room(self, ok: BoolArray) -> IntArray:
+        """Per node, how many devices it can use are ``ok`` (its own and shared ones)."""
+        n = len(self.node_of)
+        out = np.bincount(self.node_of[ok[:n]], minlength=len(self.nodes))
+        if self.reach is not None:
+            out += self.reach.counts(ok[n:])
+        return out
+
+
+def _reach(group_of: IntArray, groups: Mapping[tuple[int, ...], int]) -> Reach:
+    ordered = sorted(groups, key=groups.__getitem__)
+    sizes = [len(g) for g in ordered]
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    members = np.asarray([j for g in ordered for j in g], dtype=np.int64)
+    return Reach(group_of, members, starts)
+
 
 @dataclass(frozen=True, slots=True)
 class Counted:
-    """Per node of the matrix: counts suffice (``passes``), and whether they are exact."""
+    """Per node of the matrix: counts suffice (``passes``), and whether they are exact;
+    ``found``: how many of the devices asked for it has free (for the closest node)."""
 
     passes: BoolArray
     exact: bool
+    found: IntArray
 
 
 def countable(request: ExactRequest | None) -> bool:
@@ -136,9 +198,11 @@ def count_claims(
             groups.append((vector, n))
     free = matrix.free(in_use)
     passes = np.ones(len(matrix.nodes), dtype=bool)
+    found = np.zeros(len(matrix.nodes), dtype=np.int64)
     for vector, n in groups:
-        room = np.bincount(matrix.node_of[vector & free], minlength=len(matrix.nodes))
+        room = matrix.room(vector & free)
         passes &= room >= n
+        found += np.minimum(room, n)
     disjoint = all(not np.any(a & b) for i, (a, _) in enumerate(groups) for b, _ in groups[i + 1 :])
     exact = disjoint and not any(c.spec.constraints for c in claims)
-    return Counted(passes, exact)
+    return Counted(passes, exact, found)

@@ -43,7 +43,10 @@ def device_snapshot(
         snapshot.resource_claims,
         snapshot.claim_templates,
         snapshot.resource_slices,
+        snapshot.podgroups,
     )
+    for n in snapshot.nodes:
+        devices.note_node(n)  # nvidia-smi's node-topology annotation: the node's inside
     if not snapshot.resource_slices and not any(p.resource_claims for p in snapshot.pods):
         return snapshot, devices, {}
     nodes = tuple(node_with_devices(devices, n) for n in snapshot.nodes)

@@ -92,8 +92,14 @@ class SliceIndex:
         )
 
 
-def gather_pools(slices: Sequence[ResourceSlice] | SliceIndex, node: NodeInfo) -> NodePools:
-    """The pools of ``node``; ``slices`` is every slice of the cluster (for generations)."""
+def gather_pools(
+    slices: Sequence[ResourceSlice] | SliceIndex,
+    node: NodeInfo,
+    memo: dict[tuple[object, ...], Pool | None] | None = None,
+) -> NodePools:
+    """The pools of ``node``; ``slices`` is every slice of the cluster (for generations).
+    ``memo`` keeps each pool made from the same slices (a shared pool, seen by many
+    nodes): one ``Pool`` and one set of candidates however many nodes see it."""
     index = slices if isinstance(slices, SliceIndex) else SliceIndex.of(slices)
     by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
     skipped = [
@@ -110,7 +116,14 @@ def gather_pools(slices: Sequence[ResourceSlice] | SliceIndex, node: NodeInfo) -
             have.append(s)
     pools = []
     for key in sorted(by_pool):
-        pool = _pool(key, by_pool[key], index.by_pool.get(key, ()))
+        mine = by_pool[key]
+        if memo is None:
+            pool = _pool(key, mine, index.by_pool.get(key, ()))
+        else:
+            at = (key, *map(id, mine))
+            if at not in memo:
+                memo[at] = _pool(key, mine, index.by_pool.get(key, ()))
+            pool = memo[at]
         if pool is not None:
             pools.append(pool)
     return NodePools(tuple(pools), tuple(skipped))

@@ -237,9 +237,60 @@ def explain_failure(
                 what = f"{free} of {need} devices of class {alt.klass.meta.name} free"
                 return DeviceRefusal(claim.ref, alt.base, f"{what} on node {node.name}{note}")
         if claim.spec.constraints:
-            names = ", ".join(c.match_attribute for c in claim.spec.constraints)
-            reason = f"no devices on node {node.name} satisfy matchAttribute {names}{note}"
-            return DeviceRefusal(claim.ref, "", reason)
+            reason = _constraint_reason(
+                prepared, claim, ci, selectable, in_use=in_use, node=node.name
+            )
+            if reason is not None:
+                return DeviceRefusal(claim.ref, "", f"{reason}{note}")
     first = claims[0].ref if claims else ""
     reason = f"the pod's claims cannot all be allocated together on node {node.name}{note}"
     return DeviceRefusal(first, "", reason)
+
+
+def _constraint_reason(
+    prepared: Prepared,
+    claim: ResourceClaim,
+    ci: int,
+    selectable: Selectable,
+    *,
+    in_use: Set[DeviceId],
+    node: str,
+) -> str | None:
+    """A ``matchAttribute`` no value of which has every request's devices free
+    ("matchAttribute resource.kubernetes.io/pcieRoot: no value on node n has 1
+    gpu.nvidia.com device and 1 dra.net device free (the most: pci0000:44, 1
+    gpu.nvidia.com device)"); None when each constraint alone could hold (together they
+    may still not)."""
+    requests = prepared.alternatives[ci]
+    for c in claim.spec.constraints:
+        applies = [alts[0] for alts in requests if not c.requests or alts[0].base in c.requests]
+        per_value: dict[object, list[int]] = {}
+        for k, alt in enumerate(applies):
+            for d in prepared.candidates:
+                if d.id in in_use or not selectable(alt, d, claim):
+                    continue
+                attr = lookup_attribute(d.device, d.id[0], c.match_attribute)
+                if attr is not None:
+                    per_value.setdefault(attr.value, [0] * len(applies))[k] += 1
+        need = [a.count for a in applies]
+        if any(all(h >= n for h, n in zip(have, need, strict=True)) for have in per_value.values()):
+            continue
+        wanted = " and ".join(
+            _devices(n, a.klass.meta.name) for n, a in zip(need, applies, strict=True)
+        )
+        text = f"matchAttribute {c.match_attribute}: no value on node {node} has {wanted} free"
+        if per_value:
+            value, have = max(
+                per_value.items(),
+                key=lambda kv: sum(min(h, n) for h, n in zip(kv[1], need, strict=True)),
+            )
+            held = " and ".join(
+                _devices(h, a.klass.meta.name) for h, a in zip(have, applies, strict=True) if h
+            )
+            text += f" (the most: {value}, {held})"
+        return text
+    return None
+
+
+def _devices(n: int, klass: str) -> str:
+    return f"{n} {klass} device{'' if n == 1 else 's'}"

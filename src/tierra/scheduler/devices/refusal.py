@@ -15,7 +15,8 @@ class DeviceRefusal:
     whole claim is at fault). ``obj`` and ``path`` locate a user error (a selector that
     does not compile names its DeviceClass or claim and field path). ``unsupported``
     marks what the Kubernetes allocator does and tierra does not: the pod stays
-    pending rather than being given devices without it."""
+    pending rather than being given devices without it. ``closest``: where no node can
+    serve the pod, which came closest (the reason is that node's)."""
 
     claim: str
     request: str
@@ -23,11 +24,13 @@ class DeviceRefusal:
     obj: str = ""
     path: str = ""
     unsupported: bool = False
+    closest: str = ""
 
     def __str__(self) -> str:
         where = f"{self.claim} request {self.request}" if self.request else self.claim
         located = f" ({self.obj} {self.path})" if self.path else ""
-        return f"{where}: {self.reason}{located}"
+        closest = f" ({self.closest})" if self.closest else ""
+        return f"{where}: {self.reason}{located}{closest}"
 
 
 @dataclass(frozen=True, slots=True)

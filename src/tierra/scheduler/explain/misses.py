@@ -70,12 +70,13 @@ def words(why: Why, store: ClusterStore) -> str:
             f"which does not overlap {domain_name(store, why.outer)}"
         )
     if isinstance(why, KeptOut):
-        return kept_out(why.count, why.by)
+        return kept_out(why.count, why.by, why.minimum)
     if isinstance(why, ShareHeld):
         return share_held(why, store)
     if isinstance(why, Beyond):
         n = why.count
-        return f"{n} pending pod{'s' if n != 1 else ''} beyond minMember: {words(why.why, store)}"
+        pods = f"{n} pending pod{'s' if n != 1 else ''}"
+        return f"{pods} beyond {why.minimum}: {words(why.why, store)}"
     return gang_problem(why)
 
 
@@ -97,7 +98,7 @@ def missing(m: Missing) -> str:
         return f"task {m.name}: {m.have} of minTaskMember {m.need} pods"
     if m.rule == "minSubGroups":
         return f"policy {m.name}: {m.have} of minSubGroups {m.need} sub-groups"
-    return f"{m.have} of minMember {m.need} pods"
+    return f"{m.have} of {m.name or 'minMember'} {m.need} pods"
 
 
 def _no_queue(p: GangProblem) -> str:
@@ -121,7 +122,7 @@ def _min_member(p: GangProblem) -> str:
     gated = p.value("gated")
     held = f", {gated} more held by schedulingGates" if gated else ""
     return (
-        f"minMember is {p.value('minMember')} but the gang has only {total} "
+        f"{p.value('field')} is {p.value('minMember')} but the gang has only {total} "
         f"pod{'s' if total != 1 else ''} ({pending} pending, {running} running{held})"
     )
 

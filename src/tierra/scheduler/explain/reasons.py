@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tierra.api.pod import ONE_POD, PODS
+from tierra.api.podgroup import WORKLOAD_WORDS
 from tierra.api.quantity import format_milli
+from tierra.api.workload import label_key_of
 from tierra.scheduler.constraints.tier_limit import resolve
+from tierra.scheduler.devices.room import shown
 from tierra.scheduler.status import Status
 
 if TYPE_CHECKING:
@@ -174,8 +177,9 @@ def quantity(axis: ResourceAxis, i: int, value: float) -> str:
 
 
 def amount(axis: ResourceAxis, i: int, value: float) -> str:
-    """One ledger amount with its resource (``16Gi memory``, ``8 nvidia.com/gpu``)."""
-    return f"{quantity(axis, i, value)} {axis.names[i]}"
+    """One ledger amount with its resource (``16Gi memory``, ``8 nvidia.com/gpu``; a
+    DeviceClass's room as ``4 gpu.nvidia.com devices``)."""
+    return f"{quantity(axis, i, value)} {shown(axis.names[i])}"
 
 
 def amounts(axis: ResourceAxis, vec: IntArray) -> str:
@@ -256,7 +260,7 @@ def _empty_holds(
     holds = np.zeros(len(domains), dtype=np.int64)
     for shape in demand.shapes:
         n = len(shape.pods)
-        fit = cap.domain_fit(shape.vec, domains, shape.eligibility.mask, empty=True)
+        fit = cap.domain_fit(shape.vec, domains, shape.eligibility.when_empty, empty=True)
         ok &= fit >= n
         holds += np.minimum(fit, n)
     return ok, holds
@@ -270,22 +274,34 @@ def _short_when_empty(cache: ClusterStore, demand: Demand, h: int) -> list[str]:
     alloc = cap.node_alloc[nodes]
     lacking = {i for i in range(len(axis)) if cap.dom_alloc[h, i] < demand.total[i]}
     for shape in demand.shapes:
-        eligible = alloc[shape.eligibility.mask[nodes]]
+        eligible = alloc[shape.eligibility.when_empty[nodes]]
+        if not len(eligible):
+            continue  # no node may take it at all: the exclusions say why, not resources
         for i in np.flatnonzero(shape.vec > 0).tolist():
             if not (eligible[:, i] >= shape.vec[i]).any():
                 lacking.add(i)
-    return [axis.names[i] for i in sorted(lacking) if axis.names[i] != "pods"]
+    return [shown(axis.names[i]) for i in sorted(lacking) if axis.names[i] != "pods"]
 
 
 def _allowing(cache: ClusterStore, limit: TierLimit, t: int, h: int) -> str:
     """``allow tier 2 (highestTierName: spine; s0 could hold it)``: the change that would
-    let a gang fit, in the words of the limit the user wrote (a name or a number)."""
+    let a gang fit, in the words of the limit the user wrote (a name, a number, or an
+    upstream PodGroup's topology key)."""
     ix = cache.index
-    tier_name = ix.hypernodes[h].tier_name if h != ix.root else None
-    if t == cache.layouts.root_tier:
+    hn = ix.hypernodes[h] if h != ix.root else None
+    root = t == cache.layouts.root_tier
+    if limit.text.startswith("topology key"):  # the upstream Workload API's PodGroup
+        # a key resolves through the label HyperNodes were discovered from, or their tier
+        # name (``api.workload.discovered_tier``)
+        key = (label_key_of(hn) or hn.tier_name) if hn is not None else None
+        if root:
+            allow = f"drop {WORKLOAD_WORDS.topology}"
+        else:
+            allow = f"key: {key}" if key else f"a key whose domains are tier {t}"
+    elif root:
         allow = "mode: soft"
-    elif tier_name and limit.text.startswith("highestTierName"):
-        allow = f"highestTierName: {tier_name}"
+    elif hn is not None and hn.tier_name and limit.text.startswith("highestTierName"):
+        allow = f"highestTierName: {hn.tier_name}"
     else:
         allow = f"highestTierAllowed: {t}"
     return f"allow tier {t} ({allow}; {domain_name(cache, h)} could hold it)"
@@ -331,6 +347,10 @@ def never_fits(cache: ClusterStore, demand: Demand, limit: TierLimit, region: in
     ok, holds = _empty_holds(cache, demand, allowed)
     if ok.any():
         return None
+    nodes = ix.real_nodes[region]
+    if any(not s.eligibility.when_empty[nodes].any() for s in demand.shapes):
+        inside = "" if limit.flat or limit.root else f" within {limit.text}"
+        return f"can never fit{inside}: no node may take {req}{_excluded(demand)}"
     best = int(np.argmax(holds))
     most = int(holds[best])
     lacking = ", ".join(_short_when_empty(cache, demand, int(allowed[best])))
@@ -347,7 +367,7 @@ def never_fits(cache: ClusterStore, demand: Demand, limit: TierLimit, region: in
             f" add nodes or {shrink}"
         )
     name = domain_name(cache, int(allowed[best]))
-    fix = f"or {shrink}"
+    fix = f"add nodes or {shrink}"  # no wider tier could hold it either
     allow = _first_tier_that_fits(
         cache,
         limit,
@@ -357,7 +377,7 @@ def never_fits(cache: ClusterStore, demand: Demand, limit: TierLimit, region: in
         ),
     )
     if allow is not None:
-        fix = f"{allow} {fix}"
+        fix = f"{allow} or {shrink}"
     return (
         f"can never fit within {limit.text}: even with every node empty, no allowed"
         f" HyperNode holds {req} (the most, {name}, holds {most}"
@@ -401,14 +421,14 @@ def no_fit_reason(
             f"{_next_tier_note(cache, limit)}" + _refused(cache, misses)
         )
     if not with_cands and root_miss is not None:
-        short = f" (short of {', '.join(root_miss.short)})" if root_miss.short else ""
+        short = f" (short of {', '.join(map(shown, root_miss.short))})" if root_miss.short else ""
         return (
             f"{prefix}the cluster cannot hold {req}: room for {root_miss.holds}{short}"
             f"{_excluded(demand)}" + _refused(cache, misses)
         )
     best = max(with_cands, key=lambda m: (m.holds, -m.tier))
     tiers = sorted({m.tier for m in with_cands})
-    short = f" (short of {', '.join(best.short)})" if best.short else ""
+    short = f" (short of {', '.join(map(shown, best.short))})" if best.short else ""
     assert best.domain is not None
     text = (
         f"{prefix}no {_tiers_text(tiers)} HyperNode{inside} can hold {req}: best "
@@ -448,7 +468,7 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
     if not cache.nodes:
         return None  # topology files alone (no Node): nothing to measure a gang against
     ix = cache.index
-    limit = resolve(pg.network_topology, ix, "spec.networkTopology")
+    limit = resolve(pg.network_topology, ix, pg.api.topology)
     if isinstance(limit, Status):
         return None  # the limit's own problem is reported (topology_checks)
     axis = cache.capacity.axis
@@ -472,18 +492,18 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
     if floor is not None:
         have = cache.capacity.dom_alloc[h]
         short = [
-            f"{axis.names[i]} ({quantity(axis, i, int(have[i]))} of {quantity(axis, i, v)})"
+            f"{shown(axis.names[i])} ({quantity(axis, i, int(have[i]))} of {quantity(axis, i, v)})"
             for i, v in enumerate(floor.tolist())
             if v > have[i]
         ]
         lacking = f", short of {', '.join(short)}" if short else ""
-    shrink = f"lower minMember to {most}" if most < need else "lower minResources"
+    shrink = pg.api.lower_min(most) if most < need else "lower minResources"
     if limit.flat or limit.root:
         return (
             f"can never fit: even with every node empty, the whole cluster holds {most} of "
             f"{want}{lacking}; add nodes or {shrink}"
         )
-    fix = f"or {shrink}"
+    fix = f"add nodes or {shrink}"  # no wider tier could hold it either
     allow = _first_tier_that_fits(
         cache,
         limit,
@@ -491,7 +511,7 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
         lambda above: _minimum_holds(cache, need, floor, above)[0],
     )
     if allow is not None:
-        fix = f"{allow} {fix}"
+        fix = f"{allow} or {shrink}"
     return (
         f"can never fit within {limit.text}: even with every node empty, no allowed "
         f"HyperNode holds {want} (the most, {domain_name(cache, h)}, holds {most}{lacking}); "

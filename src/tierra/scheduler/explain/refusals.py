@@ -32,6 +32,7 @@ from tierra.scheduler.explain.misses import worded
 from tierra.scheduler.explain.reasons import never_fits, podgroup_never_fits
 from tierra.scheduler.explain.topology_checks import podgroup_problems, topology_problem
 from tierra.scheduler.gang import Gang, collect
+from tierra.scheduler.kueue_pod_groups import MADE_FROM
 from tierra.scheduler.placement.demand import Demands
 from tierra.scheduler.placement.plan import make_plan
 from tierra.scheduler.state.memory import Memory
@@ -89,12 +90,12 @@ def _reasons(cache: ClusterStore, demands: Demands, gang: Gang) -> list[tuple[st
     if isinstance(plan, Status):
         out = [(worded(plan, cache).reason, Severity.ERROR)]
         if gang.problem is not None:  # the plan stopped there: its limit is still judged
-            limit = resolve(gang.topology, cache.index, "spec.networkTopology")
+            limit = resolve(gang.topology, cache.index, gang.api.topology)
             if isinstance(limit, Status):
                 out.append((limit.reason, Severity.ERROR))
         return out
     frame = plan.frame
-    no_domain = topology_problem(gang.topology, cache.index, "spec.networkTopology")
+    no_domain = topology_problem(gang.topology, cache.index, gang.api.topology)
     if no_domain is not None:
         return [(no_domain.reason, Severity.ERROR)]
     if plan.demand.count and frame.sticky is None:
@@ -105,8 +106,8 @@ def _reasons(cache: ClusterStore, demands: Demands, gang: Gang) -> list[tuple[st
 
 
 def _where(gang: Gang) -> tuple[Origin | None, str]:
-    if gang.podgroup is not None:
-        return gang.podgroup.origin, f"PodGroup/{gang.key}"
+    if gang.podgroup is not None and MADE_FROM not in gang.podgroup.meta.annotations:
+        return gang.podgroup.origin, f"PodGroup/{gang.key}"  # (not one made for Kueue's pods)
     pod = gang.pending[0]
     return pod.origin, f"Pod/{pod.key}"
 

@@ -47,12 +47,13 @@ def not_pending(key: str, *, known: bool) -> str:
     return f"no PodGroup or pod {key} in the snapshot"
 
 
-def kept_out(n: int, by: BudgetRefusal) -> str:
-    """``3 pending pods beyond minMember wait: <the first limit that kept them out>``."""
+def kept_out(n: int, by: BudgetRefusal, minimum: str = "minMember") -> str:
+    """``3 pending pods beyond minMember wait: <the first limit that kept them out>``
+    (``minimum``: the field as the PodGroup's own API names it, ``PodGroupApi``)."""
     pods = (
-        "1 pending pod beyond minMember waits"
+        f"1 pending pod beyond {minimum} waits"
         if n == 1
-        else f"{n} pending pods beyond minMember wait"
+        else f"{n} pending pods beyond {minimum} wait"
     )
     return f"{pods}: {by.words()}"
 
@@ -98,6 +99,8 @@ def scheduled_summary(
     bound: Sequence[Binding],
     evictions: Sequence[Eviction],
     status: Status,
+    *,
+    minimum: str = "minMember",
 ) -> str:
     """Explain's one line for a gang that was placed."""
     where = bound[0].hypernode if bound and bound[0].hypernode else "the whole cluster"
@@ -110,5 +113,5 @@ def scheduled_summary(
         n = len(reclaimed)
         summary += f", after reclaiming {n} pod{'s' if n != 1 else ''}: {reclaimed[0].reason}"
     if status.kept_by is not None:  # members beyond the minimum its queue keeps out
-        summary += f"; {kept_out(status.kept_out, status.kept_by)}"
+        summary += f"; {kept_out(status.kept_out, status.kept_by, minimum)}"
     return summary

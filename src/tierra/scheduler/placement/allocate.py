@@ -151,7 +151,9 @@ class Allocator:
             extras = self._extras(plan, domain, region, budget)
             if extras.placed == 0:
                 if extras.kept_by is not None:
-                    return _failed(Code.QUEUE_LIMITED, KeptOut(extras.kept_out, extras.kept_by))
+                    minimum = plan.gang.api.min_member
+                    why = KeptOut(extras.kept_out, extras.kept_by, minimum)
+                    return _failed(Code.QUEUE_LIMITED, why)
                 return self._extras_failure(plan)
             return self._kept(start, domain, extras)
         if limit.flat and plan.single:
@@ -441,11 +443,12 @@ class Allocator:
         cache, frame = self.cache, plan.frame
         pending = [p for e in plan.extras for p in e.pods]
         n = len(pending)
+        minimum = plan.gang.api.min_member
         if not pending:
             return attempt_failed("its pending pods can join no sub-group that can be whole")
         one = self.demands.of(pending[:1])
         if isinstance(one, Status):
-            return _failed(Code.ATTEMPT_FAILED, Beyond(n, _why(one)))
+            return _failed(Code.ATTEMPT_FAILED, Beyond(n, _why(one), minimum))
         probe = Search(
             cache,
             self.config,
@@ -458,4 +461,4 @@ class Allocator:
         )
         list(probe.tiers())
         why = NoFit(one, frame.limit, tuple(probe.misses), frame.region, frame.sticky)
-        return _failed(Code.ATTEMPT_FAILED, Beyond(n, why))
+        return _failed(Code.ATTEMPT_FAILED, Beyond(n, why, minimum))

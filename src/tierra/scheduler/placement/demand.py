@@ -119,9 +119,7 @@ class Demands:
             m = c.node_mask(self.cache, pod)
             if m is None:
                 continue
-            found = (
-                m if found is None else NodeMask(found.mask & m.mask, found.excluded + m.excluded)
-            )
+            found = m if found is None else found & m
         if found is None:
             found = NodeMask(np.ones(len(self.cache.index.node_names), dtype=bool))
         return found

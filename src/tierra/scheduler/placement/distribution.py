@@ -65,7 +65,6 @@ class NodeChoice:
         # the gang's attempt (the allocator starts one per gang); scores read its view
         self.cycle = Cycle(cache, config, txn, view or cache.view)
         self.caps = hooks(config.constraints).node_caps
-        self.quotas = hooks(config.constraints).child_quotas
         self.flat = FlatStates(cache, self.node_scores)
         self._scorers = hooks(config.constraints).node_scores
         self._scoring_of: tuple[object, tuple[Hashable, ...]] = (None, ())
@@ -107,10 +106,6 @@ class NodeChoice:
         ix = cache.index
         if need <= 0:
             return 0
-        if self.quotas and ix.children[h]:
-            placed = self._by_quota(h, need, per_node, out)
-            if placed is not None:
-                return placed
         healthy: list[tuple[int, int, int]] = []  # (count, order, id); id < 0: a node
         degraded: list[tuple[int, int, int]] = []
         kids = ix.children[h]
@@ -168,22 +163,6 @@ class NodeChoice:
                 return False
             self.txn.place_plan(shape.pods, plan, shape.vec)
         return True
-
-    def _by_quota(
-        self, h: int, need: int, per_node: IntArray, out: list[tuple[int, int]]
-    ) -> int | None:
-        """Node choice under the first constraint that sets ``h``'s children's quotas."""
-        ix = self.cache.index
-        kids = np.asarray(ix.children[h], dtype=np.int64)
-        counts = np.array([int(per_node[ix.real_nodes[c]].sum()) for c in kids], dtype=np.int64)
-        for c in self.quotas:
-            quota = c.child_quotas(self.cycle, h, need, kids, counts)
-            if quota is not None:
-                placed = 0
-                for kid, k in zip(kids.tolist(), quota.tolist(), strict=True):
-                    placed += self._fill(kid, min(int(k), need - placed), per_node, out)
-                return placed
-        return None
 
     def place_near(self, shape: Shape, pods: Sequence[Pod], near: int, region: int) -> int:
         """As many of ``pods`` as fit, in the lowest ancestors of ``near`` within ``region``."""

@@ -145,7 +145,7 @@ def make_plan(cache: ClusterStore, gang: Gang, demands: Demands) -> GangPlan | S
 def _limits(cache: ClusterStore, gang: Gang) -> dict[str, TierLimit] | Status:
     """Per sub-group id (``""``: the default pods), its limit within the gang's."""
     ix = cache.index
-    limit = resolve(gang.topology, ix, "spec.networkTopology")
+    limit = resolve(gang.topology, ix, gang.api.topology)
     if isinstance(limit, Status):
         return limit
     out: dict[str, TierLimit] = {"": limit}

@@ -559,6 +559,8 @@ def short_of(
     (a miss's ``short``: data, worded by explain only if the gang waits)."""
     alloc, used = capacity.node_alloc[nodes], capacity.node_used[nodes]
     m = mask[nodes]
+    if not m.any():
+        return []  # no node may take it at all: the exclusions say why, not resources
     out: list[tuple[int, str]] = []
     for r in np.flatnonzero(request > 0).tolist():
         per = np.maximum(alloc[:, r] - used[:, r], 0) // request[r]

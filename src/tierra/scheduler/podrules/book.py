@@ -14,6 +14,7 @@ to them counts as room freed everywhere, so waiting gangs are tried again.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -138,14 +139,12 @@ class RulesBook:
 
     def fork(self) -> RulesBook:
         """A copy for a session's view, taken when the store is fed while it runs."""
-        twin = RulesBook()
-        twin.awake = self.awake
+        twin = copy.copy(self)  # what is not copied below is shared (read-only)
         twin.namespaces = dict(self.namespaces)
         twin.placed = self.placed.copy(twin.namespaces)
         twin.storage = self.storage.copy()
         twin._namespace_objects = dict(self._namespace_objects)
         twin.actions = dict(self.actions)
-        twin._table = self._table
         return twin
 
     def replay(self, fork: RulesBook, pods: Sequence[Pod]) -> None:

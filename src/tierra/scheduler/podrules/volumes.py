@@ -26,7 +26,7 @@ session.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -121,15 +121,9 @@ class Storage:
         return found
 
     def copy(self) -> Storage:
-        """Storage of its own with the same objects (``RulesBook.fork``)."""
-        return Storage(
-            dict(self.claims),
-            dict(self.volumes),
-            dict(self.classes),
-            dict(self.csinodes),
-            dict(self.reserved),
-            dict(self._reach),
-        )
+        """Storage of its own with the same objects (``RulesBook.fork``): every table
+        copied, whatever tables it has."""
+        return Storage(**{f.name: dict(getattr(self, f.name)) for f in fields(self)})
 
     def invalidate(self) -> None:
         """Nodes or PVs changed: node affinities are computed again."""

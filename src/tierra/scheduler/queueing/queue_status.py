@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tierra.api.quantity import byte_counted, milli_to_quantity
+from tierra.scheduler.devices.room import internal
 
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
@@ -33,7 +34,8 @@ def quantity_text(resource: str, milli: int) -> str:
 
 
 def _quantities(amounts: Mapping[str, int]) -> dict[str, str]:
-    return {r: quantity_text(r, v) for r, v in sorted(amounts.items()) if v}
+    """Amounts as API quantities; devices counted as room stay the session's own."""
+    return {r: quantity_text(r, v) for r, v in sorted(amounts.items()) if v and not internal(r)}
 
 
 @dataclass(frozen=True, slots=True)

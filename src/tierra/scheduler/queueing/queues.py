@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from tierra.api.natural import natural_key
 from tierra.api.queue import Queue
+from tierra.scheduler.devices.room import shown
 from tierra.scheduler.explain.reasons import amount, amounts, quantity
 from tierra.scheduler.gang import Gang
 from tierra.scheduler.misses import ShareHeld
@@ -71,7 +72,7 @@ class QueueBook:
         for (the deserved shares are water-filled by it)."""
         self.cache = cache
         self.axis = cache.capacity.axis
-        self.names = self.axis.names
+        self.names = tuple(shown(n) for n in self.axis.names)  # as explain words them
         self.tree = QueueTree.build(cache.queues.values())
         self.queues: Mapping[str, Queue] = self.tree.queues
         self.waiting = set(waiting)

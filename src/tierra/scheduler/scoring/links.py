@@ -13,7 +13,9 @@ uses (``sim/cost-model.yaml``):
   model's schema (``{bandwidthGBps, oversubscription}``); ``cluster`` for a gang
   spanning several trees;
 * else, where nothing is known, the tier order is kept: a domain is no faster than the
-  slowest known domain below it, nor than ``UNKNOWN_GBPS / 2**tier``.
+  slowest known domain below it, nor than ``UNKNOWN_GBPS / 2**tier``;
+* then, per tier, rates closer than a 2:1 step are read as one (``bands.py``): told
+  rates are rough, and their errors must not decide between domains that packing should.
 
 Inside one node (pods sharing it): the table's ``node/<nvidia.com/gpu.product>`` or
 ``node`` entry, else no slower than any domain holding the node (and at least
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tierra.api.node import Node
+from tierra.scheduler.scoring.bands import banded_by_tier
 from tierra.topology.arrays import FloatArray
 from tierra.topology.index import TopologyIndex
 
@@ -91,6 +94,9 @@ class LinkCosts:
                 continue
             below = [gbps[c] for c in index.children[h]]
             gbps[h] = min([UNKNOWN_GBPS / 2 ** int(index.tier[h]), *below])
+        # a tier's rates closer than a 2:1 step are one rate (bands.py): told errors
+        # neither outrank packing nor weigh on cost
+        gbps[: index.root] = banded_by_tier(gbps[: index.root], index.tier[: index.root])
         tops = [h for h in range(index.root) if int(index.parent[h]) == index.root]
         loose = np.flatnonzero(np.diff(index.leaf_ptr) == 0)  # nodes in no HyperNode
         cluster = rates.get(CLUSTER)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Self
 
 import numpy as np
 
-from tierra.api.hypernode import HyperNode
+from tierra.api.hypernode import TIERRA_GROUP, HyperNode, HyperNodeKey
 from tierra.api.node import Node
 from tierra.api.pod import PODS, Pod
 from tierra.bulk import building
@@ -56,9 +56,9 @@ def _with_pods(node: Node) -> Node:
 class Topology(Feedable):
     """The topology part of ``ClusterStore`` (see the module docstring)."""
 
-    hypernodes: dict[str, HyperNode]
+    hypernodes: dict[HyperNodeKey, HyperNode]  # by (group, name): two name spaces
     input_problems: tuple[Problem, ...]
-    hypernode_problems: dict[str, tuple[Problem, ...]]  # name -> its decoding's
+    hypernode_problems: dict[HyperNodeKey, tuple[Problem, ...]]  # its decoding's
     index: TopologyIndex
     capacity: Capacity  # the ledger: used room per node and per domain
     health: Health
@@ -86,7 +86,7 @@ class Topology(Feedable):
         def _replay(self) -> None: ...
 
     def _init_topology(self, hypernodes: Sequence[HyperNode], problems: Iterable[Problem]) -> None:
-        self.hypernodes = {h.name: h for h in hypernodes}
+        self.hypernodes = {h.key: h for h in hypernodes}
         self.input_problems = tuple(problems)
         self.hypernode_problems = {}
         self.generation = 0
@@ -124,8 +124,9 @@ class Topology(Feedable):
     def _build_index(self, by_name: dict[str, Node]) -> None:
         nodes = list(by_name.values())
         hns = list(self.hypernodes.values())
-        found = [p for ps in self.hypernode_problems.values() for p in ps]
-        self.index = TopologyIndex.build(nodes, hns, (*self.input_problems, *found))
+        self.index = TopologyIndex.build(
+            nodes, hns, self.input_problems, keyed=self.hypernode_problems
+        )
         ix = self.index
         self._staged = None
         self._nodes = sorted(nodes, key=lambda n: ix.node_ix[n.name])
@@ -247,30 +248,29 @@ class Topology(Feedable):
     def upsert_hypernode(self, hypernode: HyperNode, problems: Iterable[Problem] = ()) -> None:
         """Add or replace a HyperNode with the problems decoding it found (an error makes
         its tree unusable until a version without one arrives)."""
-        name, found = hypernode.name, tuple(problems)
-        if (
-            self.hypernodes.get(name) == hypernode
-            and self.hypernode_problems.get(name, ()) == found
-        ):
+        key, found = hypernode.key, tuple(problems)
+        if self.hypernodes.get(key) == hypernode and self.hypernode_problems.get(key, ()) == found:
             return
-        self.hypernodes[name] = hypernode
+        self.hypernodes[key] = hypernode
         if found:
-            self.hypernode_problems[name] = found
+            self.hypernode_problems[key] = found
         else:
-            self.hypernode_problems.pop(name, None)
+            self.hypernode_problems.pop(key, None)
         self._rebuild()
 
     @fed
-    def remove_hypernode(self, name: str) -> None:
-        self.hypernode_problems.pop(name, None)
-        if self.hypernodes.pop(name, None) is not None:
+    def remove_hypernode(self, name: str, group: str = TIERRA_GROUP) -> None:
+        """Remove ``name`` of ``group`` (the other group's HyperNode of that name stays)."""
+        key = HyperNodeKey(group, name)
+        self.hypernode_problems.pop(key, None)
+        if self.hypernodes.pop(key, None) is not None:
             self._rebuild()
 
     @fed
     def set_hypernodes(self, hypernodes: Sequence[HyperNode]) -> None:
         """Replace every HyperNode at once (one rebuild); problems of the ones that are
         gone go with them."""
-        new = {h.name: h for h in hypernodes}
+        new = {h.key: h for h in hypernodes}
         if new != self.hypernodes:
             self.hypernodes = new
             self.hypernode_problems = {k: v for k, v in self.hypernode_problems.items() if k in new}

@@ -9,10 +9,10 @@ same thing. ``load_cluster`` reads a user's own snapshot as a cluster.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tierra.api.hypernode import HyperNode, encode_hypernode
 from tierra.api.manifest import dump_yaml
@@ -23,6 +23,9 @@ from tierra.sim.clusters import cloud, fattree, mixed, nvl72, superpod
 from tierra.sim.clusters._build import GPU, LinkFor
 from tierra.sim.cost import CostModel, default_cost_model
 from tierra.topology.index import TopologyIndex
+
+if TYPE_CHECKING:
+    from tierra.sim.devices import ClusterDevices
 
 MIN_NODES = 64
 MAX_NODES = 100_000
@@ -51,6 +54,7 @@ class SimCluster:
     nodes: tuple[Node, ...]
     hypernodes: tuple[HyperNode, ...]
     extra: Snapshot = field(default_factory=Snapshot)  # a loaded snapshot's pods, queues
+    devices: ClusterDevices | None = None  # GPUs and NICs as DRA slices (``sim/devices.py``)
 
     @cached_property
     def index(self) -> TopologyIndex:
@@ -94,6 +98,13 @@ def build_cluster(preset: str, nodes: int, cost: CostModel | None = None) -> Sim
         nodes=tuple(node_list),
         hypernodes=tuple(hypernodes),
     )
+
+
+def with_devices(cluster: SimCluster, layout: str = "aligned") -> SimCluster:
+    """``cluster`` with its GPUs and NICs published as DRA slices (``sim/devices.py``)."""
+    from tierra.sim.devices import ClusterDevices  # noqa: PLC0415 - devices import clusters
+
+    return replace(cluster, devices=ClusterDevices.of(cluster.nodes, layout))
 
 
 def write_cluster(cluster: SimCluster, directory: str | Path) -> list[Path]:
@@ -142,5 +153,6 @@ __all__ = [
     "SimCluster",
     "build_cluster",
     "load_cluster",
+    "with_devices",
     "write_cluster",
 ]

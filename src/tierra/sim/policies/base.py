@@ -8,7 +8,9 @@ and checks every placement against it, so a policy can never over-commit unnotic
 ``LedgerPolicy`` is the shared base of the baselines: a ``Capacity`` ledger kept in step
 with the loop, the session order every baseline uses (priority, then arrival, then
 name; a gang that does not fit is skipped, not waited for), and helpers that fill nodes.
-A subclass only decides where one gang goes (``place``).
+A subclass only decides where one gang goes (``place``). On a cluster with devices
+(``sim/devices.py``) every baseline then takes each pod's devices as kube-scheduler's
+allocator does for claims without constraints: the first free ones in pool order.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy.typing as npt
 from tierra.api.node import Node
 from tierra.sim.clusters import SimCluster
 from tierra.sim.cost import BoundCost
+from tierra.sim.devices import FirstFree, claims_nics
 from tierra.sim.workloads import SimJob
 from tierra.topology.arrays import fit_counts
 from tierra.topology.capacity import Capacity
@@ -34,10 +37,12 @@ BoolArray = npt.NDArray[np.bool_]
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Where each pod of one job goes: node indices in ``job.layout()`` order."""
+    """Where each pod of one job goes: node indices in ``job.layout()`` order; on a
+    cluster with devices (``sim/devices.py``), each pod's device names too."""
 
     job: str
     nodes: tuple[int, ...]
+    devices: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +155,8 @@ class LedgerPolicy(abc.ABC):
         self._gangs: dict[str, Gang] = {}
         self._failed_at: dict[str, int] = {}
         self._freed = 0  # bumps whenever capacity comes back; a failed gang retries then
+        self._devices: dict[str, list[tuple[str, ...]]] = {}  # job -> each pod's devices
+        self.first_free: FirstFree | None = None
 
     # -- SimPolicy ------------------------------------------------------------------------
 
@@ -164,6 +171,7 @@ class LedgerPolicy(abc.ABC):
         for node in cluster.nodes:
             self.healthy[self.index.node_ix[node.name]] = node.ready and not node.unschedulable
         self.rng = np.random.default_rng(seed)
+        self.first_free = FirstFree(cluster.devices) if cluster.devices is not None else None
         self.prepare()
 
     def prepare(self) -> None:  # noqa: B027 - an optional hook, empty by default
@@ -179,6 +187,10 @@ class LedgerPolicy(abc.ABC):
             for n, vec in zip(*held, strict=True):
                 self.capacity.remove(n, vec)
             self._freed += 1
+        taken = self._devices.pop(job.name, ())
+        if self.first_free is not None:
+            for n, names in zip(held[0] if held else (), taken, strict=False):
+                self.first_free.give_back(self.index.node_names[n], names)
 
     def node_changed(self, node: Node) -> None:
         n = self.index.node_ix[node.name]
@@ -196,7 +208,8 @@ class LedgerPolicy(abc.ABC):
                 continue  # nothing came free since it last failed: it cannot fit now
             gang = self.gang(job)
             nodes = self.place(gang) if self._enough(gang) else None
-            if nodes is None:
+            devices = self._take_devices(gang, nodes) if nodes is not None else None
+            if nodes is None or devices is None:
                 self._failed_at[job.name] = self._freed
                 continue
             for n, vec in zip(nodes, gang.pod_vecs, strict=True):
@@ -204,8 +217,26 @@ class LedgerPolicy(abc.ABC):
             self.running[job.name] = (list(nodes), gang.pod_vecs)
             del self.pending[job.name]
             self._failed_at.pop(job.name, None)
-            out.placements.append(Placement(job.name, tuple(nodes)))
+            out.placements.append(Placement(job.name, tuple(nodes), devices))
         return out
+
+    def _take_devices(self, gang: Gang, nodes: Sequence[int]) -> tuple[tuple[str, ...], ...] | None:
+        """Each pod's devices, as kube-scheduler's allocator picks them (``FirstFree``);
+        None (and nothing taken) when a node has too few. Nothing to take without devices."""
+        if self.first_free is None:
+            return ()
+        nics = claims_nics(gang.job.pods)
+        out: list[tuple[str, ...]] = []
+        for n, r in zip(nodes, gang.pod_roles, strict=True):
+            gpus = gang.job.roles[r].gpus
+            got = self.first_free.take(self.index.node_names[n], gpus, gpus if nics else 0)
+            if got is None:
+                for m, names in zip(nodes, out, strict=False):
+                    self.first_free.give_back(self.index.node_names[m], names)
+                return None
+            out.append(got)
+        self._devices[gang.job.name] = out
+        return tuple(out)
 
     # -- for subclasses ----------------------------------------------------------------
 

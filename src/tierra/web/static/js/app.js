@@ -63,6 +63,9 @@ function renderSummary(sm) {
 
 function renderUnusable(topo) {
   const box = clear($('#unusable'));
+  if (topo.mirrors) {  // the controller's Volcano copies, set aside: say which group is drawn
+    box.append(h('div', { class: 'mirrors muted' }, topo.mirrors.note));
+  }
   for (const t of topo.trees.filter((x) => !x.usable)) {
     box.append(h('div', { class: 'tree', dataset: { tree: t.name } },
       h('b', {}, `Tree ${t.name} is unusable`), ` (${plural(t.hyperNodes, 'HyperNode')}, drawn hatched; the scheduler does not use it):`,

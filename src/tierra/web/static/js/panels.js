@@ -33,7 +33,7 @@ export function hyperNodePanel(doc, go) {
   const hl = doc.health;
   const root = doc.name === '<cluster>';
   const title = root ? 'The whole cluster' : doc.name;
-  const tier = root ? `virtual root · tier ${doc.tier}` : `HyperNode · tier ${doc.tier}${doc.tierName ? ` (${doc.tierName})` : ''}`;
+  const tier = root ? `virtual root · tier ${doc.tier}` : `HyperNode (${doc.group}) · tier ${doc.tier}${doc.tierName ? ` (${doc.tierName})` : ''}`;
   const out = [
     h('h2', { id: 'panel-title', dataset: { kind: 'hypernode', name: doc.name } }, title),
     h('div', { class: 'sub muted' }, tier,
@@ -90,14 +90,24 @@ export function hyperNodePanel(doc, go) {
   return out;
 }
 
+// A node's inside (tierra.topology.inside): its devices' domains, fastest level first.
+function insideList(inside) {
+  const items = inside.domains.map((d) => h('li', {},
+    h('b', {}, `${d.level} ${d.name}`), d.link ? ` ${d.link}` : '', `: ${d.devices.join(', ')}`,
+    d.source !== 'dra' ? h('span', { class: 'muted' }, ` (${d.source})`) : ''));
+  if (inside.clique) items.push(h('li', {}, h('b', {}, 'NVLink clique '), inside.clique));
+  return [h('h3', {}, 'Inside'), h('ul', { class: 'plain inside-list' }, items)];
+}
+
 export function nodePanel(doc, go) {
   const out = [
     h('h2', { id: 'panel-title', dataset: { kind: 'node', name: doc.name } }, doc.name),
     h('div', { class: 'sub muted' }, 'node · ', h('span', { class: `status ${doc.state === 'Ready' ? 'running' : 'pending'}` }, doc.state),
       doc.domains.length ? [' · in ', doc.domains.map((d, i) => [i ? ' › ' : '', link(d.name, () => go.hyperNode(d.name))])] : ' · in no HyperNode'),
     h('h3', {}, 'Resources'), resources(doc.resources),
-    h('h3', {}, `Pods (${doc.podList.length})`),
   ];
+  if (doc.inside) out.push(...insideList(doc.inside));
+  out.push(h('h3', {}, `Pods (${doc.podList.length})`));
   out.push(doc.podList.length ? h('ul', {}, doc.podList.map((p) =>
     h('li', {}, p.key, ' · ', link(p.gang, () => go.gang(p.gang)), h('span', { class: 'muted' }, ` ${p.phase}`))))
     : h('p', { class: 'muted' }, 'no pods hold resources here'));
@@ -117,7 +127,7 @@ export function gangPanel(doc, go) {
       ` · ${fmt(p.bound)} of ${plural(p.total, 'pod')} bound`),
     dl([
       ['queue', doc.queue],
-      ['minMember', fmt(doc.minMember)],
+      [doc.minimumField || 'minMember', fmt(doc.minMember)],
       ['constraint', doc.constraint],
       ['sub-groups', doc.subGroups.length ? doc.subGroups.map((g) => `${g.name} (${g.size} pods): ${g.constraint}`).join('; ') : null],
       ['achieved', doc.achieved ? achieved(doc.achieved, go) : (p.bound ? null : 'not running')],

@@ -1,0 +1,153 @@
+"""DRA in the dashboard: the devices behind its dry runs, so a gang's device reason shows.
+
+The dashboard's reasons are what a scheduling session decides (``dryrun.py``); a session
+places pods with claims only with the DRA state (``tierra.scheduler.devices``), as the
+scheduler has it. ``DeviceRoom`` keeps that state -- a ``DeviceCluster`` fed from the
+snapshot's DRA objects, or in live mode from informers on DeviceClasses, ResourceClaims,
+ResourceClaimTemplates and ResourceSlices where the API server serves them -- and gives
+the dry runs' cache what the scheduler's feed gives its own: the store extension, nodes
+offering their devices as room and pods asking for theirs (``devices.placement``), the
+room recomputed when slices, classes or claims change. The store and the picture never
+see that room (it is the session's own, ``devices/room.py``): GPU charts count what nodes
+report.
+
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from tierra.api.decode import Meta, decode
+from tierra.api.node import Node
+from tierra.api.pod import Pod
+from tierra.api.podgroup import PodGroup
+from tierra.api.resource import (
+    decode_device_class,
+    decode_resource_claim,
+    decode_resource_claim_template,
+    decode_resource_slice,
+)
+from tierra.api.snapshot import Snapshot
+from tierra.scheduler.devices.cluster import DeviceCluster
+from tierra.scheduler.devices.constraint import EXTENSION
+from tierra.scheduler.devices.placement import node_with_devices, with_devices
+from tierra.scheduler.devices.room import internal
+from tierra.scheduler.state.store import ClusterStore
+
+TABLES = {  # resource plural -> (DeviceCluster table, decoder, changes devices)
+    "deviceclasses": ("classes", decode_device_class, True),
+    "resourceslices": ("slices", decode_resource_slice, True),
+    "resourceclaims": ("claims", decode_resource_claim, False),
+    "resourceclaimtemplates": ("templates", decode_resource_claim_template, False),
+}
+
+
+class DeviceRoom:
+    """The dry runs' DRA state and the device room it gives their cache."""
+
+    def __init__(self, devices: DeviceCluster | None = None) -> None:
+        self.devices = devices or DeviceCluster()
+        self._seen = (-1, -1)  # (generation, device generation) the cache's room is of
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> DeviceRoom:
+        return cls(
+            DeviceCluster.of(
+                snapshot.device_classes,
+                snapshot.resource_claims,
+                snapshot.claim_templates,
+                snapshot.resource_slices,
+                snapshot.podgroups,
+            )
+        )
+
+    @property
+    def active(self) -> bool:
+        d = self.devices
+        return bool(d.slices or d.claims or d.classes)
+
+    def node(self, node: Node) -> Node:
+        self.devices.note_node(node)  # its nvidia-smi annotation is part of its inside
+        return node_with_devices(self.devices, node) if self.active else node
+
+    def pod(self, pod: Pod) -> Pod:
+        if not pod.resource_claims or not self.active:
+            return pod
+        return with_devices(self.devices, pod)
+
+    def podgroup(self, pg: PodGroup, *, removed: bool = False) -> None:
+        """Keep the upstream PodGroups that share claims (their pods' room skips them)."""
+        with self.devices.lock:
+            if removed or not pg.resource_claims:
+                if self.devices.groups.pop(pg.key, None) is not None:
+                    self.devices.changed()
+            elif self.devices.groups.get(pg.key) != pg:
+                self.devices.groups[pg.key] = pg
+                self.devices.changed()
+
+    def inside(self, node: Node) -> dict[str, Any] | None:
+        """The node's inside (``tierra.topology.inside``: its DRA slices and nvidia-smi
+        annotation), for its detail page; None when nothing describes it."""
+        self.devices.note_node(node)
+        inside = self.devices.inside().node(node.name)
+        return None if inside.empty else inside.to_dict()
+
+    def attach(self, cache: ClusterStore) -> None:
+        """Give ``cache`` the DRA state (a fresh cache: its room is as just built)."""
+        cache.extensions[EXTENSION] = self.devices
+        self._seen = (self.devices.generation, self.devices.device_generation)
+
+    def refresh(self, cache: ClusterStore) -> None:
+        """Recompute the room of ``cache``'s nodes (slices or classes changed) and of its
+        pods with claims (anything changed), from what they report themselves."""
+        seen = (self.devices.generation, self.devices.device_generation)
+        if seen == self._seen:
+            return
+        with self.devices.lock, cache.batch():  # the live feed writes from the event loop
+            seen = (self.devices.generation, self.devices.device_generation)
+            if seen[1] != self._seen[1]:
+                for node in list(cache.nodes):
+                    cache.upsert_node(self.node(_bare_node(node)))
+            for pod in list(cache.pods.values()):
+                if pod.resource_claims:
+                    cache.upsert_pod(self.pod(_bare_pod(pod)))
+        self._seen = seen
+
+    # -- live ---------------------------------------------------------------------------
+
+    def handler(
+        self, plural: str, on_change: Callable[[], None]
+    ) -> Callable[[str, Any | None], None]:
+        """What an informer of one DRA kind calls with each object (None: deleted)."""
+        table_name, _, devices_changed = TABLES[plural]
+
+        def on_event(key: str, obj: Any | None) -> None:
+            table: dict[str, Any] = getattr(self.devices, table_name)
+            with self.devices.lock:
+                if obj is None:
+                    table.pop(key, None)
+                else:
+                    table[key] = obj
+                self.devices.changed(devices=devices_changed)
+            on_change()
+
+        return on_event
+
+
+def _bare_node(node: Node) -> Node:
+    alloc = {k: v for k, v in node.allocatable.items() if not internal(k)}
+    return node if len(alloc) == len(node.allocatable) else replace(node, allocatable=alloc)
+
+
+def _bare_pod(pod: Pod) -> Pod:
+    requests = {k: v for k, v in pod.requests.items() if not internal(k)}
+    return pod if len(requests) == len(pod.requests) else replace(pod, requests=requests)
+
+
+def decoder(plural: str) -> Callable[[dict[str, Any]], Any]:
+    """The informer's decoder for one DRA kind: the object only (problems are the
+    scheduler's and ``validate``'s to report)."""
+    decode_one: Any = TABLES[plural][1]
+    return lambda raw: decode(decode_one, raw, meta=Meta.LEAN)[0]
