@@ -243,10 +243,14 @@ class _Session:
         out: dict[str, IntArray] = {}
         for g in gangs:
             total = out.setdefault(g.queue, np.zeros(width, dtype=np.int64))
+            per_vec: dict[int, tuple[IntArray, int]] = {}  # summed per vector, not per pod
             for p in g.pending:
                 vec = self.demands.vector(p)
                 if not isinstance(vec, Status):
-                    total += vec
+                    run = per_vec.get(id(vec))
+                    per_vec[id(vec)] = (vec, 1) if run is None else (vec, run[1] + 1)
+            for vec, n in per_vec.values():
+                total += vec * n
         return out
 
     def _skip(self, gang: Gang) -> bool:
@@ -315,12 +319,16 @@ class _Session:
         common = lowest_common(cache, nodes)
         hn = None if common is None or common == cache.index.root else cache.index.names[common]
         names = cache.index.node_names
-        total = np.zeros(len(cache.capacity.axis), dtype=np.int64)
+        per_vec: dict[int, tuple[IntArray, int]] = {}  # a gang's pods share a few vectors
         for pod, node, vec in txn.assigned:
             key = pod.key
             self.bindings.append(Binding(key, names[node], hn))
             self.bound_now.add(key)
-            total += vec
+            run = per_vec.get(id(vec))
+            per_vec[id(vec)] = (vec, 1) if run is None else (vec, run[1] + 1)
+        total = np.zeros(len(cache.capacity.axis), dtype=np.int64)
+        for vec, n in per_vec.values():
+            total += vec * n
         book.charge(gang.queue, total)
         cache.commit(txn)
         self.evictor.moved()
