@@ -160,18 +160,28 @@ def held_now(store: ClusterStore) -> _Held:
             nodes[inside] = True
             owner.update(dict.fromkeys(inside.tolist(), key))
         doms |= taken
-    cap = store.capacity
-    idle_nodes = np.maximum(cap.node_alloc - cap.node_used, 0) * nodes[:, None]
-    idle = np.zeros_like(cap.dom_alloc)
-    ix = store.index
-    rows = np.flatnonzero(nodes)
-    for n in rows.tolist():  # few: the nodes of held domains
-        idle[ix.domains_of(n)] += idle_nodes[n]
+    held.idle = _idle(store, np.flatnonzero(nodes))
     held.nodes, held.node_owner = nodes, owner
     lay = store.layouts
     held.domains = np.asarray(sorted(doms, key=lambda d: int(lay.tin[d])), dtype=np.int64)
-    held.idle = idle
     return held
+
+
+def _idle(store: ClusterStore, rows: IntArray) -> IntArray:
+    """Per domain, the free room of the held nodes ``rows`` under it: each row's room
+    added to every domain holding it, in one scatter (the held nodes of a busy cluster
+    are hundreds, and this is asked again whenever the store's clock moves)."""
+    cap, ix = store.capacity, store.index
+    idle = np.zeros_like(cap.dom_alloc)
+    if not len(rows):
+        return idle
+    room = np.maximum(cap.node_alloc[rows] - cap.node_used[rows], 0)
+    starts = ix.domain_ptr[rows]
+    lens = ix.domain_ptr[rows + 1] - starts
+    first = np.repeat(np.cumsum(lens) - lens, lens)
+    entries = np.arange(int(lens.sum()), dtype=np.int64) - first + np.repeat(starts, lens)
+    np.add.at(idle, ix.domain_idx[entries], np.repeat(room, lens, axis=0))
+    return idle
 
 
 @dataclass(frozen=True, slots=True)
