@@ -11,6 +11,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 import urllib.request
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -249,6 +250,17 @@ def start_scheduler(
     args.extend(extra)
     log = workdir / f"scheduler-{name}-{port}.log"
     return ManagedProcess(f"tierra scheduler {name}", args, log), port
+
+
+def wait_ready(process: ManagedProcess, port: int, timeout: float = 120.0) -> None:
+    """Until ``tierra scheduler`` answers /readyz (its informers synced): a test whose
+    clock starts at an object's creation (a delay, a wait, a deadline) makes the objects
+    after this, so a start-up slowed by a loaded machine does not eat into it."""
+    deadline = time.monotonic() + timeout
+    while scrape(port, "/readyz")[0] != 200:
+        assert process.poll() is None, process.log_tail(40)
+        assert time.monotonic() < deadline, f"not ready in {timeout:g} s\n{process.log_tail(40)}"
+        time.sleep(0.2)
 
 
 def scrape(port: int, path: str = "/metrics") -> tuple[int, str]:

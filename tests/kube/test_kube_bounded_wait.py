@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
 
-from e2e_cluster import Fabric, placements, scrape, start_scheduler
+from e2e_cluster import Fabric, placements, start_scheduler, wait_ready
 from kube_helpers import kube_for
 
 from tierra.api.meta import parse_time
@@ -91,10 +91,7 @@ def test_a_gang_waits_for_a_rack_then_takes_the_spine(
         # start-up slower than WAIT (a loaded machine) would skip the waiting we look for.
         scheduler, port = start_scheduler(control_plane, tmp_path, name)
         try:
-            deadline = time.time() + 120
-            while scrape(port, "/readyz")[0] != 200:
-                assert scheduler.poll() is None and time.time() < deadline, scheduler.log_tail(40)
-                await asyncio.sleep(0.2)
+            wait_ready(scheduler, port)
             created = await setup(kube)
             seen_waiting = ""
             while True:

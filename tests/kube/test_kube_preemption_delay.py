@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
 
-from e2e_cluster import Fabric, placements, scrape, start_scheduler
+from e2e_cluster import Fabric, placements, start_scheduler, wait_ready
 from kube_helpers import kube_for
 
 from tierra.api.meta import parse_time
@@ -127,10 +127,7 @@ def test_the_delay_is_waited_out_across_a_scheduler_restart(
         first, port = start_scheduler(control_plane, tmp_path, name, "--config", str(config))
         processes: list[ManagedProcess] = [first]
         try:
-            deadline = time.time() + 120
-            while scrape(port, "/readyz")[0] != 200:
-                assert first.poll() is None and time.time() < deadline, first.log_tail(40)
-                await asyncio.sleep(0.2)
+            wait_ready(first, port)
             created = await setup(kube)
             await asyncio.sleep(max(0.0, created + DELAY / 2 - time.time()))
             placed = await placements(kube, namespace)

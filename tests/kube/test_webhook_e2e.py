@@ -212,7 +212,11 @@ def test_the_api_server_calls_the_webhook_over_tls(tierra_plane: ControlPlane) -
             )
             assert code != 0
             assert 'admission webhook "podgroups.topology.tierra.dev" denied the request' in err
-            assert "highestTierName 'e2e.tierra.dev/w-row' names no tier" in err
+            # in the upstream PodGroup's own words (its topology key), not Volcano's
+            assert (
+                "spec.schedulingConstraints.topology[0].key 'e2e.tierra.dev/w-row' gives no "
+                "domain" in " ".join(err.split())
+            ), err
             code, err = await apply(tierra_plane, [workload_podgroup("w-wl-good", 2, RACK)])
             assert code == 0 and "Warning" not in err, err
             code, err = await apply(tierra_plane, [workload_podgroup("w-wl-huge", 500, RACK)])

@@ -15,7 +15,7 @@ from tierra.api.kueue_pod_group import problems as kueue_group_problems
 from tierra.api.labels import NODE_SELECTOR_OPERATORS, Requirement, decode_requirement
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Taint, TaintEffect
-from tierra.api.pod_rules import PlacementRules, decode_rules
+from tierra.api.pod_rules import PlacementRules, PreferredNodeTerm, decode_rules
 from tierra.api.quantity import milli_to_quantity
 from tierra.errors import Origin, Problem
 
@@ -205,6 +205,45 @@ def _decode_toleration(f: Fields) -> Toleration:
     )
 
 
+_TOLERATIONS: dict[tuple[Any, ...], tuple[Toleration, ...]] = {}
+_TOLERATIONS_KEPT = 4096
+
+
+def _tolerations(spec: Fields) -> tuple[Toleration, ...]:
+    """A pod's tolerations; a list seen before without a problem is decoded once.
+
+    Nearly every pod carries the same few (the API server adds the not-ready and
+    unreachable ones to each); decoding them was a tenth of a pod's decoding when a
+    scheduler lists a cluster. A list with any problem is decoded every time, so its
+    problems are reported with each pod that has them.
+    """
+    raw = spec.raw("tolerations")
+    if not raw:
+        return tuple(_decode_toleration(t) for t in spec.objects("tolerations"))
+    try:
+        key = tuple(tuple(sorted(t.items())) for t in raw)
+        hash(key)
+    except (AttributeError, TypeError):  # not a list of flat mappings: no shortcut
+        key = None
+    if key is not None and (hit := _TOLERATIONS.get(key)) is not None:
+        return hit
+    before = len(spec.report.sink)
+    out = tuple(_decode_toleration(t) for t in spec.objects("tolerations"))
+    if key is not None and len(spec.report.sink) == before:
+        if len(_TOLERATIONS) >= _TOLERATIONS_KEPT:
+            _TOLERATIONS.clear()
+        _TOLERATIONS[key] = out
+    return out
+
+
+def _node_term(t: Fields) -> NodeSelectorTerm:
+    exprs = [decode_requirement(e, NODE_SELECTOR_OPERATORS) for e in t.objects("matchExpressions")]
+    fields = [decode_requirement(e, NODE_SELECTOR_OPERATORS) for e in t.objects("matchFields")]
+    return NodeSelectorTerm(
+        tuple(r for r in exprs if r is not None), tuple(r for r in fields if r is not None)
+    )
+
+
 def _decode_terms(spec: Fields) -> tuple[NodeSelectorTerm, ...]:
     if spec.raw("affinity") is None:  # most pods: no need to walk three levels down
         return ()
@@ -213,18 +252,20 @@ def _decode_terms(spec: Fields) -> tuple[NodeSelectorTerm, ...]:
         .obj("nodeAffinity")
         .obj("requiredDuringSchedulingIgnoredDuringExecution")
     )
-    terms = []
-    for t in required.objects("nodeSelectorTerms"):
-        exprs = [
-            decode_requirement(e, NODE_SELECTOR_OPERATORS) for e in t.objects("matchExpressions")
-        ]
-        fields = [decode_requirement(e, NODE_SELECTOR_OPERATORS) for e in t.objects("matchFields")]
-        terms.append(
-            NodeSelectorTerm(
-                tuple(r for r in exprs if r is not None), tuple(r for r in fields if r is not None)
-            )
-        )
-    return tuple(terms)
+    return tuple(_node_term(t) for t in required.objects("nodeSelectorTerms"))
+
+
+def _decode_preferred_terms(spec: Fields) -> tuple[PreferredNodeTerm, ...]:
+    """``nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution``: weighted terms
+    (NodeAffinity's score; an empty term matches no node, as upstream skips it)."""
+    if spec.raw("affinity") is None:
+        return ()
+    preferred = spec.obj("affinity").obj("nodeAffinity")
+    out = []
+    for w in preferred.objects("preferredDuringSchedulingIgnoredDuringExecution"):
+        weight = w.integer("weight", 1, required=True, minimum=1, maximum=100)
+        out.append(PreferredNodeTerm(weight, _node_term(w.obj("preference", required=True))))
+    return tuple(out)
 
 
 def _decode_gates(spec: Fields) -> tuple[str, ...]:
@@ -274,11 +315,13 @@ def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
         priority_class_name=spec.string("priorityClassName"),
         node_selector=spec.str_map("nodeSelector"),
         affinity_terms=_decode_terms(spec),
-        tolerations=tuple(_decode_toleration(t) for t in spec.objects("tolerations")),
+        tolerations=_tolerations(spec),
         phase=phase,
         scheduling_group=spec.obj("schedulingGroup").string("podGroupName"),
         scheduling_gates=_decode_gates(spec),
-        rules=decode_rules(spec, status, meta.name, meta.labels),
+        rules=decode_rules(
+            spec, status, meta.name, meta.labels, preferred_nodes=_decode_preferred_terms(spec)
+        ),
         resource_claims=_decode_claims(spec, status),
         origin=origin,
     )

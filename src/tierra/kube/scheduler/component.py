@@ -40,6 +40,7 @@ from tierra.kube.scheduler.dra_bind import ClaimWriter
 from tierra.kube.scheduler.dra_feed import DraFeed
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
+from tierra.kube.scheduler.nominations import NominationWriter
 from tierra.kube.scheduler.provisioning_status import RetryPolicy
 from tierra.kube.scheduler.queue_status_writer import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
@@ -75,6 +76,7 @@ class Options:
     batch_delay: float = 0.02  # the longest changes gather before a session (_gather_for)
     max_binds_in_flight: int = 64
     bind_retry_for: float = 30.0
+    volume_bind_timeout: float = 600.0  # VolumeBinding's bindTimeoutSeconds
     queue_status: bool = True  # write Volcano Queue status (off beside Volcano's controllers)
     provisioning_class: str = ""  # a ProvisioningRequest per gang that cannot fit ("": none)
     provisioning_retries: int = 3  # ... asked again after Failed/expired/revoked (Kueue's)
@@ -97,6 +99,7 @@ class SchedulerComponent:
         self.sessions = 0
         self.last_session_end = time.monotonic()
         self.last_session_seconds = 0.0
+        self.last_session_cpu = 0.0  # its own CPU seconds: what an inline one would block
         self.last_result: SessionResult | None = None
         identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.identity = identity
@@ -237,8 +240,7 @@ class SchedulerComponent:
         """The leader's work: wait for the informers, then sessions until cancelled."""
         feed = self.feed
         assert feed is not None
-        while not feed.synced:
-            await asyncio.sleep(0.05)
+        await asyncio.gather(*(i.synced.wait() for i in feed.informers))
         # The cache as first listed lives as long as the process; frozen, later collections
         # skip it (a full collection over 100,000 cached pods stalled a session ~40 ms).
         gc.freeze()
@@ -259,6 +261,7 @@ class SchedulerComponent:
             status.bound(gang, bindings)
             signals.bound(gang, bindings)
 
+        nominations = NominationWriter(self.kube, feed)
         binder = Binder(
             self.kube,
             feed,
@@ -268,9 +271,12 @@ class SchedulerComponent:
             on_failure=self.trigger,
             on_bound=bound,
             claims=ClaimWriter(self.kube, self.dra) if self.dra is not None else None,
+            nominate=nominations.nominate,
+            volume_bind_timeout=self.options.volume_bind_timeout,
         )
         self.binder = binder
         writer = asyncio.create_task(status.run(), name="status")
+        nominator = asyncio.create_task(nominations.run(), name="nominations")
         queues = QueueStatusWriter(self.kube, lambda name: name in self.cache.queues, self.metrics)
         queue_writer = asyncio.create_task(queues.run(), name="queue status")
         signals_writer = asyncio.create_task(signals.run(), name="autoscaler signals")
@@ -289,6 +295,7 @@ class SchedulerComponent:
                 result = await self._session(feed, binder)
                 status.observe(result)
                 signals.observe(result)
+                nominations.observe(result)
                 if self.options.queue_status:
                     queues.observe(result)
         finally:
@@ -296,8 +303,9 @@ class SchedulerComponent:
             writer.cancel()
             queue_writer.cancel()
             signals_writer.cancel()
+            nominator.cancel()
             await binder.cancel()
-            for task in (writer, queue_writer, signals_writer):
+            for task in (writer, queue_writer, signals_writer, nominator):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
@@ -316,11 +324,12 @@ class SchedulerComponent:
 
     def _inline(self, feed: Feed) -> bool:
         """Whether the next session is small enough to run in the event loop itself: the
-        last one took under ``INLINE_BELOW`` and few pods wait. A worker thread lets the
+        last one took under ``INLINE_BELOW`` of CPU (its wall time on a busy machine says
+        more about the machine) and few pods wait. A worker thread lets the
         loop read watches and post bindings while a long session decides, but a session
         of a millisecond gains nothing from it and pays two thread hand-offs (and the
         GIL's switch interval) between the pod's event and its binding."""
-        return self.last_session_seconds < INLINE_BELOW and len(feed.created) <= INLINE_PODS
+        return self.last_session_cpu < INLINE_BELOW and len(feed.created) <= INLINE_PODS
 
     async def _session(self, feed: Feed, binder: Binder) -> SessionResult:
         """One session, in a worker thread unless it is small (``_inline``); each gang's
@@ -337,7 +346,7 @@ class SchedulerComponent:
         if self.dra is not None:
             self.dra.refresh()
         binder.begin()
-        session = functools.partial(
+        run = functools.partial(
             run_session,
             self.cache,
             self.options.config,
@@ -345,6 +354,14 @@ class SchedulerComponent:
             now=time.time(),  # the preemption delay: gangs pending since creationTimestamp
             on_decision=decided,
         )
+
+        def session() -> SessionResult:  # in whichever thread runs it
+            cpu = time.thread_time()
+            try:
+                return run()
+            finally:
+                self.last_session_cpu = time.thread_time() - cpu
+
         with feed.session():
             result = session() if self._inline(feed) else await asyncio.to_thread(session)
         elapsed = time.perf_counter() - started
