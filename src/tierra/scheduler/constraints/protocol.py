@@ -19,6 +19,8 @@ hook               asked                                        kube-scheduler
                    once, whenever fit counts are taken
 ``domain_scores``  per tier, over its candidates               Score (domains)
 ``node_scores``    over nodes, on the flat path                 Score (nodes)
+``pod_scores``     per pod shape, over nodes: what the pods     Score (plugins that
+                   themselves prefer                            read the pod)
 ``reserve``        once a domain holds the gang, before the     Reserve / Unreserve
                    session keeps it; undone with the attempt
 ``alone_alike``    once per run of alike lone pods: may they    (none: a session's
