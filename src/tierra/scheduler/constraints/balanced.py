@@ -179,6 +179,9 @@ class BalancedPlacement(Constraint):
 
     name = "kueue-balanced-placement"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # caps Kueue gangs' pods only: a lone pod has no Kueue shape
+
     def _caps(self, cycle: Cycle, gang: Gang, shape: Shape) -> tuple[IntArray, IntArray] | None:
         """The plan as caps over every node, with the request it was made for."""
         ask = _asked(gang, cycle.store.index)

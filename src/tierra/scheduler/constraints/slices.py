@@ -39,6 +39,9 @@ class InnerSlices(Constraint):
 
     name = "kueue-inner-slices"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # reserves for Kueue's slices only: a lone pod has none
+
     def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:
         gang = cycle.gang
         shape = gang.kueue if gang is not None else None
