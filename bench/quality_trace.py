@@ -3,7 +3,8 @@
 ``quality.py`` says *that* tierra loses a seed; this says *why*: the difference split by
 gang size into queueing and run time, the jobs that differ most with where each policy
 put them (the tier their pods span, their slowdown), and, for one job, what ran in each
-domain of a tier when it started under each policy and until when.
+domain of a tier when it started under each policy and until when, and the GPUs each of
+those domains had in use through the job's wait (did one drain, which stayed pinned).
 
     python bench/quality_trace.py --preset fattree --load 0.9 --seed 5 --against kueue
     python bench/quality_trace.py ... --job train-01242 --tier aggregation
@@ -25,7 +26,14 @@ from tierra.sim.cost import BoundCost, default_cost_model
 from tierra.sim.engine import SimOptions, simulate
 from tierra.sim.metrics import JobRecord
 from tierra.sim.policies import POLICIES, SessionOutcome, SimPolicy
-from tierra.sim.workloads import ClusterFacts, SimJob, Workload, WorkloadSpec, generate
+from tierra.sim.workloads import (
+    ClusterFacts,
+    SimJob,
+    StructureMix,
+    Workload,
+    WorkloadSpec,
+    generate,
+)
 from tierra.topology.capacity import Capacity
 
 PRESETS = {"fattree": 128, "cloud": 128, "nvl72": 288, "superpod": 128, "mixed": 128}
@@ -140,6 +148,45 @@ def at_start(
         for d in sorted(held):
             last = sorted(held[d], reverse=True)[:4]
             print(f"  {d}: running until " + ", ".join(f"{e:.1f} h {n} ({g})" for e, n, g in last))
+        waited(watch, recs, jobs, owner, job)
+
+
+def in_use(
+    watch: Watch,
+    recs: dict[str, JobRecord],
+    jobs: dict[str, SimJob],
+    owner: dict[int, str],
+    *,
+    at: float,
+    but: str,
+) -> dict[str, int]:
+    """GPUs each domain had in use at ``at`` (every job but ``but``), a job's GPUs split
+    evenly over its pods."""
+    used: dict[str, int] = defaultdict(int)
+    for name, (s, where) in watch.where.items():
+        end = recs[name].finish or float("inf")
+        if name != but and s <= at < end and where:
+            for n in where:
+                used[owner.get(n, "?")] += jobs[name].gpus // len(where)
+    return used
+
+
+def waited(
+    watch: Watch,
+    recs: dict[str, JobRecord],
+    jobs: dict[str, SimJob],
+    owner: dict[int, str],
+    job: str,
+) -> None:
+    """The domains' GPUs in use at nine times from ``job``'s arrival to its start: whether
+    one drained while it waited, and which stayed pinned."""
+    arrival, start = jobs[job].arrival, watch.where[job][0]
+    domains = sorted(set(owner.values()))
+    print(f"  GPUs in use per domain from arrival ({arrival / 3600:.2f} h) to start:")
+    for k in range(9):
+        at = arrival + (start - arrival) * k / 8
+        used = in_use(watch, recs, jobs, owner, at=at, but=job)
+        print(f"    {at / 3600:6.2f} h  " + "  ".join(f"{d}:{used[d]:4d}" for d in domains))
 
 
 def main() -> None:
@@ -151,10 +198,18 @@ def main() -> None:
     parser.add_argument("--against", default="kueue")
     parser.add_argument("--job", help="show what ran in each domain when this job started")
     parser.add_argument("--tier", default="aggregation", help="the domains --job looks at")
+    parser.add_argument(
+        "--structured-share",
+        type=float,
+        default=0.0,
+        help="jobs with rank order, slices and a bounded wait (quality.py's default: 0.032)",
+    )
     args = parser.parse_args()
     cluster = build_cluster(args.preset, PRESETS[args.preset])
     facts = ClusterFacts.of(cluster.index, Capacity(cluster.index, cluster.nodes))
-    workload = generate(facts, WorkloadSpec(seed=args.seed, hours=24, load=args.load))
+    structure = StructureMix(share=args.structured_share)
+    spec = WorkloadSpec(seed=args.seed, hours=24, load=args.load, structure=structure)
+    workload = generate(facts, spec)
     jobs = {j.name: j for j in workload.jobs}
     runs = [run(cluster, workload, p, args.seed) for p in (args.policy, args.against)]
     differences(jobs, runs[0][1], runs[1][1], f"{args.policy} / {args.against}")

@@ -217,3 +217,40 @@ def test_lone_pods_follow_the_plain_greedy(seed: int, count: int) -> None:
         expected[p.key] = ref.index.node_names[best]
     result = run_session(cache, SchedulerConfig(), memory=Memory())
     assert {b.pod: b.node for b in result.bindings} == expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds(), st.sampled_from(sorted(CONFIGS)), st.lists(st.integers(0, 9), max_size=6))
+def test_kept_scores_serve_later_sessions_as_scoring_from_scratch(  # type: ignore[no-untyped-def]
+    world, config_name: str, leaving: list[int]
+) -> None:
+    """The flat states live beside the store's ledger from session to session (a later
+    session's placements and the pods fed or removed in between reach them through the
+    ledger's log): three sessions on one store, pods finishing and arriving between
+    them, decide what scoring every node from scratch decides."""
+    config = CONFIGS[config_name]
+
+    def sessions() -> list[list[tuple[str, str, str | None]]]:
+        nodes, hns, pods, pgs = world
+        store = ClusterStore(nodes=nodes, hypernodes=hns)
+        for pg in pgs:
+            store.upsert_podgroup(pg)
+        half = len(pods) // 2
+        for p in pods[:half]:
+            store.upsert_pod(p)
+        memory, out = Memory(), []
+        for round_ in range(3):
+            result = run_session(store, config, memory=memory)
+            out.append([(b.pod, b.node, b.hypernode) for b in result.bindings])
+            bound = sorted(k for k in store.assumed)
+            for i in leaving:  # some finish
+                if bound:
+                    store.remove_pod(bound[i % len(bound)])
+            for p in pods[half:][round_::3]:  # more arrive
+                store.upsert_pod(p)
+        return out
+
+    kept = sessions()
+    with patch.object(NodeChoice, "pack_flat", reference_pack_flat):
+        fresh = sessions()
+    assert kept == fresh

@@ -17,6 +17,8 @@ The recipe, per session (``run_session``):
       its queue is below its own (``reclaim.Reclaimer``) -- once it has waited the
       preemption delay by the adapter's clock (``now``);
    e. commit (bindings and evictions recorded, kept in the cache) or roll back;
+   (lone pods coming alike one after another are placed in one flat pass and then
+   committed and decided one by one, as the steps above would: ``placement/lone.py``)
 4. return the decisions; each gang left waiting carries its ``Status``, each queue its
    ``QueueStatus``.
 
@@ -63,6 +65,7 @@ from tierra.scheduler.gang import Gang, collect, rebuild
 from tierra.scheduler.placement.allocate import Allocator
 from tierra.scheduler.placement.demand import Demands
 from tierra.scheduler.placement.distribution import lowest_common
+from tierra.scheduler.placement.lone import LoneRuns
 from tierra.scheduler.placement.plan import make_plan
 from tierra.scheduler.queueing.queues import QueueBook, gang_order
 from tierra.scheduler.result import (
@@ -111,6 +114,8 @@ class _Session:
         self.demands = Demands(store, config.constraints)
         self.admitters = hooks(config.constraints).admit
         self.allocator = Allocator(store, config, self.txn, self.demands)
+        self.lone = LoneRuns(store, config, self.allocator, self.demands)
+        self.explain: str | None = None
         self.evictor = Evictor(
             store, config, self.allocator, memory=memory, bound_now=self.bound_now, now=now
         )
@@ -118,6 +123,7 @@ class _Session:
         self.book: QueueBook | None = None
 
     def run(self, explain: str | None) -> tuple[SessionResult, Explanation | None]:
+        self.explain = explain
         # 1. gangs
         gangs, orphans = collect(self.cache, self.config.scheduler_names, self.requeue.memory)
         self.unschedulable.extend(orphans)
@@ -146,11 +152,13 @@ class _Session:
             if gang.key != explain and self._skip(gang):
                 continue
             trace = Trace() if gang.key == explain else None
+            if trace is None and self._run(gang, q, waiting, book):
+                continue
             started, marks = time.perf_counter(), (len(self.bindings), len(self.evictions))
             with self.deciding():  # the store forks (if fed) between gangs, not inside one
                 status = self.place(gang, book, trace)
             self.requeue.remember(gang.key, status)
-            self._decided(gang.key, status, started, marks)
+            self._decided(gang.key, status, time.perf_counter() - started, marks)
             if not status.ok:
                 self.unschedulable.append(Unschedulable(gang.key, status))
             elif status.kept_by is not None:  # placed; members beyond the minimum wait
@@ -168,13 +176,52 @@ class _Session:
         )
         return result, explained
 
-    def _decided(self, gang: str, status: Status, started: float, marks: tuple[int, int]) -> None:
-        """Record (and hand on) what came of ``gang``: committed already when placed."""
+    def _run(self, gang: Gang, q: str, waiting: dict[str, list[Gang]], book: QueueBook) -> bool:
+        """Place ``gang`` and the alike lone pods its queue gives next in one flat pass
+        (``placement/lone.py``), each kept and decided as its own gang; False when there is
+        no such run, and ``gang`` takes the usual path. What the run could not place goes
+        back to the queue (and takes the usual path, one pod at a time)."""
+        failures = self.requeue.memory.failures
+        fresh = lambda g: g.key not in failures and g.key != self.explain  # noqa: E731
+        started = time.perf_counter()
+        found = self.lone.take(gang, waiting.get(q, []), fresh, book, self.requeue.waited(gang.key))
+        if found is None:
+            return False
+        plan, run = found
+        if not waiting.get(q, True):
+            del waiting[q]
+        with self.deciding():
+            status, placed = self.lone.place(plan, run)
+            for g, entry in zip(run, placed, strict=False):  # each pod kept as its own gang
+                self.txn.assigned[:] = [entry]
+                self.commit(g, book, None)
+        rest = run[len(placed) :] if placed else run[1:]
+        if rest:
+            waiting.setdefault(q, []).extend(reversed(rest))
+        if not placed:
+            return False
+        each = (time.perf_counter() - started) / len(placed)
+        first = len(self.bindings) - len(placed)  # one binding per pod, no evictions
+        for i, g in enumerate(run[: len(placed)]):
+            self.requeue.remember(g.key, status)
+            self._decided(g.key, status, each, (first + i, len(self.evictions)), first + i + 1)
+        return True
+
+    def _decided(
+        self,
+        gang: str,
+        status: Status,
+        seconds: float,
+        marks: tuple[int, int],
+        upto: int | None = None,
+    ) -> None:
+        """Record (and hand on) what came of ``gang``: committed already when placed; its
+        bindings and evictions are those after ``marks`` (bindings up to ``upto``)."""
         decision = Decision(
             gang,
             status.code,
-            time.perf_counter() - started,
-            tuple(self.bindings[marks[0] :]),
+            seconds,
+            tuple(self.bindings[marks[0] : upto]),
             tuple(self.evictions[marks[1] :]),
         )
         self.decisions.append(decision)
@@ -196,10 +243,14 @@ class _Session:
         out: dict[str, IntArray] = {}
         for g in gangs:
             total = out.setdefault(g.queue, np.zeros(width, dtype=np.int64))
+            per_vec: dict[int, tuple[IntArray, int]] = {}  # summed per vector, not per pod
             for p in g.pending:
                 vec = self.demands.vector(p)
                 if not isinstance(vec, Status):
-                    total += vec
+                    run = per_vec.get(id(vec))
+                    per_vec[id(vec)] = (vec, 1) if run is None else (vec, run[1] + 1)
+            for vec, n in per_vec.values():
+                total += vec * n
         return out
 
     def _skip(self, gang: Gang) -> bool:
@@ -268,12 +319,16 @@ class _Session:
         common = lowest_common(cache, nodes)
         hn = None if common is None or common == cache.index.root else cache.index.names[common]
         names = cache.index.node_names
-        total = np.zeros(len(cache.capacity.axis), dtype=np.int64)
+        per_vec: dict[int, tuple[IntArray, int]] = {}  # a gang's pods share a few vectors
         for pod, node, vec in txn.assigned:
             key = pod.key
             self.bindings.append(Binding(key, names[node], hn))
             self.bound_now.add(key)
-            total += vec
+            run = per_vec.get(id(vec))
+            per_vec[id(vec)] = (vec, 1) if run is None else (vec, run[1] + 1)
+        total = np.zeros(len(cache.capacity.axis), dtype=np.int64)
+        for vec, n in per_vec.values():
+            total += vec * n
         book.charge(gang.queue, total)
         cache.commit(txn)
         self.evictor.moved()

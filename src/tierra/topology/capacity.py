@@ -10,7 +10,9 @@ slice, and "how many pods of this shape fit in each domain" is one vectorised pa
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +24,7 @@ from tierra.topology.arrays import fit_counts, segment_sums
 from tierra.topology.index import IntArray, TopologyIndex
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "nvidia.com/gpu")
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 class ResourceAxis:
@@ -72,6 +75,21 @@ class ResourceAxis:
         return {n: int(vec[i]) * int(self.scale[i]) for i, n in enumerate(self.names) if vec[i]}
 
 
+_MOVES_KEPT = 4096  # moves logged before the log starts again
+_FITS_KEPT = 16  # requests (and masks) whose fit counts are kept; the least used goes
+
+
+@dataclass(slots=True)
+class _Fit:
+    """Fit counts of one request over every node, as of ``seen`` entries of ``log``."""
+
+    used: IntArray  # the ``node_used`` they were counted on
+    mask: npt.NDArray[np.bool_] | None  # kept alive: the key holds its id
+    log: list[IntArray]
+    seen: int
+    counts: IntArray
+
+
 class Capacity:
     """Mutable per-session ledger over an immutable ``TopologyIndex``."""
 
@@ -101,6 +119,10 @@ class Capacity:
         self.node_used: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
         self.dom_alloc: IntArray = index.sum_under(self.node_alloc)
         self.dom_used: IntArray = np.zeros_like(self.dom_alloc)
+        # every node row of ``node_used`` changed, in order: the fit counts kept per
+        # request (``fit_counts`` over every node) recount only what moved since
+        self._moves: list[IntArray] = []
+        self._fits: OrderedDict[tuple[bytes, int], _Fit] = OrderedDict()
 
     @classmethod
     def with_bound_pods(
@@ -127,6 +149,7 @@ class Capacity:
     def place(self, node: int, request: IntArray) -> None:
         self.node_used[node] += request
         self.dom_used[self.index.domains_of(node)] += request
+        self.moved(np.array([node], dtype=np.int64))
 
     def place_all(self, nodes: IntArray, requests: IntArray) -> None:
         """``place`` for many pods at once (``requests`` one row per pod): one scatter-add
@@ -135,16 +158,33 @@ class Capacity:
             return
         np.add.at(self.node_used, nodes, requests)
         self.dom_used[:] = self.index.sum_under(self.node_used)
+        self.moved(nodes)
 
     def remove(self, node: int, request: IntArray) -> None:
         self.node_used[node] -= request
         self.dom_used[self.index.domains_of(node)] -= request
+        self.moved(np.array([node], dtype=np.int64))
+
+    @property
+    def move_log(self) -> list[IntArray]:
+        """The node rows moved, in order (read only): a reader keeps how many it has
+        read, and reads afresh when this is another list (the log started again)."""
+        return self._moves
+
+    def moved(self, nodes: IntArray) -> None:
+        """``nodes``' rows of ``node_used`` changed. Every writer calls it (``place``,
+        ``remove``, ``place_all``, a transaction's ``_apply``): the kept fit counts trust
+        it. A long log starts again (the counts kept then recount once)."""
+        if len(self._moves) >= _MOVES_KEPT:
+            self._moves = []  # a new list: readers of the old one start afresh
+        self._moves.append(nodes)
 
     def copy(self) -> Capacity:
         clone = object.__new__(Capacity)
         clone.index, clone.axis = self.index, self.axis
         clone.node_alloc, clone.dom_alloc = self.node_alloc, self.dom_alloc  # never mutated
         clone.node_used, clone.dom_used = self.node_used.copy(), self.dom_used.copy()
+        clone._moves, clone._fits = [], OrderedDict()
         return clone
 
     # -- queries ----------------------------------------------------------------------
@@ -152,7 +192,7 @@ class Capacity:
     @property
     def unlimited(self) -> int:
         """Pods per node when nothing is asked: huge, yet no domain's sum can overflow."""
-        return int(np.iinfo(np.int64).max // 2 // (len(self.index.real_idx) + 1))
+        return _INT64_MAX // 2 // (len(self.index.real_idx) + 1)
 
     def free(self, h: int) -> IntArray:
         return np.asarray(self.dom_alloc[h] - self.dom_used[h], dtype=np.int64)
@@ -175,6 +215,20 @@ class Capacity:
         """How many pods of ``request`` each node can still take (0 where masked out);
         with ``nodes``, only those rows, in that order; ``empty``: could take with nothing
         running (to tell "never" from "not now")."""
+        if nodes is None and not empty:
+            return self._kept_fit(request, node_mask).copy()
+        return self._fit_rows(request, node_mask, nodes, empty=empty)
+
+    def _fit_rows(
+        self,
+        request: IntArray,
+        node_mask: npt.NDArray[np.bool_] | None,
+        nodes: IntArray | None,
+        *,
+        empty: bool = False,
+    ) -> IntArray:
+        if nodes is not None and len(nodes) == 1 and not empty:
+            return self._fit_one(request, node_mask, int(nodes[0]))
         asked = np.flatnonzero(request > 0)
         alloc, used = self.node_alloc, self.node_used
         if nodes is not None:
@@ -185,6 +239,54 @@ class Capacity:
             mask = node_mask if nodes is None else node_mask[nodes]
             counts = np.where(mask, counts, 0).astype(np.int64)
         return counts
+
+    def _fit_one(
+        self, request: IntArray, node_mask: npt.NDArray[np.bool_] | None, node: int
+    ) -> IntArray:
+        """``_fit_rows`` of one node, in Python integers (the flat path recounts the one
+        node a lone pod took): the same floor divisions, minimum and mask."""
+        if node_mask is not None and not node_mask[node]:
+            return np.zeros(1, dtype=np.int64)
+        alloc, used = self.node_alloc[node].tolist(), self.node_used[node].tolist()
+        fits = [
+            max(a - u, 0) // r
+            for a, u, r in zip(alloc, used, request.tolist(), strict=True)
+            if r > 0
+        ]
+        return np.array([min(fits) if fits else self.unlimited], dtype=np.int64)
+
+    def _kept_fit(self, request: IntArray, node_mask: npt.NDArray[np.bool_] | None) -> IntArray:
+        """Every node's fit count for ``request`` (and mask), kept from call to call and
+        brought up to date from ``_moves``: a count reads only its own node's row, so
+        recounting the rows that moved gives what counting all of them would. A session
+        asks it for every gang searched over the whole cluster (100,000 rows each)."""
+        key = (request.tobytes(), id(node_mask))
+        fit = self._fits.get(key)
+        log = self._moves
+        if (
+            fit is None
+            or fit.used is not self.node_used
+            or fit.mask is not node_mask
+            or fit.log is not log
+            or fit.seen > len(log)
+        ):
+            fit = _Fit(
+                self.node_used, node_mask, log, len(log), self._fit_rows(request, node_mask, None)
+            )
+            self._fits[key] = fit
+            if len(self._fits) > _FITS_KEPT:
+                self._fits.popitem(last=False)
+            return fit.counts
+        self._fits.move_to_end(key)
+        if fit.seen < len(log):
+            since = log[fit.seen :]
+            touched = since[0] if len(since) == 1 else np.unique(np.concatenate(since))
+            if 4 * len(touched) >= len(fit.counts):
+                fit.counts = self._fit_rows(request, node_mask, None)
+            else:
+                fit.counts[touched] = self._fit_rows(request, node_mask, touched)
+            fit.seen = len(log)
+        return fit.counts
 
     def domain_fit(
         self,

@@ -289,6 +289,9 @@ class BalancedPlacement(Constraint):
 
     name = "kueue-balanced-placement"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # caps Kueue gangs' pods only: a lone pod has no Kueue shape
+
     def _caps(self, cycle: Cycle, gang: Gang) -> _Caps | None:
         """The plan as caps over every node."""
         ask = _asked(gang)

@@ -130,6 +130,9 @@ class BoundedWait(Constraint):
 
     name = "bounded-wait"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # reads the PodGroup only: a lone pod has none
+
     def admit(self, cycle: Cycle, demand: Demand) -> Status | None:
         gang = cycle.gang
         if gang is None or gang.podgroup is None:

@@ -218,6 +218,9 @@ class Contention(Constraint):
 
     name = "contention"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # domain scores only: the flat path asks none
+
     def domain_scores(
         self, cycle: Cycle, request: IntArray, domains: IntArray, sticky: int | None
     ) -> FloatArray | None:

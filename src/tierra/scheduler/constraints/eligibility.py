@@ -27,7 +27,7 @@ import numpy as np
 
 from tierra.api.node import Node, TaintEffect
 from tierra.api.pod import Pod
-from tierra.scheduler.constraints.protocol import Constraint, NodeMask
+from tierra.scheduler.constraints.protocol import Constraint, Cycle, NodeMask
 from tierra.topology.arrays import BoolArray
 from tierra.topology.health import Health, NodeIssue
 from tierra.topology.index import IntArray
@@ -140,6 +140,9 @@ class NodeEligibility(Constraint):
     """Health, taints, nodeSelector and required node affinity: the store's filter."""
 
     name = "node-eligibility"
+
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # the pod's own fields: alike pods, one mask
 
     def mask_key(self, pod: Pod) -> Hashable:
         return constraint_key(pod)

@@ -124,9 +124,9 @@ def _exclusive_gangs(store: ClusterStore, held: _Held) -> dict[str, tuple[int, .
     table = id(store.podgroups) * 1_000_003 + len(store.podgroups)
     if held.pg_clock != table:
         held.gangs = {}
-        for key, pg in store.podgroups.items():
-            if EXCLUSIVE_TIER not in pg.meta.annotations:
-                continue  # one dict look-up: most PodGroups do not ask
+        pgs = store.podgroups  # one dict look-up each, in a comprehension: most do not ask
+        asking = [(key, pg) for key, pg in pgs.items() if EXCLUSIVE_TIER in pg.meta.annotations]
+        for key, pg in asking:
             tiers = exclusive_tiers(pg, store.index)
             if isinstance(tiers, tuple):
                 held.gangs[key] = tiers
@@ -160,18 +160,28 @@ def held_now(store: ClusterStore) -> _Held:
             nodes[inside] = True
             owner.update(dict.fromkeys(inside.tolist(), key))
         doms |= taken
-    cap = store.capacity
-    idle_nodes = np.maximum(cap.node_alloc - cap.node_used, 0) * nodes[:, None]
-    idle = np.zeros_like(cap.dom_alloc)
-    ix = store.index
-    rows = np.flatnonzero(nodes)
-    for n in rows.tolist():  # few: the nodes of held domains
-        idle[ix.domains_of(n)] += idle_nodes[n]
+    held.idle = _idle(store, np.flatnonzero(nodes))
     held.nodes, held.node_owner = nodes, owner
     lay = store.layouts
     held.domains = np.asarray(sorted(doms, key=lambda d: int(lay.tin[d])), dtype=np.int64)
-    held.idle = idle
     return held
+
+
+def _idle(store: ClusterStore, rows: IntArray) -> IntArray:
+    """Per domain, the free room of the held nodes ``rows`` under it: each row's room
+    added to every domain holding it, in one scatter (the held nodes of a busy cluster
+    are hundreds, and this is asked again whenever the store's clock moves)."""
+    cap, ix = store.capacity, store.index
+    idle = np.zeros_like(cap.dom_alloc)
+    if not len(rows):
+        return idle
+    room = np.maximum(cap.node_alloc[rows] - cap.node_used[rows], 0)
+    starts = ix.domain_ptr[rows]
+    lens = ix.domain_ptr[rows + 1] - starts
+    first = np.repeat(np.cumsum(lens) - lens, lens)
+    entries = np.arange(int(lens.sum()), dtype=np.int64) - first + np.repeat(starts, lens)
+    np.add.at(idle, ix.domain_idx[entries], np.repeat(room, lens, axis=0))
+    return idle
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +189,9 @@ class ExclusiveDomains(Constraint):
     """Whole domains for gangs that ask, none of theirs for others (module docstring)."""
 
     name = "exclusive"
+
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # held domains, not the gang, cap a pod without the annotation
 
     def admit(self, cycle: Cycle, demand: Demand) -> Status | None:
         gang = cycle.gang

@@ -56,6 +56,9 @@ class NodeRepair(Constraint):
 
     name = "node-repair"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # candidacy only: the flat path asks none
+
     def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
         sticky, gang = ask.sticky, cycle.gang
         if sticky is None or gang is None:

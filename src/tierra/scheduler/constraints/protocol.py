@@ -19,8 +19,12 @@ hook               asked                                        kube-scheduler
                    once, whenever fit counts are taken
 ``domain_scores``  per tier, over its candidates               Score (domains)
 ``node_scores``    over nodes, on the flat path                 Score (nodes)
+``pod_scores``     per pod shape, over nodes: what the pods     Score (plugins that
+                   themselves prefer                            read the pod)
 ``reserve``        once a domain holds the gang, before the     Reserve / Unreserve
                    session keeps it; undone with the attempt
+``alone_alike``    once per run of alike lone pods: may they    (none: a session's
+                   be placed in one flat pass                   batching)
 ``describe``       only by ``explain``, to word a ``Refusal``   Status message
 =================  ==========================================  =========================
 
@@ -232,6 +236,18 @@ class Constraint:
         """Take what the placed pods need beyond room (devices, volumes) or refuse; the
         attempt is rolled back on a refusal (and the next candidate domain tried)."""
         return None
+
+    def alone_alike(self, cycle: Cycle) -> bool:
+        """Whether this constraint says the same of a run of alike lone pods placed in one
+        flat pass as of each placed on its own (``cycle``: the run's first pod's attempt).
+
+        Alike lone pods: no PodGroup, no topology, pod rules or claims, one request, node
+        mask, priority and queue, one after another in queue order. True when nothing it
+        answers for such a pod reads which gang is being placed or what this attempt
+        placed before it (no admit or reservation of its own for them, no per-gang node
+        cap); the session then places such runs at once (``placement/lone.py``). Unknown
+        constraints say no, so a new one is asked pod by pod until it says otherwise."""
+        return False
 
     def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
         """``refusal`` in words (explain only), for ``domain`` when one is named."""

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 class QueueCapability(Constraint):
     name = "queue-capability"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        """Alike only where no queue limit applies at all (then ``admit`` says yes to every
+        pod, whatever the pods before it took; ``QueueBook.has_limits``)."""
+        book, gang = cycle.queues, cycle.gang
+        return book is None or gang is None or not book.has_limits(gang.queue)
+
     def admit(self, cycle: Cycle, demand: Demand) -> Status | None:
         book = cycle.queues
         if book is None or cycle.gang is None:

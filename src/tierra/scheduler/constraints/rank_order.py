@@ -42,6 +42,9 @@ class RankOrder(Constraint):
 
     name = "rank-order"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # reserves for Kueue's ranks only: a lone pod has none
+
     def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:
         gang = cycle.gang
         shape = gang.kueue if gang is not None else None

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 class PolicyScores(Constraint):
     name = "policy-scores"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # reads the view and the ledger, never the gang
+
     def domain_scores(
         self, cycle: Cycle, request: IntArray, domains: IntArray, sticky: int | None
     ) -> FloatArray | None:

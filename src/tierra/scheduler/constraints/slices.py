@@ -148,6 +148,9 @@ class InnerSlices(Constraint):
 
     name = "kueue-inner-slices"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # reserves for Kueue's slices only: a lone pod has none
+
     def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
         gang = cycle.gang
         if gang is None or gang.kueue is None or not gang.kueue.hosts:

@@ -202,6 +202,9 @@ class TierLimits(Constraint):
 
     name = "tier-limit"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # candidacy only: the flat path asks none
+
     def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
         allowed = ask.limit.allowed(cycle.store.index, domains)
         refusal = Refusal(

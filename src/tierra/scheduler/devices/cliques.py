@@ -86,6 +86,9 @@ def spanning(store: ClusterStore, cliques: IntArray, domains: IntArray) -> np.nd
 class NvlinkCliques(Constraint):
     name = "nvlink-cliques"
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # candidacy only: the flat path asks none
+
     def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
         if not ask.new_gang or not len(domains):
             return None

@@ -15,6 +15,7 @@ only when classes or slices change.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,11 @@ from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
 from tierra.topology.inside import InsideIndex
 
 MAX_RESERVED_FOR = 256  # resourceapi.ResourceClaimReservedForMaxSize
+
+
+# numbers standing for lists of node names in eligibility keys (``_nodes_token``):
+# one counter for every DeviceCluster, so a fork's copied keys never meet its own
+_NODE_TOKENS = itertools.count(1)
 
 
 @dataclass(slots=True)
@@ -71,6 +77,9 @@ class DeviceCluster:
     _inside_at: tuple[int, int] = (-1, -1)
     _in_use: set[DeviceId] = field(default_factory=set, repr=False, compare=False)
     _in_use_at: int = -1
+    _node_names: tuple[object, tuple[str, ...], int] = field(
+        default=(None, (), 0), repr=False, compare=False
+    )
     # The session's thread reads (and reserves) while the adapter's binder writes.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -337,8 +346,21 @@ class DeviceCluster:
             self.signature(pod),
             tuple(sorted(pod.node_selector.items())),
             pod.affinity_terms,
-            tuple(n.name for n in nodes),
+            self._nodes_token(nodes),
         )
+
+    def _nodes_token(self, nodes: Sequence[Node]) -> int:
+        """A number standing for the nodes' names in the eligibility key: the same while
+        the names are (every pod of a session asks with the store's one list of nodes,
+        and a tuple of 10,000 names built and hashed per pod was most of its mask)."""
+        seen, names, token = self._node_names
+        if seen is nodes and len(names) == len(nodes):
+            return token
+        fresh = tuple(n.name for n in nodes)
+        if fresh != names or not token:
+            token = next(_NODE_TOKENS)  # never given twice, whichever DeviceCluster asks
+        self._node_names = (nodes, fresh, token)
+        return token
 
     def _remembered(
         self, pod: Pod, key: Hashable

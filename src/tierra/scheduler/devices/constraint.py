@@ -75,6 +75,9 @@ def device_state(store: ClusterStore) -> DeviceCluster | None:
 class DeviceClaims(Constraint):
     name = EXTENSION
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        return True  # masks and reserves for pods with claims only
+
     def mask_key(self, pod: Pod) -> Hashable:
         # Each pod with claims has claims of its own: its own mask (pods sharing one
         # claim still differ in what else they hold).

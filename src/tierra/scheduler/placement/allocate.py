@@ -79,7 +79,7 @@ def _why(status: Status) -> Why:
     return status.why if status.why is not None else status.reason
 
 
-def _placed(domain: int, extras: Extras) -> Status:
+def placed_in(domain: int, extras: Extras = Extras()) -> Status:
     """Success, with the members beyond the minimum its queue's limits kept out."""
     return Status(Code.SUCCESS, domain=domain, kept_out=extras.kept_out, kept_by=extras.kept_by)
 
@@ -195,7 +195,7 @@ class Allocator:
                     refused = self._reserve(mark)
                     if refused is None:
                         self._attempt(trace, "gang", h, "chosen")
-                        return _placed(h, extras)
+                        return placed_in(h, extras)
                     status = _failed(Code.ATTEMPT_FAILED, Reserved(refused, h))
                 self.txn.rollback(mark)
                 failure = failure or Within(h, _why(status))
@@ -210,7 +210,7 @@ class Allocator:
         """Success once every reserving constraint agrees; else rolled back, and why."""
         refused = self._reserve(start)
         if refused is None:
-            return _placed(domain, extras)
+            return placed_in(domain, extras)
         self.txn.rollback(start)
         return _failed(Code.ATTEMPT_FAILED, Reserved(refused, domain))
 

@@ -53,10 +53,16 @@ class Demands:
         self.masks = hooks(constraints).node_mask
         one = self.masks[0].mask_key if len(self.masks) == 1 else None
         self._key: Callable[[Pod], Hashable] = one or self._keys
-        self._vecs: dict[tuple[tuple[str, int], ...], IntArray | Status] = {}
+        self._mask_keys = tuple(c.mask_key for c in self.masks)
+        # per request (as the pod spells it): its vector and the vector's bytes, or why not
+        self._vecs: dict[tuple[tuple[str, int], ...], tuple[IntArray, bytes] | Status] = {}
 
     def vector(self, pod: Pod) -> IntArray | Status:
         """The pod's request on the ledger axis, or why it cannot be expressed there."""
+        found = self._entry(pod)
+        return found if isinstance(found, Status) else found[0]
+
+    def _entry(self, pod: Pod) -> tuple[IntArray, bytes] | Status:
         key = tuple(pod.requests.items())
         found = self._vecs.get(key)
         if found is None:
@@ -65,7 +71,8 @@ class Demands:
             if missing:
                 found = unresolvable(f"requests {', '.join(missing)}, which no node offers")
             else:
-                found = self.cache.request_vector(pod)
+                vec = self.cache.request_vector(pod)
+                found = (vec, vec.tobytes())
             self._vecs[key] = found
         return found
 
@@ -73,13 +80,18 @@ class Demands:
         """The demand of ``pods`` (with ``floor`` as its minResources)."""
         groups: dict[tuple[bytes, Hashable], list[Pod]] = {}
         vecs: dict[tuple[bytes, Hashable], IntArray] = {}
+        key_of, entry_of = self._key, self._entry
         for pod in pods:
-            vec = self.vector(pod)
-            if isinstance(vec, Status):
-                return unresolvable(f"pod {pod.key} {vec.reason}")
-            k = (vec.tobytes(), self._key(pod))
-            groups.setdefault(k, []).append(pod)
-            vecs[k] = vec
+            entry = entry_of(pod)
+            if isinstance(entry, Status):
+                return unresolvable(f"pod {pod.key} {entry.reason}")
+            k = (entry[1], key_of(pod))
+            members = groups.get(k)
+            if members is None:
+                groups[k] = [pod]
+                vecs[k] = entry[0]
+            else:
+                members.append(pod)
         axis = self.cache.capacity.axis
         total = np.zeros(len(axis), dtype=np.int64)
         shapes = []
@@ -91,9 +103,13 @@ class Demands:
         shapes.sort(key=lambda s: (-int(s.vec[gpu]), -int(s.vec[0]), -int(s.vec[1])))
         return Demand(tuple(shapes), total, floor)
 
+    def mask_key(self, pod: Pod) -> Hashable:
+        """What the node-mask constraints read of ``pod``: equal keys, one node mask."""
+        return self._key(pod)
+
     def _keys(self, pod: Pod) -> Hashable:
         """What every node-mask constraint reads of ``pod`` (equal keys: one shape)."""
-        return tuple(c.mask_key(pod) for c in self.masks)
+        return tuple([key(pod) for key in self._mask_keys])
 
     def node_mask(self, pod: Pod) -> NodeMask:
         """The nodes ``pod`` may use: every node-mask constraint's mask, and-ed (the one

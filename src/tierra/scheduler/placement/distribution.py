@@ -13,7 +13,7 @@ Two ways, both writing through the session's transaction:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
@@ -51,9 +51,10 @@ def lowest_common(cache: ClusterStore, nodes: Sequence[int] | IntArray) -> int |
     """The lowest usable domain holding every node (the root if none), None if no nodes."""
     if len(nodes) == 0:
         return None
-    arr = np.unique(np.asarray(nodes, dtype=np.int64))
     ix = cache.index
-    if len(arr) == 1:  # a lone pod's: every domain holding its node
+    if len(nodes) == 1:  # a lone pod's: every domain holding its node
+        common = ix.domains_of(int(nodes[0]))
+    elif len(arr := np.unique(np.asarray(nodes, dtype=np.int64))) == 1:
         common = ix.domains_of(int(arr[0]))
     else:
         _, doms = cache.layouts.node_entries(arr)
@@ -84,7 +85,9 @@ class NodeChoice:
         # the node caps that kept the last shape ``place_in`` could not place short
         self.refused: list[Refusal] = []
         self._capped: list[Refusal] = []
-        self.flat = FlatStates(cache, txn, self.node_scores)
+        self.flat = FlatStates(cache, self.node_scores)
+        self._node_scorers = hooks(config.constraints).node_scores
+        self._scoring_of: tuple[object, tuple[Hashable, ...]] = (None, ())
 
     @property
     def view(self) -> View:
@@ -262,6 +265,17 @@ class NodeChoice:
         """Every scoring constraint's share of each node's score (``asking.node_scores``)."""
         return node_scores(self.cycle, vec, nodes, region)
 
+    def _scoring(self) -> tuple[Hashable, ...]:
+        """What the flat path's node scores read besides the ledger: the view's index,
+        layouts and link rates (by identity), its gang-shape mix, the policies and the
+        node-scoring constraints (by value) -- equal from session to session while the
+        cluster's shape mix stands, so kept scores serve the next session too."""
+        v = self.view
+        if self._scoring_of[0] is not v:
+            found = (v.index, v.layouts, v.links, v.mix, self.config.policies, self._node_scorers)
+            self._scoring_of = (v, found)
+        return self._scoring_of[1]
+
     def _limits(self, state: FlatState, shape: Shape) -> tuple[IntArray, FloatArray]:
         """The flat state's counts and scores under the node caps (the state's own arrays
         when no constraint caps nodes: the state is kept between gangs, caps are not)."""
@@ -297,7 +311,7 @@ class NodeChoice:
         pack) rescore after every pod. The counts and scores are kept for the session's
         next gangs (``flat_state.py``), so a lone pod rescores only what changed.
         """
-        state = self.flat.get(shape, region, self.view)
+        state = self.flat.get(shape, region, self._scoring())
         nodes, group = state.nodes, state.group
         counts, live, prefers = self._preferred(shape, nodes, *self._limits(state, shape))
         avail = int(counts.sum())
@@ -321,12 +335,15 @@ class NodeChoice:
                 live[members] = saved
                 order = members[np.lexsort((members, -saved))]
                 batch = order[live[order] >= outside].tolist() or [i]
+            plan: list[tuple[int, int]] = []  # the batch's nodes in order, one write
+            start = placed
             for j in batch:
                 if placed >= need:
                     break
                 k = min(int(counts[j]), need - placed) if packs else 1
-                self.txn.place(list(pods[placed : placed + k]), int(nodes[j]), shape.vec)
+                plan.append((int(nodes[j]), k))
                 placed += k
+            self.txn.place_plan(pods[start:placed], plan, shape.vec)
             if placed >= need:
                 break  # the kept state is brought up to date when next asked for (``get``)
             self.flat.refresh(state, shape, region)

@@ -1,11 +1,14 @@
-"""The flat path's per-node fit counts and scores, kept from gang to gang in one session.
+"""The flat path's per-node fit counts and scores, kept from gang to gang and session to session.
 
 A pod without a topology constraint goes to the best-scoring node of its region
 (``NodeChoice.pack_flat``, Volcano's flat path). Scoring every node again for every such
 pod is what made 10,000 lone pods on 5,000 nodes take 30 s: one pod changes the ledger
-on one node and the domains above it, nothing else. So a session keeps, per region,
-request, eligible nodes and scoring view, each node's fit count and score, and before
-each use brings them up to date from the transaction's log (``Transaction.touched``):
+on one node and the domains above it, nothing else. So the ledger keeps (beside it, per
+``Capacity``), per region, request, eligible nodes and scoring (the view's index, link
+rates and gang-shape mix, the configured policies and node-scoring constraints), each
+node's fit count and score, and before each use brings them up to date from the
+ledger's log of the node rows that moved (``Capacity.move_log``: a session's placements
+and undos, and what adapters fed between sessions):
 
 * a node placed on or released gets its fit count and score again;
 * so does every node of a domain above it, except domains holding the whole region
@@ -14,24 +17,32 @@ each use brings them up to date from the transaction's log (``Transaction.touche
 
 That is exactly what scoring from scratch would give, so the placements do not change
 (``tests/scheduler/test_sched_flat_state.py`` compares with a pod-by-pod reference).
+Kept across sessions, a flat gang at 100,000 nodes no longer scores every node first: the
+scores read only the ledger and the scoring, both in the key or the log. A new log (it
+starts again when long) or a new ``node_used`` (a forked or copied ledger) scores afresh.
 """
 
 from __future__ import annotations
 
+import itertools
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
 
 from tierra.scheduler.placement.demand import Shape
 from tierra.scheduler.state.store import ClusterStore
-from tierra.scheduler.state.transaction import Transaction
 from tierra.topology.arrays import FloatArray
+from tierra.topology.capacity import Capacity
 from tierra.topology.index import IntArray
 
 Scorer = Callable[[IntArray, IntArray, int], FloatArray]  # (request, nodes, region)
-KEPT = 64  # states per session (a region and shape each); the least recently used goes
+KEPT = 16  # states per ledger (a region, shape and scoring each); the least recently used goes
+_States = OrderedDict[tuple[object, ...], "FlatState"]
+# per ledger, its states: beside it (derived data), gone with it
+_KEPT: weakref.WeakKeyDictionary[Capacity, _States] = weakref.WeakKeyDictionary()
 
 
 @dataclass(slots=True)
@@ -43,32 +54,45 @@ class FlatState:
     group: IntArray  # per position, the node's group (``Layouts.group_of``)
     counts: IntArray
     live: FloatArray
-    seen: int  # entries of ``Transaction.touched`` already reflected
+    log: list[IntArray]  # the ledger's move log it reads (``Capacity.move_log``)
+    used: IntArray  # the ledger's ``node_used`` it was counted on
+    seen: int  # entries of ``log`` already reflected
     by_group: dict[int, IntArray]  # ``FlatStates._group_nodes``, memoised
     anchors: tuple[object, ...]  # the objects whose ids make the key, kept alive
 
 
 class FlatStates:
-    """Every flat state of one session, keyed by region, request, eligibility and view."""
+    """The flat states of the store's ledger, keyed by region, request, eligibility and
+    scoring (``scoring``: what the node scores read besides the ledger, as a key)."""
 
-    def __init__(self, cache: ClusterStore, txn: Transaction, score: Scorer) -> None:
+    def __init__(self, cache: ClusterStore, score: Scorer) -> None:
         self.cache = cache
-        self.txn = txn
         self.score = score
-        self._states: OrderedDict[tuple[object, ...], FlatState] = OrderedDict()
+        self._scoring: tuple[object, tuple[int, ...]] = (None, ())  # the last one, its key
 
-    def get(self, shape: Shape, region: int, view: object) -> FlatState:
-        """The state for ``shape`` inside ``region``, as scoring from scratch would give."""
+    def get(self, shape: Shape, region: int, scoring: tuple[Hashable, ...]) -> FlatState:
+        """The state for ``shape`` inside ``region``, as scoring from scratch would give.
+
+        ``scoring`` holds objects (compared by identity, kept alive) and values that
+        decide the scores besides the ledger."""
+        cap = self.cache.capacity
+        states = _KEPT.get(cap)
+        if states is None:
+            states = _KEPT[cap] = OrderedDict()
         mask = shape.eligibility.mask
-        key = (region, shape.vec.tobytes(), id(mask), id(view))
-        state = self._states.get(key)
-        if state is None:
-            state = self._build(shape, region, (mask, view))
-            self._states[key] = state
-            if len(self._states) > KEPT:
-                self._states.popitem(last=False)
+        seen, tail = self._scoring
+        if seen is not scoring:  # numbers for it, once per scoring (hashing a mix is dear)
+            tail = tuple(map(_identity, scoring))
+            self._scoring = (scoring, tail)
+        key = (region, shape.vec.tobytes(), id(mask), *tail)
+        state = states.get(key)
+        if state is None or state.log is not cap.move_log or state.used is not cap.node_used:
+            state = self._build(shape, region, (mask, *scoring))
+            states[key] = state
+            if len(states) > KEPT:
+                states.popitem(last=False)
         else:
-            self._states.move_to_end(key)
+            states.move_to_end(key)
             self.refresh(state, shape, region)
         return state
 
@@ -84,14 +108,24 @@ class FlatStates:
         )
         live = np.where(counts > 0, self.score(shape.vec, nodes, region), -np.inf)
         group = cache.layouts.group_of[nodes]
-        return FlatState(nodes, pos, group, counts, live, len(self.txn.touched), {}, anchors)
+        cap = cache.capacity
+        log = cap.move_log
+        return FlatState(nodes, pos, group, counts, live, log, cap.node_used, len(log), {}, anchors)
 
     def refresh(self, state: FlatState, shape: Shape, region: int) -> None:
         """Bring ``state`` up to date with the changes logged since it last was."""
-        log = self.txn.touched
+        cap = self.cache.capacity
+        if state.log is not cap.move_log or state.used is not cap.node_used:
+            self._afresh(state, shape, region)  # the log started again since: all of it
+            return
+        log = state.log
         if state.seen == len(log):
             return
-        touched = np.unique(np.concatenate(log[state.seen :]))
+        since = log[state.seen :]
+        # one pod placed since (the lone pods' case): its node, without sorting
+        touched = (
+            since[0] if len(since) == 1 and len(since[0]) == 1 else np.unique(np.concatenate(since))
+        )
         state.seen = len(log)
         at = state.pos[touched]
         at = at[at >= 0]
@@ -106,6 +140,17 @@ class FlatStates:
             at = np.arange(len(state.nodes), dtype=np.int64)
         fresh = self.score(shape.vec, state.nodes[at], region)
         state.live[at] = np.where(state.counts[at] > 0, fresh, -np.inf)
+
+    def _afresh(self, state: FlatState, shape: Shape, region: int) -> None:
+        """Count and score every node of ``state`` again, reading the ledger's log from now."""
+        cap = self.cache.capacity
+        root = region == self.cache.index.root
+        state.counts = cap.fit_counts(
+            shape.vec, shape.eligibility.mask, None if root else state.nodes
+        )
+        fresh = self.score(shape.vec, state.nodes, region)
+        state.live = np.where(state.counts > 0, fresh, -np.inf)
+        state.log, state.used, state.seen = cap.move_log, cap.node_used, len(cap.move_log)
 
     def _affected(self, state: FlatState, touched: IntArray, region: int) -> IntArray:
         """Positions of the region's nodes whose score may have changed."""
@@ -138,3 +183,20 @@ class FlatStates:
             ]
             found = state.by_group[group] = np.unique(at[at >= 0])
         return found
+
+
+_VALUES: dict[Hashable, int] = {}  # a number per value seen in a scoring key
+_NUMBERS = itertools.count(1)  # never reused: a forgotten value's number stays its own
+
+
+def _identity(item: Hashable) -> int:
+    """An object of a scoring key by identity (indexes, layouts, link rates), a value
+    (tuples of frozen dataclasses: a mix, policies) by the number it was given."""
+    if not isinstance(item, tuple):
+        return id(item)
+    found = _VALUES.get(item)
+    if found is None:
+        if len(_VALUES) > 4096:  # a value per mix and configuration: keep a few
+            _VALUES.clear()
+        found = _VALUES[item] = next(_NUMBERS)
+    return found

@@ -123,6 +123,11 @@ class _Rule(Constraint):
     def mask_key(self, pod: Pod) -> Hashable:
         return rules_key(pod)
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        """Alike while no pod has rules (the book asleep): a pod without rules is then
+        neither masked nor capped by any."""
+        return not book_of(cycle.store).awake
+
     def verdicts(
         self, pod: Pod, table: NodeTable, placed: PodIndex, book: RulesBook
     ) -> Sequence[Verdict]:
@@ -179,6 +184,7 @@ def _caps_from(refused: BoolArray, one_each: bool) -> IntArray:
 @dataclass(frozen=True, slots=True)
 class NodePorts(_Rule):
     name = "node-ports"
+
     filter_name = host_ports.NAME
 
     def field_of(self, reason: str) -> str:

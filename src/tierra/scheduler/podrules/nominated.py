@@ -95,6 +95,12 @@ class NominatedRoom(Constraint):
     def cap_refusal(self, cycle: Cycle, capped: int) -> Refusal | None:
         return Refusal(self, "nominated", capped)
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        """Alike while nothing is held: its caps read the gang (its own holds, its
+        priority) only where a nominated pod holds room, and a lone pod of a run has no
+        nomination (the field is read into pod rules, which keep a pod out of runs)."""
+        return not nominations_of(cycle.store).holds
+
     def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
         return (
             f"{refusal.count} node(s) hold room for a pod nominated there after preemption "

@@ -63,6 +63,11 @@ class _Preference(Constraint):
         """The plugin's normalized scores of ``nodes`` (0-100)."""
         raise NotImplementedError
 
+    def alone_alike(self, cycle: Cycle) -> bool:
+        """Alike while no pod has rules (the book asleep): no pod then prefers anything
+        and no placed pod's terms score another, so the hook says nothing."""
+        return not book_of(cycle.store).awake
+
     def pod_scores(
         self, cycle: Cycle, shape: Shape, nodes: IntArray, feasible: BoolArray
     ) -> FloatArray | None:

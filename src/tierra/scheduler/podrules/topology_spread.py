@@ -66,9 +66,17 @@ def _state(
     codes, _ = nodes.values(c.topology_key)
     eligible = _eligible(pod, c, has_keys, nodes)
     counts = _counts(pod, c, nodes, eligible, placed)
-    domains = np.unique(codes[eligible])
+    domains = _present(codes[eligible])
     low = int(counts[domains].min()) if len(domains) >= max(1, c.min_domains) else 0
     return codes, counts, low
+
+
+def _present(codes: IntArray) -> IntArray:
+    """``np.unique(codes)`` for label codes (small ints): a count per code, not a sort
+    or hash of every node's (asked once per pod with spread, over every node)."""
+    if len(codes) == 0 or int(codes.min()) < 0:
+        return np.unique(codes)
+    return np.flatnonzero(np.bincount(codes))
 
 
 def _has_keys(hard: tuple[SpreadConstraint, ...], nodes: NodeTable) -> BoolArray:

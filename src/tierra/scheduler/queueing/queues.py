@@ -61,6 +61,22 @@ def gang_order(gang: Gang) -> tuple[object, ...]:
     return (-gang.priority, gang.created, natural_key(gang.key))
 
 
+_BUILT: list[tuple[tuple[Queue, ...], QueueTree]] = []  # the last tree built, with its queues
+
+
+def _tree(queues: Iterable[Queue]) -> QueueTree:
+    """``QueueTree.build``, kept while the same queue objects come (every session builds
+    the book; queues change seldom, and a changed one is a new object)."""
+    now = tuple(queues)
+    if _BUILT:
+        seen, tree = _BUILT[0]
+        if len(seen) == len(now) and all(a is b for a, b in zip(seen, now, strict=True)):
+            return tree
+    tree = QueueTree.build(now)
+    _BUILT[:] = [(now, tree)]
+    return tree
+
+
 class QueueBook:
     def __init__(
         self,
@@ -73,7 +89,7 @@ class QueueBook:
         self.cache = cache
         self.axis = cache.capacity.axis
         self.names = tuple(shown(n) for n in self.axis.names)  # as explain words them
-        self.tree = QueueTree.build(cache.queues.values())
+        self.tree = _tree(cache.queues.values())
         self.queues: Mapping[str, Queue] = self.tree.queues
         self.waiting = set(waiting)
         self.guarantees = any(q.guarantee for q in self.queues.values())

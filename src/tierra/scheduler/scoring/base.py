@@ -100,6 +100,22 @@ def resource_weights(
     )
 
 
+_WEIGHTS: dict[tuple[tuple[str, ...], tuple[tuple[str, float], ...]], FloatArray] = {}
+
+
+def weights_for(names: tuple[str, ...], configured: tuple[tuple[str, float], ...]) -> FloatArray:
+    """``resource_weights`` kept per axis and configuration (the flat path asks for every
+    pod it places); read-only, shared."""
+    key = (names, configured)
+    found = _WEIGHTS.get(key)
+    if found is None:
+        if len(_WEIGHTS) > 64:  # axes and configurations come and go: keep a few
+            _WEIGHTS.clear()
+        found = _WEIGHTS[key] = resource_weights(names, dict(configured))
+        found.setflags(write=False)
+    return found
+
+
 def reject_unknown(data: dict[str, object] | object, allowed: tuple[str, ...]) -> list[str]:
     """The keys of ``data`` that are not in ``allowed`` (typos must not pass silently)."""
     if not isinstance(data, dict):

@@ -24,9 +24,10 @@ from tierra.scheduler.scoring.base import (
     View,
     fill_after,
     parse_resource_weights,
-    resource_weights,
+    weights_for,
 )
-from tierra.topology.arrays import FloatArray
+from tierra.scheduler.state.layout import Layouts
+from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
 
 NAME = "binpack"
@@ -43,7 +44,7 @@ class Binpack:
     packs: bool = field(default=True, init=False)
 
     def weights(self, view: View) -> FloatArray:
-        return resource_weights(view.capacity.axis.names, dict(self.resources))
+        return weights_for(view.capacity.axis.names, self.resources)
 
     def domain_scores(
         self, view: View, request: IntArray, domains: IntArray, allocated: int | None
@@ -63,30 +64,31 @@ class Binpack:
             return own
         tier_w = np.array([self.fading ** (t - 1) for t in lay.tiers], dtype=np.float64)
         # each domain's fill once (only those holding these nodes, when they are fewer);
-        # those holding all of region count as "no domain"
+        # those holding all of region count as "no domain", unusable trees are not topology
         doms = self._domains(view, nodes)
-        fill = np.ones(len(cap.dom_alloc), dtype=np.float64)
-        fill[doms] = fill_after(cap.dom_alloc[doms], cap.dom_used[doms], request, w)
-        fill[doms[lay.covers(doms, region)]] = 1.0
-        fill[doms[~view.index.usable[doms]]] = 1.0  # unusable trees are not topology
+        if doms is None:  # every domain: the ledger's rows as they are
+            fill = fill_after(cap.dom_alloc, cap.dom_used, request, w)
+            fill[_no_domain(view, region)] = 1.0
+        else:
+            fill = np.ones(len(cap.dom_alloc), dtype=np.float64)
+            fill[doms] = fill_after(cap.dom_alloc[doms], cap.dom_used[doms], request, w)
+            fill[doms[_no_domain(view, region)[doms]]] = 1.0
         if lay.shared_tiers:
             per = self._per_tier_shared(view, fill, nodes)
-        else:
-            per = np.ones((len(nodes), len(lay.tiers)), dtype=np.float64)
-            for k, t in enumerate(lay.tiers):
-                dom = lay.node_dom[t][nodes]
-                per[:, k] = np.where(dom >= 0, fill[dom], 1.0)
+        else:  # per node and tier, its domain's fill (1 without one), one gather
+            dom = _tier_domains(lay)[nodes]
+            per = np.where(dom >= 0, fill[dom], 1.0)
         fading = (per @ tier_w) / tier_w.sum()
         total = self.node_weight + 1.0
         return np.asarray((self.node_weight * own + fading) / total, dtype=np.float64)
 
     @staticmethod
-    def _domains(view: View, nodes: IntArray) -> IntArray:
-        """The domains whose fill the scores of ``nodes`` read: all of them, or (for a
-        few nodes, as the flat path rescores after each pod) only those holding one."""
+    def _domains(view: View, nodes: IntArray) -> IntArray | None:
+        """The domains whose fill the scores of ``nodes`` read: all of them (None), or
+        (for a few nodes, as the flat path rescores after each pod) those holding one."""
         lay, n_doms = view.layouts, len(view.capacity.dom_alloc)
         if len(nodes) * max(len(lay.tiers), 1) >= n_doms:
-            return np.arange(n_doms, dtype=np.int64)
+            return None
         if lay.shared_tiers:
             held = lay.node_entries(nodes)[1]
         else:
@@ -108,6 +110,39 @@ class Binpack:
         tot = np.bincount(key, weights=fill[doms], minlength=len(nodes) * n_t)
         tot = tot.reshape(len(nodes), n_t)
         return np.asarray(np.where(cnt > 0, tot / np.maximum(cnt, 1), 1.0), dtype=np.float64)
+
+
+_NO_DOMAIN: dict[tuple[int, int], tuple[object, BoolArray]] = {}
+
+
+def _no_domain(view: View, region: int) -> BoolArray:
+    """Per domain, whether its fill counts as "no domain" for nodes of ``region``: it holds
+    all of the region, or its tree is unusable. Kept per layout and region."""
+    lay = view.layouts
+    key = (id(lay), region)
+    found = _NO_DOMAIN.get(key)
+    if found is None or found[0] is not lay:
+        if len(_NO_DOMAIN) > 256:
+            _NO_DOMAIN.clear()
+        every = np.arange(len(view.capacity.dom_alloc), dtype=np.int64)
+        mask = lay.covers(every, region) | ~view.index.usable[every]
+        found = _NO_DOMAIN[key] = (lay, mask)
+    return found[1]
+
+
+_TIER_DOMAINS: dict[int, tuple[object, IntArray]] = {}
+
+
+def _tier_domains(lay: Layouts) -> IntArray:
+    """Per node and tier (columns in ``lay.tiers`` order), its domain (-1: none): the
+    per-tier ``node_dom`` arrays side by side, kept per layout."""
+    found = _TIER_DOMAINS.get(id(lay))
+    if found is None or found[0] is not lay:
+        if len(_TIER_DOMAINS) > 16:
+            _TIER_DOMAINS.clear()
+        table = np.ascontiguousarray(np.stack([lay.node_dom[t] for t in lay.tiers], axis=1))
+        found = _TIER_DOMAINS[id(lay)] = (lay, table)
+    return found[1]
 
 
 def parse(f: Fields) -> Binpack:

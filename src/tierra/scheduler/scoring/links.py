@@ -133,3 +133,16 @@ class LinkCosts:
             float(gbps[index.root]), float(node_gbps[loose].max(initial=0.0))
         )
         return cls(gbps, node_gbps, domain_weight, node_weight, reach)
+
+    @property
+    def alike_nodes(self) -> tuple[float, float] | None:
+        """``(weight, bandwidth)`` when every node has the same (one GPU model, one node
+        rate: the domain search then counts nodes instead of sorting them), else None."""
+        key = "alike-nodes"
+        if key not in self.memo:
+            w, g = self.node_weight, self.node_gbps
+            same = len(w) > 0 and w.min() == w.max() and g.min() == g.max()
+            self.memo[key] = (float(w[0]), float(g[0])) if same else None
+        found = self.memo[key]
+        assert found is None or isinstance(found, tuple)
+        return found

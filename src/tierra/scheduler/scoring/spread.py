@@ -18,7 +18,7 @@ from tierra.scheduler.scoring.base import (
     View,
     fill_after,
     parse_resource_weights,
-    resource_weights,
+    weights_for,
 )
 from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
@@ -36,7 +36,7 @@ class Spread:
     def _free_after(
         self, alloc: IntArray, used: IntArray, request: IntArray, view: View
     ) -> FloatArray:
-        w = resource_weights(view.capacity.axis.names, dict(self.resources))
+        w = weights_for(view.capacity.axis.names, self.resources)
         fill = fill_after(alloc, used, request, w)
         fits = ~((used + request > alloc) & (request > 0)).any(axis=1)
         return np.asarray(np.where(fits, 1.0 - fill, 0.0), dtype=np.float64)

@@ -48,6 +48,7 @@ class Transaction:
         cap = self.capacity
         ix = cap.index
         self.touched.append(nodes)
+        cap.moved(nodes)  # the ledger's kept fit counts recount these rows
         if len(nodes) == 1:  # a lone pod's (the common case): no scatter needed
             n = int(nodes[0])
             cap.node_used[n] += rows[0]

@@ -17,6 +17,7 @@ session's kept bindings are held in one go (``_assumed``).
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -46,12 +47,19 @@ def solo_queue(pod: Pod) -> str:
     return pod.meta.annotations.get(QUEUE_ANNOTATION, DEFAULT_QUEUE)
 
 
+_KEPT_SLOTS = tuple(name for name in Pod.__slots__ if name != "node_name")
+_read_kept = operator.attrgetter(*_KEPT_SLOTS)  # every field but the node, in one call
+_WRITE_KEPT = tuple(getattr(Pod, name).__set__ for name in _KEPT_SLOTS)
+_write_node = getattr(Pod, "node_name").__set__  # noqa: B009 (a slot: mypy sees the field)
+
+
 def _rebound(pod: Pod, node_name: str) -> Pod:
-    """``replace(pod, node_name=...)`` without re-running ``__init__`` (hot path)."""
+    """``replace(pod, node_name=...)`` without re-running ``__init__`` (hot path: every
+    pod a session binds; the slots' own setters, as a frozen dataclass's are closed)."""
     clone = object.__new__(Pod)
-    for name in Pod.__slots__:
-        object.__setattr__(clone, name, getattr(pod, name))
-    object.__setattr__(clone, "node_name", node_name)
+    for write, value in zip(_WRITE_KEPT, _read_kept(pod), strict=True):
+        write(clone, value)
+    _write_node(clone, node_name)
     return clone
 
 
@@ -224,42 +232,65 @@ class Ledgers:
                 if self.shape_gpus[shape] <= 0:
                     del self.shape_gpus[shape]
             return
+        found = self._shape_for(group, vec)
+        if found is not None:
+            self._shape_of[key] = found
+            self.shape_gpus[found] += found[1]
+
+    def _shape_for(self, group: str | None, vec: IntArray) -> tuple[int, int] | None:
+        """The shape a pod of ``group`` asking ``vec`` counts under (None: no GPUs)."""
         g = self.capacity.axis.index.get(GPU)
         gpus = int(vec[g]) // 1000 if g is not None else 0
         if gpus <= 0:
-            return
+            return None
         pg = self.podgroups.get(group) if group is not None else None
         size = pg.min_member if pg is not None and pg.min_member > 0 else 1
-        shape = (size, gpus)
-        self._shape_of[key] = shape
-        self.shape_gpus[shape] += gpus
+        return (size, gpus)
 
     def _assumed(self, assigned: Sequence[tuple[Pod, int, IntArray]]) -> None:
-        """Record bindings whose resources are already in the ledger."""
+        """Record bindings whose resources are already in the ledger.
+
+        Hot (every pod a session binds): each pod gets its own table rows, and what is
+        summed per gang, queue, priority and shape is counted per request vector (a
+        gang's pods share a few), in the order the pods came."""
         names = self.index.node_names
-        rows: dict[tuple[bool, str], list[IntArray]] = {}
+        pods, pending, assumed = self.pods, self.pending, self.assumed
+        node_of, vec_of, gang_of, shape_of = self.node_of, self.vec_of, self.gang_of, self._shape_of
+        per_slot: dict[tuple[bool, str], dict[int, tuple[IntArray, int]]] = {}  # slot -> runs
         holding: Counter[str] = Counter()  # gang -> its pods bound here
+        priorities: Counter[int] = Counter()
+        shapes: dict[tuple[str | None, int], tuple[int, int] | None] = {}
+        shape_gpus: Counter[tuple[int, int]] = Counter()
         touched: set[str] = set()
-        gang_of = self.gang_of
         for pod, node, vec in assigned:
             key = pod.key
             g = gang_of[key] if key in gang_of else gang_key(pod)
             touched.add(g or key)
-            self.pods[key] = _rebound(pod, names[node])
-            self.pending.pop(key, None)
-            self.assumed.add(key)
-            self.node_of[key] = node
-            self.vec_of[key] = vec
-            self.priorities[pod.priority] += 1
-            self._shape(key, g, vec, +1)
+            pods[key] = _rebound(pod, names[node])
+            pending.pop(key, None)
+            assumed.add(key)
+            node_of[key] = node
+            vec_of[key] = vec
+            priorities[pod.priority] += 1
+            at = (g, id(vec))
+            shape = shapes[at] if at in shapes else shapes.setdefault(at, self._shape_for(g, vec))
+            if shape is not None:
+                shape_of[key] = shape
+                shape_gpus[shape] += shape[1]
             slot = (True, g) if g is not None else (False, solo_queue(pod))
-            rows.setdefault(slot, []).append(vec)
+            runs = per_slot.setdefault(slot, {})
+            run = runs.get(id(vec))
+            runs[id(vec)] = (vec, 1) if run is None else (vec, run[1] + 1)
             if g is not None:
                 holding[g] += 1
+        for prio, count in priorities.items():
+            self.priorities[prio] += count
+        for shape, gpus in shape_gpus.items():
+            self.shape_gpus[shape] += gpus
         for g, count in holding.items():
             self._held(g, count)
-        for (is_gang, k), vecs in rows.items():
-            total = vecs[0].copy() if len(vecs) == 1 else np.add.reduce(vecs)
+        for (is_gang, k), runs in per_slot.items():
+            total = sum((v * n for v, n in runs.values()), np.zeros_like(self.capacity.dom_used[0]))
             book = self.gang_used if is_gang else self.solo_used
             cur = book.get(k)
             book[k] = total if cur is None else cur + total
