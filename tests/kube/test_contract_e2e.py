@@ -1121,16 +1121,16 @@ def test_a_gang_short_of_local_pvs_takes_none_and_asks_no_provisioner(
                 p["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "job"}
                 await c.post(kube, p)
         tierra = cases[0]
-        await eventually(
-            lambda: _mentions(kube, tierra, "job-a", "persistent volumes"), 15, "tierra's reason"
-        )
-        await _settle()
+        await _settle(5.0)
         for c in cases:
             assert await c.bound(kube) == {}, c.scheduler
             for claim in ("a", "b"):
                 assert not await _selected(kube, c, claim, f"{c.name}-n0"), (c.scheduler, claim)
                 assert not await _selected(kube, c, claim, f"{c.name}-n1"), (c.scheduler, claim)
         assert await _claim_refs(kube, tierra, ("pv0",)) == {}  # the gang takes none
+        await eventually(
+            lambda: _mentions(kube, tierra, "job-a", "persistent volumes"), 15, "tierra's reason"
+        )
         assert "never" not in await _failed_scheduling(kube, tierra, "job-a")
         for c in cases:
             await kube.request(
