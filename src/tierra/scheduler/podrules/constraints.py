@@ -382,7 +382,8 @@ class VolumeBinding(_Rule):
         if not before:
             return None  # the shape's mask said it all
         table = book.nodes(cycle.store)
-        ok = volumes.bindable_after(shape.pods[0], before, table, book.storage)
+        taken = cycle.data.setdefault(f"{self.name}:taken", volumes.Taken())
+        ok = volumes.bindable_after(shape.pods[0], before, table, book.storage, taken)
         if ok is None:
             return None
         self.note(cycle, ~ok, volumes.BIND_CONFLICT)

@@ -440,22 +440,44 @@ def decide(
     return tuple(out)
 
 
+@dataclass(slots=True)
+class Taken:
+    """The PVs an attempt's pods will take (``decide``, in placement order), for the pods
+    ``done`` so far: each shape's caps go on from where the last one stopped, not from
+    the attempt's first pod (a gang of k pods: k decides, not k * k / 2)."""
+
+    done: list[tuple[str, int]] = field(default_factory=list)  # (pod key, node position)
+    picks: dict[str, str] = field(default_factory=dict)  # PV -> claim
+
+
 def bindable_after(
-    pod: Pod, before: Sequence[tuple[Pod, int]], nodes: NodeTable, storage: Storage
+    pod: Pod,
+    before: Sequence[tuple[Pod, int]],
+    nodes: NodeTable,
+    storage: Storage,
+    taken: Taken | None = None,
 ) -> BoolArray | None:
     """Nodes where ``pod``'s unbound WaitForFirstConsumer claims still find a PV (or can be
     provisioned) once ``before`` -- the pods of its gang placed ahead of it in this
     attempt, each at its node position -- took theirs, as their reserve will take them
     (``decide``, in the same order): kube-scheduler decides a gang's pods one by one,
     each after the last one's ``AssumePodVolumes``. None when the pod has no such claim.
+    ``taken`` carries the picks from one call to the next while ``before`` only grows;
     ``storage`` is left as it was found."""
     delayed = unbound_delayed(pod, storage)
     if not delayed:
         return None
+    taken = taken if taken is not None else Taken()
+    seen = [(p.key, n) for p, n in before[: len(taken.done)]]
+    if seen != taken.done:  # the attempt was rolled back meanwhile: from its start
+        taken.done, taken.picks = [], {}
     kept = dict(storage.reserved)
     try:
-        for other, n in before:
+        storage.reserved.update(taken.picks)
+        for other, n in before[len(taken.done) :]:
             decide(other, n, nodes, storage)
+            taken.done.append((other.key, n))
+        taken.picks = {pv: c for pv, c in storage.reserved.items() if pv not in kept}
         return match(delayed, nodes, storage).bindable
     finally:
         storage.reserved.clear()
