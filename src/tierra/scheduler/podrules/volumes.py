@@ -79,6 +79,8 @@ class Storage:
     # store it reads may hold two tables at once (a node fed meanwhile), and read this
     # from two threads, so an answer is only reused over its own table
     _reach: dict[str, tuple[NodeTable, BoolArray]] = field(default_factory=dict)
+    # per claim, the PVs that match it before reservations (``_candidates``)
+    _matching: dict[str, list[PersistentVolume]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -148,6 +150,7 @@ class Storage:
     def invalidate(self) -> None:
         """Nodes or storage objects changed: what was computed over them is again."""
         self._reach.clear()
+        self._matching.clear()
 
     def reserve(self, pv: str, claim: str) -> None:
         self.reserved[pv] = claim
@@ -185,13 +188,27 @@ def _candidates(
     ``FindMatchingVolume`` filters them: a PV pre-bound to the claim first (alone: no
     other is considered for it), else Available ones of its class, big enough, of its
     volume mode, access modes and VolumeAttributesClass, matching its selector, not
-    reserved for another claim; smallest first."""
+    reserved for another claim; smallest first. All but the reservations is memoized
+    per claim (a gang's caps and reserve ask for the same claims again and again)."""
+    key = f"{claim.key}\0{class_name}"
+    found = storage._matching.get(key)
+    if found is None:
+        found = storage._matching[key] = _matching(claim, class_name, storage)
+    reserved = storage.reserved
+    if not reserved:
+        return found
+    return [pv for pv in found if reserved.get(pv.name, claim.key) == claim.key]
+
+
+def _matching(
+    claim: PersistentVolumeClaim, class_name: str, storage: Storage
+) -> list[PersistentVolume]:
+    """``_candidates`` before the session's reservations (a PV pre-bound to the claim is
+    reserved for no other: only its own claim's ``decide`` picks it)."""
     out = []
     for pv in storage.volumes.values():
         bound_here = pv.bound_to(claim)
         if pv.claim_ref and not bound_here:
-            continue
-        if storage.reserved.get(pv.name, claim.key) != claim.key:
             continue
         if pv.capacity < claim.request or pv.volume_mode != claim.volume_mode:
             continue
