@@ -278,7 +278,10 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
             ident = _identity(kind, obj)
             key = _seen_key(kind, obj, ident)
             if key in seen:
-                problems.append(Problem(f"defined twice; first at {seen[key]}", origin, ident))
+                group = obj.group if isinstance(obj, HyperNode) else ""
+                problems.append(
+                    Problem(f"defined twice; first at {seen[key]}", origin, ident, group=group)
+                )
                 continue
             seen[key] = origin
             buckets[bucket].append(obj)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tierra.api.hypernode import named
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.api.podgroup import NetworkTopology, PodGroup
@@ -128,7 +129,7 @@ class Gangs:
         if common is not None:
             ix = view.index
             achieved = {
-                "hyperNode": ix.names[common],
+                **named(ix.names[common]),
                 "tier": int(ix.tier[common]),
                 "tierName": "" if common == ix.root else ix.hypernodes[common].tier_name or "",
             }

@@ -110,6 +110,7 @@ class SchedulerComponent:
         self.dra: DraFeed | None = None  # when the API server serves resource.k8s.io/v1
         self.servers: list[Server] = []
         self.topology_note: str | None = None  # the mirror note last logged
+        self.gauged: set[tuple[str, str]] = set()  # HyperNodes the GPU gauges have series of
 
     def trigger(self) -> None:
         self._wake.set()
@@ -377,7 +378,9 @@ class SchedulerComponent:
 
     def _gpu_gauges(self) -> None:
         """Free and total GPUs per HyperNode, from the topology layer's ledgers: extended
-        resources only (DRA devices counted as room are the session's own, ``room.py``)."""
+        resources only (DRA devices counted as room are the session's own, ``room.py``).
+        Labelled by (name, group), a HyperNode's identity; a HyperNode gone loses its
+        series."""
         cache = self.cache
         cols = gpu_columns(cache.capacity.axis.index)
         if not cols:
@@ -385,11 +388,15 @@ class SchedulerComponent:
         alloc = cache.capacity.dom_alloc[:, cols].sum(axis=1) // 1000
         used = cache.capacity.dom_used[:, cols].sum(axis=1) // 1000
         free = np.maximum(alloc - used, 0)
-        for h, name in enumerate(cache.index.names):
-            if h == cache.index.root:
-                continue
-            self.metrics.gpus.labels(name, "total").set(int(alloc[h]))
-            self.metrics.gpus.labels(name, "free").set(int(free[h]))
+        now: set[tuple[str, str]] = set()
+        for h, (group, name) in enumerate(cache.index.keys):
+            now.add((name, group))
+            self.metrics.gpus.labels(name, group, "total").set(int(alloc[h]))
+            self.metrics.gpus.labels(name, group, "free").set(int(free[h]))
+        for name, group in self.gauged - now:
+            for state in ("total", "free"):
+                self.metrics.gpus.remove(name, group, state)
+        self.gauged = now
 
 
 def gpu_columns(index: Mapping[str, int]) -> list[int]:

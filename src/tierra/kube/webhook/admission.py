@@ -247,6 +247,7 @@ class Judge:
                     hn.ref,
                     "metadata.name",
                     Severity.WARNING,
+                    hn.group,
                 )
             ]
         return []

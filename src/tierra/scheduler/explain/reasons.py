@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tierra.api.hypernode import named
 from tierra.api.pod import ONE_POD, PODS
 from tierra.api.podgroup import WORKLOAD_WORDS
 from tierra.api.quantity import format_milli
@@ -64,8 +65,10 @@ class Verdict:
     score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """``hyperNode`` the name, ``hyperNodeGroup`` beside it where both API groups
+        hold that name (as ``tierra schedule -o json``'s bindings say it)."""
         out: dict[str, Any] = {
-            "hyperNode": self.domain,
+            **named(self.domain),
             "tier": self.tier,
             "outcome": self.outcome,
             "detail": self.detail,
