@@ -332,11 +332,11 @@ def _kueue_problems(
     if not any(k.startswith(KUEUE_PREFIX) for p in pods for k in p.meta.annotations):
         return out
     carried = {k for n in nodes for k in n.labels}
-    topo = {pg.key: pg.network_topology is not None for pg in podgroups}
+    topo = {pg.key: pg.api.topology for pg in podgroups if pg.network_topology is not None}
     out += _group_problems(pods)
     for pod in pods:
         group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
-        podgroup = (group, topo.get(group, False)) if group is not None else None
+        podgroup = (group, topo.get(group)) if group is not None else None
         for path, message, error in cluster_problems(pod.meta.annotations, carried, podgroup):
             severity = Severity.ERROR if error else Severity.WARNING
             out.append(Problem(message, pod.origin, f"Pod/{pod.key}", path, severity))

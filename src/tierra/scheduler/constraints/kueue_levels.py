@@ -38,7 +38,7 @@ from tierra.api.kueue import PodSetTopology
 from tierra.api.kueue_pod_group import podset_of
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
-from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
+from tierra.api.podgroup import LimitWords, NetworkTopology, PodGroup, TopologyMode
 from tierra.api.tierra_annotations import (
     RANK_LABEL,
     SLICES,
@@ -67,17 +67,23 @@ class Part:
 @dataclass(frozen=True, slots=True)
 class Nest:
     """One slice layer resolved: groups of ``size`` pods, each in one domain of a tier
-    (by name or by number)."""
+    (by name or by number); ``said`` names the layer as its annotation wrote it."""
 
     size: int
     tier_name: str | None
     tier: int | None
+    said: str
 
     @property
     def topology(self) -> NetworkTopology:
+        words = LimitWords(limit=self.said)
         if self.tier is not None:
-            return NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=self.tier)
-        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=self.tier_name)
+            return NetworkTopology(
+                mode=TopologyMode.HARD, highest_tier_allowed=self.tier, words=words
+            )
+        return NetworkTopology(
+            mode=TopologyMode.HARD, highest_tier_name=self.tier_name, words=words
+        )
 
     @property
     def text(self) -> str:
@@ -124,11 +130,30 @@ def _unresolved(store: ClusterStore, key: str, where: str) -> str:
 
 
 def _topology(req: PodSetTopology, tier: str | None) -> NetworkTopology | None:
+    """A PodSet's level as a limit, worded as its annotation (whatever the PodGroup's API:
+    the level was written on the pods, in Kueue's terms)."""
     if req.required is not None:
-        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=tier)
+        words = LimitWords(
+            limit=f"{kueue.REQUIRED} {req.required}",
+            wider=f"{kueue.REQUIRED}: {{}}",
+            whole=f"{kueue.PREFERRED} instead",
+        )
+        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=tier, words=words)
     if req.preferred is not None:
-        return NetworkTopology(mode=TopologyMode.SOFT, preferred_tier_name=tier)
+        words = LimitWords(limit=f"{kueue.PREFERRED} {req.preferred}")
+        return NetworkTopology(mode=TopologyMode.SOFT, preferred_tier_name=tier, words=words)
     return None
+
+
+def _kueue_nests(req: PodSetTopology, tiers: Mapping[str, str]) -> tuple[Nest, ...]:
+    """A PodSet's slice layers, each named as Kueue's annotation that asked for it."""
+    if len(req.slices) == 1:
+        (s,) = req.slices
+        return (Nest(s.size, tiers[s.level], None, f"{kueue.SLICE_REQUIRED} {s.level}"),)
+    return tuple(
+        Nest(s.size, tiers[s.level], None, f"{kueue.SLICE_LAYERS}[{i}] level {s.level}")
+        for i, s in enumerate(req.slices)
+    )
 
 
 def _requests(pods: Sequence[Pod]) -> tuple[dict[str, PodSetTopology | None], str | None]:
@@ -242,25 +267,25 @@ def kueue_shape(
                 return _unresolved(store, key, f"PodSet {ps}")
             tiers[key] = tier
     nests = {
-        ps: tuple(Nest(s.size, tiers[s.level], None) for s in req.slices)
-        for ps, req in reqs.items()
-        if req is not None and req.slices
+        ps: _kueue_nests(req, tiers) for ps, req in reqs.items() if req is not None and req.slices
     }
     return _shape(pg, reqs=reqs, by_ps=by_ps, spaces=spaces, tiers=tiers, nests=nests)
 
 
-def _resolve_layer(store: ClusterStore, layer: Layer, where: str) -> Nest | str:
+def _resolve_layer(store: ClusterStore, layer: Layer, i: int) -> Nest | str:
+    where = f"metadata.annotations[{SLICES}][{i}]"
+    said = f"{SLICES}[{i}] {layer.text}"
     if layer.tier is not None:
-        return Nest(layer.size, None, layer.tier)
+        return Nest(layer.size, None, layer.tier, said)
     if layer.tier_name is not None:
         if not store.index.by_tier_name(layer.tier_name):
             return f"{where}: tierName {layer.tier_name!r} names no tier of a usable HyperNode"
-        return Nest(layer.size, layer.tier_name, None)
+        return Nest(layer.size, layer.tier_name, None, said)
     assert layer.level is not None
     tier = level_tier(store, layer.level)
     if tier is None:
         return _unresolved(store, layer.level, where)
-    return Nest(layer.size, tier, None)
+    return Nest(layer.size, tier, None, said)
 
 
 def tierra_shape(
@@ -270,7 +295,7 @@ def tierra_shape(
     PodSet, its rank from the named label, its layers as Kueue's multi-layer slices."""
     nests: list[Nest] = []
     for i, layer in enumerate(mine.slices):
-        nest = _resolve_layer(store, layer, f"metadata.annotations[{SLICES}][{i}]")
+        nest = _resolve_layer(store, layer, i)
         if isinstance(nest, str):
             return nest
         nests.append(nest)
