@@ -255,6 +255,7 @@ class SchedulerComponent:
             on_retry_due=self.trigger,
         )
         status.notes = signals.note
+        status.bound_notes = signals.bound_note
 
         def bound(gang: str, bindings: Sequence[Binding]) -> None:
             status.bound(gang, bindings)
