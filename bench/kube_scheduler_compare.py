@@ -177,7 +177,7 @@ async def run_size(
                         live_gang_sizes=gang_plan(args.live_gang_pods, args.seed + repeat),
                         plain_rate=args.plain_rate,
                         gang_rate=args.gang_rate,
-                        timeout=args.timeout,
+                        timeout=args.volume_timeout if phase == "gangs-volumes" else args.timeout,
                         per_rack=per_rack,
                         racks=-(-nodes // per_rack),
                         rules_pods=args.rules_pods,
@@ -492,7 +492,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--gang-pods", type=int, default=2048)
     parser.add_argument("--live-gang-pods", type=int, default=512)
     parser.add_argument("--rules-pods", type=int, default=2000, help="plain-rules")
-    parser.add_argument("--volume-gang-pods", type=int, default=512, help="gangs-volumes")
+    parser.add_argument("--volume-gang-pods", type=int, default=256, help="gangs-volumes")
+    parser.add_argument(
+        "--volume-timeout",
+        type=float,
+        default=300.0,
+        help="seconds for gangs-volumes (kube-scheduler 1.36 binds these at a few pods/s, "
+        "and a smoke run saw it leave gangs partly bound)",
+    )
     parser.add_argument("--wave-gang-pods", type=int, default=512, help="gangs-wave")
     parser.add_argument("--plain-rate", type=float, default=100.0, help="pods/s, plain-live")
     parser.add_argument("--gang-rate", type=float, default=8.0, help="pods/s, gangs-live")

@@ -6,7 +6,8 @@ from typing import Any
 
 from tierra.api.decode import Meta, decode, split
 from tierra.api.hypernode import decode_hypernode
-from tierra.api.node import decode_node
+from tierra.api.node import TaintEffect, decode_node
+from tierra.api.pod import decode_pod
 from tierra.errors import Severity
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -63,3 +64,29 @@ def test_problems_name_the_field_and_split_by_severity() -> None:
     assert errors and all(p.severity is Severity.ERROR for p in errors)
     assert all(p.severity is not Severity.ERROR for p in warnings)
     assert any("tier" in str(p) for p in errors)
+
+
+def _pod(name: str, tolerations: list[Any]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "c"}], "tolerations": tolerations},
+    }
+
+
+def test_tolerations_seen_before_decode_alike_and_a_bad_one_is_reported_every_time() -> None:
+    usual = [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"},
+    ]
+    first, again = (decode(decode_pod, _pod(n, usual))[0] for n in ("a", "b"))
+    assert first.tolerations == again.tolerations
+    assert [t.effect for t in first.tolerations] == [
+        TaintEffect.NO_EXECUTE,
+        TaintEffect.NO_SCHEDULE,
+    ]
+    bad = [{"key": "gpu", "operator": "Sometimes"}]
+    for name in ("c", "d"):
+        _, problems = decode(decode_pod, _pod(name, bad))
+        (problem,) = problems
+        assert problem.obj == f"Pod/default/{name}"
+        assert problem.path == "spec.tolerations[0].operator"

@@ -412,3 +412,80 @@ def test_kube_scheduler_and_tierra_reserve_a_podgroup_claim_alike(
         assert got["status"]["reservedFor"] == [
             {**GROUP_REF, "name": "job", "uid": group["metadata"]["uid"]}
         ], case.scheduler
+
+
+def test_the_claim_writer_reserves_a_group_claim_once_and_releases_it_with_its_last_pod(
+    claims_plane: ControlPlane,
+) -> None:
+    """ClaimWriter alone (what the binder calls around each binding): the first pod of
+    the group allocates the shared claim and reserves it for the PodGroup, the second
+    writes nothing; released after failed bindings, the group's reservation stays while
+    a pod of it still holds the claim, and goes -- allocation, finalizer and all -- with
+    the one that allocated it, released last."""
+    from tierra.api.node import decode_node
+    from tierra.api.pod import decode_pod
+    from tierra.api.resource import (
+        decode_device_class,
+        decode_resource_claim,
+        decode_resource_slice,
+    )
+    from tierra.api.workload import decode_workload_podgroup
+    from tierra.kube.scheduler.dra_bind import ClaimWriter
+    from tierra.kube.scheduler.dra_feed import DraFeed
+    from tierra.kube.scheduler.feed import Feed
+    from tierra.kube.scheduler.metrics import Metrics
+    from tierra.scheduler import ClusterStore
+    from tierra.scheduler.result import Binding
+
+    case = Case(claims_plane, "x")
+    node = f"{case.prefix}-n"
+
+    async def body(kube: Kube) -> list[dict[str, Any]]:
+        await _node(kube, case, node, cpu="16", gpus=0, fabric=True)
+        shared = claim_manifest("shared", case.ns, [exact_request("fabric", FABRIC)])
+        claim_raw = await _post(kube, RESOURCE_CLAIMS.path(case.ns), shared)
+        await _group(kube, case, "job", 2, {"name": "fabric", "resourceClaimName": "shared"})
+        group = await kube.get(WORKLOAD_PODGROUPS.path(case.ns, "job"))
+        feed = Feed(
+            kube, ClusterStore(), scheduler_names=("x",), metrics=Metrics(), on_change=lambda: None
+        )
+        dra = DraFeed(feed)
+        d = dra.devices
+        d.classes[FABRIC] = decode_device_class(
+            device_class_manifest(FABRIC, f"device.driver == '{FABRIC}'"), None, []
+        )
+        slice_raw = resource_slice_manifest(node, FABRIC, [{"name": "channel-0"}])
+        d.slices[node] = decode_resource_slice(slice_raw, None, [])
+        d.claims[f"{case.ns}/shared"] = decode_resource_claim(claim_raw, None, [])
+        d.groups[f"{case.ns}/job"] = decode_workload_podgroup(group, None, [])
+        d.changed(devices=True)
+        dra.nodes[node] = decode_node(node_manifest(node), None, [])
+        pods = []
+        for i in range(2):
+            pod = decode_pod(await kube.get(PODS.path(case.ns, f"job-{i}")), None, [])
+            dra.pods[pod.key] = dra.claimants[pod.key] = pod
+            pods.append(pod)
+        writer = ClaimWriter(kube, dra)
+        bindings = [Binding(p.key, node, None) for p in pods]
+        seen = []
+        for b in bindings:
+            assert await writer.reserve(b)
+            seen.append(await _claim(kube, case.ns, "shared"))
+        await writer.release(bindings[1])  # a pod of the group still holds it
+        seen.append(await _claim(kube, case.ns, "shared"))
+        await writer.release(bindings[0])  # the last, which allocated it
+        seen.append(await _claim(kube, case.ns, "shared"))
+        seen.append(group)
+        return seen
+
+    first, second, one_left, none_left, group = run(claims_plane, body)
+    ref = {**GROUP_REF, "name": "job", "uid": group["metadata"]["uid"]}
+    assert first["status"]["reservedFor"] == [ref]
+    assert [r["device"] for r in first["status"]["allocation"]["devices"]["results"]] == [
+        "channel-0"
+    ]
+    assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert one_left["status"]["reservedFor"] == [ref]  # the group's other pod holds it
+    assert not (none_left.get("status") or {}).get("reservedFor")
+    assert not (none_left.get("status") or {}).get("allocation")
+    assert not none_left["metadata"].get("finalizers")

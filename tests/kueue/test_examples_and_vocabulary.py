@@ -58,6 +58,20 @@ def test_pod_group_example_one_rack_in_rank_order() -> None:
     assert [bound[f"train-{i}"] for i in range(4)] == sorted(bound.values())
 
 
+def test_balanced_example_takes_the_block_with_the_higher_threshold() -> None:
+    """examples/kueue/balanced (Kueue's "balanced placement; select correct block"):
+    with the gate, 11 + 11 in block b2; without it best fit packs block b1."""
+    base = REPO / "examples" / "kueue" / "balanced"
+
+    def per_node(*flags: Path | str) -> dict[str, int]:
+        code, out, err = run("schedule", base / "cluster.yaml", "-o", "json", *flags)
+        assert code == 0, err
+        return dict(Counter(b["node"] for b in json.loads(out)["bindings"]))
+
+    assert per_node("--config", base / "config.yaml") == {"b2-r2-x3": 11, "b2-r2-x4": 11}
+    assert per_node() == {"b1-r1-x1": 20, "b1-r1-x2": 2}
+
+
 def test_nested_slices_example_three_layers_and_ranks() -> None:
     bound = bindings("tierra/nested-slices.yaml")
     by_rank = {7 - i: bound[f"nested-{i}"] for i in range(8)}

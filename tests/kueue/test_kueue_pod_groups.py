@@ -259,3 +259,20 @@ def test_a_replacement_avoids_a_node_its_pods_tolerate_only_for_a_while(tmp_path
     for pod in fresh:
         pod["spec"]["tolerations"] = [toleration]
     assert "kind-worker" in placed(go(tmp_path, fresh, nodes)).values()
+
+
+def test_preemption_takes_a_running_pod_group_whole(tmp_path: Path) -> None:
+    """A running Kueue pod group is a gang for preemption too (Kueue preempts Workloads
+    whole): eight low-priority pods of one group hold every GPU; a high-priority group of
+    four that needs room evicts all eight (its gang would be broken by losing four), not
+    just the four it needs, as for a PodGroup's pods."""
+    low = indexed_group("low", 8)
+    for i, pod in enumerate(low):
+        pod["spec"]["nodeName"] = kind_workers()[i]["metadata"]["name"]
+        pod["status"] = {"phase": "Running"}
+    high = indexed_group("high", 4, {REQUIRED: KIND_BLOCK})
+    for pod in high:
+        pod["spec"]["priority"] = 100
+    result = go(tmp_path, [*low, *high])
+    evicted = {e["pod"] for e in result["evictions"]}
+    assert evicted == {f"default/low-{i}" for i in range(8)}, result["evictions"]

@@ -205,6 +205,37 @@ def _decode_toleration(f: Fields) -> Toleration:
     )
 
 
+_TOLERATIONS: dict[tuple[Any, ...], tuple[Toleration, ...]] = {}
+_TOLERATIONS_KEPT = 4096
+
+
+def _tolerations(spec: Fields) -> tuple[Toleration, ...]:
+    """A pod's tolerations; a list seen before without a problem is decoded once.
+
+    Nearly every pod carries the same few (the API server adds the not-ready and
+    unreachable ones to each); decoding them was a tenth of a pod's decoding when a
+    scheduler lists a cluster. A list with any problem is decoded every time, so its
+    problems are reported with each pod that has them.
+    """
+    raw = spec.raw("tolerations")
+    if not raw:
+        return tuple(_decode_toleration(t) for t in spec.objects("tolerations"))
+    try:
+        key = tuple(tuple(sorted(t.items())) for t in raw)
+        hash(key)
+    except (AttributeError, TypeError):  # not a list of flat mappings: no shortcut
+        key = None
+    if key is not None and (hit := _TOLERATIONS.get(key)) is not None:
+        return hit
+    before = len(spec.report.sink)
+    out = tuple(_decode_toleration(t) for t in spec.objects("tolerations"))
+    if key is not None and len(spec.report.sink) == before:
+        if len(_TOLERATIONS) >= _TOLERATIONS_KEPT:
+            _TOLERATIONS.clear()
+        _TOLERATIONS[key] = out
+    return out
+
+
 def _decode_terms(spec: Fields) -> tuple[NodeSelectorTerm, ...]:
     if spec.raw("affinity") is None:  # most pods: no need to walk three levels down
         return ()
@@ -274,7 +305,7 @@ def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
         priority_class_name=spec.string("priorityClassName"),
         node_selector=spec.str_map("nodeSelector"),
         affinity_terms=_decode_terms(spec),
-        tolerations=tuple(_decode_toleration(t) for t in spec.objects("tolerations")),
+        tolerations=_tolerations(spec),
         phase=phase,
         scheduling_group=spec.obj("schedulingGroup").string("podGroupName"),
         scheduling_gates=_decode_gates(spec),

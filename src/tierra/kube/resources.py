@@ -7,6 +7,7 @@ subresource), so adding a kind is one line here.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -134,18 +135,21 @@ async def served(kube: Kube, resources: Iterable[Resource]) -> set[Resource]:
     """Which of ``resources`` the API server serves (one discovery request per group)."""
     from tierra.kube.client import ApiError  # noqa: PLC0415 - client imports nothing here
 
-    out: set[Resource] = set()
     by_group: dict[str, list[Resource]] = {}
     for res in resources:
         by_group.setdefault(res.api_version, []).append(res)
-    for api_version, wanted in by_group.items():
+
+    async def one(api_version: str, wanted: list[Resource]) -> list[Resource]:
         path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
         try:
             body = await kube.get(path, what=f"discover {api_version}")
         except ApiError as exc:
             if exc.status == 404:
-                continue
+                return []
             raise
         plurals = {str(item.get("name")) for item in body.get("resources") or []}
-        out.update(res for res in wanted if res.plural in plurals)
-    return out
+        return [res for res in wanted if res.plural in plurals]
+
+    # All at once: a scheduler asks about a dozen groups before it can list anything.
+    found = await asyncio.gather(*(one(v, w) for v, w in by_group.items()))
+    return {res for group in found for res in group}

@@ -34,7 +34,7 @@ from tierra.api.meta import ObjectMeta
 from tierra.api.natural import natural_key
 from tierra.api.pod import Phase, Pod
 from tierra.api.podgroup import PodGroup
-from tierra.scheduler.state.store import solo_queue
+from tierra.scheduler.state.store import ClusterStore, solo_queue
 
 # a PodGroup made here carries this annotation (the group's name is its value)
 MADE_FROM = "topology.tierra.dev/from-kueue-pod-group"
@@ -111,3 +111,24 @@ def lone_problem(pod: Pod) -> str | None:
     for path, message in kpg.problems(pod.meta):
         return f"pod {pod.key}: {path}: {message}"
     return None
+
+
+class Specs:
+    """The PodGroup each gang key stands for, looked up once per use (eviction asks per
+    victim): the object, else the one a Kueue pod group's pods make (``podgroup_for``),
+    else None (a pod alone)."""
+
+    def __init__(self, cache: ClusterStore) -> None:
+        self.cache = cache
+        self.found: dict[str, PodGroup | None] = {}
+
+    def __call__(self, key: str | None) -> PodGroup | None:
+        if key is None:
+            return None
+        if key not in self.found:
+            pg = self.cache.podgroups.get(key)
+            if pg is None:
+                made = podgroup_for(key, self.cache.gang_pods(key))
+                pg = made[0] if made is not None else None
+            self.found[key] = pg
+        return self.found[key]

@@ -15,6 +15,7 @@ report.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -35,6 +36,7 @@ from tierra.scheduler.devices.constraint import EXTENSION
 from tierra.scheduler.devices.placement import node_with_devices, with_devices
 from tierra.scheduler.devices.room import internal
 from tierra.scheduler.state.store import ClusterStore
+from tierra.topology.inside import InsideIndex
 
 TABLES = {  # resource plural -> (DeviceCluster table, decoder, changes devices)
     "deviceclasses": ("classes", decode_device_class, True),
@@ -45,11 +47,19 @@ TABLES = {  # resource plural -> (DeviceCluster table, decoder, changes devices)
 
 
 class DeviceRoom:
-    """The dry runs' DRA state and the device room it gives their cache."""
+    """The dry runs' DRA state and the device room it gives their cache.
+
+    The event loop only notes DRA changes (a list append under a lock), as it notes the
+    store's (``dryrun.py``); the dry runs' worker applies them, inside the cache's
+    ``feeding()``, before its next session (``refresh``). The slices by name are also kept
+    as they arrive, for a node's detail page (read in the event loop)."""
 
     def __init__(self, devices: DeviceCluster | None = None) -> None:
         self.devices = devices or DeviceCluster()
         self._seen = (-1, -1)  # (generation, device generation) the cache's room is of
+        self._notes = threading.Lock()
+        self._noted: list[tuple[str, str, Any | None, bool]] = []  # table, key, obj, devices
+        self._slices = dict(self.devices.slices)  # as the event loop last saw them
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> DeviceRoom:
@@ -78,20 +88,19 @@ class DeviceRoom:
         return with_devices(self.devices, pod)
 
     def podgroup(self, pg: PodGroup, *, removed: bool = False) -> None:
-        """Keep the upstream PodGroups that share claims (their pods' room skips them)."""
-        with self.devices.lock:
-            if removed or not pg.resource_claims:
-                if self.devices.groups.pop(pg.key, None) is not None:
-                    self.devices.changed()
-            elif self.devices.groups.get(pg.key) != pg:
-                self.devices.groups[pg.key] = pg
-                self.devices.changed()
+        """Note an upstream PodGroup (sharing claims: its pods' room skips them)."""
+        gone = removed or not pg.resource_claims
+        if gone and pg.key not in self.devices.groups and not self._noted:
+            return
+        with self._notes:
+            self._noted.append(("groups", pg.key, None if gone else pg, False))
 
     def inside(self, node: Node) -> dict[str, Any] | None:
         """The node's inside (``tierra.topology.inside``: its DRA slices and nvidia-smi
         annotation), for its detail page; None when nothing describes it."""
-        self.devices.note_node(node)
-        inside = self.devices.inside().node(node.name)
+        with self._notes:
+            mine = [s for s in self._slices.values() if s.node_name == node.name]
+        inside = InsideIndex(mine, [node]).node(node.name)
         return None if inside.empty else inside.to_dict()
 
     def attach(self, cache: ClusterStore) -> None:
@@ -100,13 +109,26 @@ class DeviceRoom:
         self._seen = (self.devices.generation, self.devices.device_generation)
 
     def refresh(self, cache: ClusterStore) -> None:
-        """Recompute the room of ``cache``'s nodes (slices or classes changed) and of its
-        pods with claims (anything changed), from what they report themselves."""
+        """Apply what was noted, then recompute the room of ``cache``'s nodes (slices or
+        classes changed) and of its pods with claims (anything changed), from what they
+        report themselves. In the dry runs' worker."""
+        with self._notes:
+            noted, self._noted = self._noted, []
+        if noted:
+            with cache.feeding(), self.devices.lock:
+                for table_name, key, obj, devices_changed in noted:
+                    table: dict[str, Any] = getattr(self.devices, table_name)
+                    if obj is None and key in table:
+                        del table[key]
+                    elif obj is not None and table.get(key) != obj:
+                        table[key] = obj
+                    else:
+                        continue  # nothing new
+                    self.devices.changed(devices=devices_changed)
         seen = (self.devices.generation, self.devices.device_generation)
         if seen == self._seen:
             return
-        with self.devices.lock, cache.batch():  # the live feed writes from the event loop
-            seen = (self.devices.generation, self.devices.device_generation)
+        with cache.batch():
             if seen[1] != self._seen[1]:
                 for node in list(cache.nodes):
                     cache.upsert_node(self.node(_bare_node(node)))
@@ -120,17 +142,18 @@ class DeviceRoom:
     def handler(
         self, plural: str, on_change: Callable[[], None]
     ) -> Callable[[str, Any | None], None]:
-        """What an informer of one DRA kind calls with each object (None: deleted)."""
+        """What an informer of one DRA kind calls with each object (None: deleted), in
+        the event loop: the change is noted for the dry runs."""
         table_name, _, devices_changed = TABLES[plural]
 
         def on_event(key: str, obj: Any | None) -> None:
-            table: dict[str, Any] = getattr(self.devices, table_name)
-            with self.devices.lock:
-                if obj is None:
-                    table.pop(key, None)
-                else:
-                    table[key] = obj
-                self.devices.changed(devices=devices_changed)
+            with self._notes:
+                self._noted.append((table_name, key, obj, devices_changed))
+                if table_name == "slices":
+                    if obj is None:
+                        self._slices.pop(key, None)
+                    else:
+                        self._slices[key] = obj
             on_change()
 
         return on_event

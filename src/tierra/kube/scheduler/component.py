@@ -97,6 +97,7 @@ class SchedulerComponent:
         self.sessions = 0
         self.last_session_end = time.monotonic()
         self.last_session_seconds = 0.0
+        self.last_session_cpu = 0.0  # its own CPU seconds: what an inline one would block
         self.last_result: SessionResult | None = None
         identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.identity = identity
@@ -238,8 +239,7 @@ class SchedulerComponent:
         """The leader's work: wait for the informers, then sessions until cancelled."""
         feed = self.feed
         assert feed is not None
-        while not feed.synced:
-            await asyncio.sleep(0.05)
+        await asyncio.gather(*(i.synced.wait() for i in feed.informers))
         # The cache as first listed lives as long as the process; frozen, later collections
         # skip it (a full collection over 100,000 cached pods stalled a session ~40 ms).
         gc.freeze()
@@ -318,11 +318,12 @@ class SchedulerComponent:
 
     def _inline(self, feed: Feed) -> bool:
         """Whether the next session is small enough to run in the event loop itself: the
-        last one took under ``INLINE_BELOW`` and few pods wait. A worker thread lets the
+        last one took under ``INLINE_BELOW`` of CPU (its wall time on a busy machine says
+        more about the machine) and few pods wait. A worker thread lets the
         loop read watches and post bindings while a long session decides, but a session
         of a millisecond gains nothing from it and pays two thread hand-offs (and the
         GIL's switch interval) between the pod's event and its binding."""
-        return self.last_session_seconds < INLINE_BELOW and len(feed.created) <= INLINE_PODS
+        return self.last_session_cpu < INLINE_BELOW and len(feed.created) <= INLINE_PODS
 
     async def _session(self, feed: Feed, binder: Binder) -> SessionResult:
         """One session, in a worker thread unless it is small (``_inline``); each gang's
@@ -339,7 +340,7 @@ class SchedulerComponent:
         if self.dra is not None:
             self.dra.refresh()
         binder.begin()
-        session = functools.partial(
+        run = functools.partial(
             run_session,
             self.cache,
             self.options.config,
@@ -347,6 +348,14 @@ class SchedulerComponent:
             now=time.time(),  # the preemption delay: gangs pending since creationTimestamp
             on_decision=decided,
         )
+
+        def session() -> SessionResult:  # in whichever thread runs it
+            cpu = time.thread_time()
+            try:
+                return run()
+            finally:
+                self.last_session_cpu = time.thread_time() - cpu
+
         with feed.session():
             result = session() if self._inline(feed) else await asyncio.to_thread(session)
         elapsed = time.perf_counter() - started

@@ -127,11 +127,11 @@ class DraFeed:
         shares = pg is not None and bool(pg.resource_claims)
         if not shares and key not in self.devices.groups:
             return
-        with self.devices.lock:
+        if shares and self.devices.groups.get(key) == pg:
+            return
+        with self.feed.cache.feeding(), self.devices.lock:
             if shares:
                 assert pg is not None
-                if self.devices.groups.get(key) == pg:
-                    return
                 self.devices.groups[key] = pg
             else:
                 self.devices.groups.pop(key, None)
@@ -162,7 +162,9 @@ class DraFeed:
         """``node`` offering its devices, per class, as room; its node-topology
         annotation (nvidia-smi) joins its inside."""
         self.nodes[node.name] = node
-        self.devices.note_node(node)
+        if self.devices.annotation_changed(node):
+            with self.feed.cache.feeding():
+                self.devices.note_node(node)
         return node_with_devices(self.devices, node)
 
     def _pending(self, pod: Pod) -> Pod:

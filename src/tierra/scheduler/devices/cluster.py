@@ -292,6 +292,7 @@ class DeviceCluster:
                 _allocator=self._allocator,
                 _previous=self._previous,
                 _eligible=dict(self._eligible),
+                _owners=dict(self._owners),
                 _eligible_at=self._eligible_at,
                 _inside=self._inside,
                 _inside_at=self._inside_at,
@@ -454,16 +455,21 @@ class DeviceCluster:
             self._inside, self._inside_at = index, at
         return self._inside
 
+    def annotation_changed(self, node: Node) -> bool:
+        """The node's node-topology annotation differs from the one kept (``note_node``
+        would change something: an adapter then calls it inside ``store.feeding()``)."""
+        text = node.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION)
+        old = self.annotated.get(node.name)
+        if old is None:
+            return text is not None
+        return old.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION) != text
+
     def note_node(self, node: Node) -> None:
         """A node as the adapter has it: its node-topology annotation, if any, is part of
         its inside (a change rebuilds the index, not the allocator)."""
+        if not self.annotation_changed(node):
+            return
         has = NODE_TOPOLOGY_ANNOTATION in node.meta.annotations
-        old = self.annotated.get(node.name)
-        if not has and old is None:
-            return
-        text = node.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION)
-        if old is not None and old.meta.annotations.get(NODE_TOPOLOGY_ANNOTATION) == text:
-            return
         with self.lock:
             if has:
                 self.annotated[node.name] = node

@@ -32,6 +32,7 @@ from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.gang import Gang
+from tierra.scheduler.kueue_pod_groups import Specs
 from tierra.scheduler.placement.allocate import Allocator
 from tierra.scheduler.placement.plan import GangPlan
 from tierra.scheduler.queueing.quota import Budget
@@ -132,6 +133,7 @@ class Preemptor:
 
     def _bundles(self, victims: list[Victim], inside: np.ndarray) -> list[Bundle]:
         cache = self.cache
+        spec = Specs(cache)
         eligible = {v.key: v for v in victims}
         by_gang: dict[str, list[Victim]] = {}
         bundles: list[Bundle] = []
@@ -139,13 +141,15 @@ class Preemptor:
             if not inside[v.node]:
                 continue
             g = gang_key(cache.pods[v.key])
-            if g is None or g not in cache.podgroups:
+            if g is None or spec(g) is None:  # a pod alone (a Kueue pod group is a gang)
                 bundles.append(Bundle((v,), False, v.key))
             else:
                 by_gang.setdefault(g, []).append(v)
         for g, here in sorted(by_gang.items()):
             running = [k for k in cache.members.get(g, {}) if k in cache.node_of]
-            surplus = max(0, len(running) - cache.podgroups[g].min_member)
+            pg = spec(g)
+            assert pg is not None
+            surplus = max(0, len(running) - pg.min_member)
             here.sort(key=lambda v: (v.priority, natural_key(v.key)), reverse=False)
             singles = here[:surplus]
             bundles.extend(Bundle((v,), False, v.key) for v in singles)

@@ -35,6 +35,7 @@ from tierra.api.pod import Pod
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.eviction.preemption import Bundle, Preemptor, Victim, queue_of
 from tierra.scheduler.gang import Gang
+from tierra.scheduler.kueue_pod_groups import Specs
 from tierra.scheduler.placement.allocate import Allocator
 from tierra.scheduler.placement.plan import GangPlan
 from tierra.scheduler.queueing.queues import QueueBook
@@ -115,18 +116,19 @@ class Reclaimer(Preemptor):
     def _bundles(self, victims: list[Victim], inside: np.ndarray) -> list[Bundle]:
         """Whole gangs with a pod inside the domain, lowest priority first."""
         cache = self.cache
+        spec = Specs(cache)  # a Kueue pod group counts as a gang
         eligible = {v.key: v for v in victims}
         by_gang: dict[str, list[Victim]] = {}
         for v in victims:
             g = gang_key(cache.pods[v.key])
-            owner = g if g is not None and g in cache.podgroups else v.key
+            owner = g if g is not None and spec(g) is not None else v.key
             by_gang.setdefault(owner, []).append(v)
         keyed: list[tuple[tuple[object, ...], Bundle]] = []
         for owner, found in by_gang.items():
             if not any(inside[v.node] for v in found):
                 continue
             members = found
-            if owner in cache.podgroups:
+            if spec(owner) is not None:
                 running = [k for k in cache.members.get(owner, {}) if k in cache.node_of]
                 if not all(k in eligible for k in running):
                     continue  # some of it cannot go: none of it goes
