@@ -226,3 +226,28 @@ def test_slurm_export_keeps_each_namesakes_nodes(tmp_path: Path) -> None:
     code, out, err = run("export", "slurm-yaml", two_groups(tmp_path))
     assert code == 0, err
     assert "nodes: n[0-1]" in out and "nodes: n[2-3]" in out
+
+
+def test_discover_reconciles_against_its_own_groups_objects_only(tmp_path: Path) -> None:
+    """A snapshot of a cluster the controller mirrors holds each name in both groups:
+    planning tierra's group against it changes nothing (it planned every object deleted
+    and created again, taking Volcano's copy for tierra's), and Volcano's likewise."""
+    nodes = tmp_path / "nodes.yaml"
+    labelled = [
+        replace(n, meta=replace(n.meta, labels={"example.com/rack": f"r{i % 2}"}))
+        for i, n in enumerate(NODES)
+    ]
+    nodes.write_text(dump_yaml([encode_node(n) for n in labelled]))
+    found = ("discover", "labels", nodes, "--levels", "example.com/rack")
+    written = []
+    for group in ("tierra", "volcano"):
+        code, out, err = run(*found, "--group", group)
+        assert code == 0, err
+        written.append(out)
+    snapshot = tmp_path / "both.yaml"
+    snapshot.write_text("\n---\n".join(written))
+    for group in ("tierra", "volcano"):
+        code, out, err = run(*found, "--group", group, "--reconcile", snapshot, "-o", "json")
+        assert code == 0, err
+        (plan,) = json.loads(out)["items"]
+        assert (plan["writes"], plan["unchanged"]) == (0, 2), plan
