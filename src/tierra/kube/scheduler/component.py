@@ -387,26 +387,31 @@ class SchedulerComponent:
                 log.info("topology: %s", note)
 
     def _gpu_gauges(self) -> None:
-        """Free and total GPUs per HyperNode, from the topology layer's ledgers: extended
-        resources only (DRA devices counted as room are the session's own, ``room.py``).
-        Labelled by (name, group), a HyperNode's identity; a HyperNode gone loses its
-        series."""
-        cache = self.cache
-        cols = gpu_columns(cache.capacity.axis.index)
-        if not cols:
-            return
-        alloc = cache.capacity.dom_alloc[:, cols].sum(axis=1) // 1000
-        used = cache.capacity.dom_used[:, cols].sum(axis=1) // 1000
-        free = np.maximum(alloc - used, 0)
-        now: set[tuple[str, str]] = set()
-        for h, (group, name) in enumerate(cache.index.keys):
-            now.add((name, group))
-            self.metrics.gpus.labels(name, group, "total").set(int(alloc[h]))
-            self.metrics.gpus.labels(name, group, "free").set(int(free[h]))
-        for name, group in self.gauged - now:
-            for state in ("total", "free"):
-                self.metrics.gpus.remove(name, group, state)
-        self.gauged = now
+        self.gauged = gpu_gauges(self.cache, self.metrics, self.gauged)
+
+
+def gpu_gauges(
+    cache: ClusterStore, metrics: Metrics, before: set[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """Free and total GPUs per HyperNode, from the topology layer's ledgers: extended
+    resources only (DRA devices counted as room are the session's own, ``room.py``).
+    Labelled by (name, group), a HyperNode's identity; a HyperNode of ``before`` (the
+    series set last time) that is gone loses its series. The series set now."""
+    cols = gpu_columns(cache.capacity.axis.index)
+    if not cols:
+        return before
+    alloc = cache.capacity.dom_alloc[:, cols].sum(axis=1) // 1000
+    used = cache.capacity.dom_used[:, cols].sum(axis=1) // 1000
+    free = np.maximum(alloc - used, 0)
+    now: set[tuple[str, str]] = set()
+    for h, (group, name) in enumerate(cache.index.keys):
+        now.add((name, group))
+        metrics.gpus.labels(name, group, "total").set(int(alloc[h]))
+        metrics.gpus.labels(name, group, "free").set(int(free[h]))
+    for name, group in before - now:
+        for state in ("total", "free"):
+            metrics.gpus.remove(name, group, state)
+    return now
 
 
 def gpu_columns(index: Mapping[str, int]) -> list[int]:
