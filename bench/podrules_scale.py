@@ -13,7 +13,11 @@ has terms to test), one session each on a fresh store over:
 * ``plain_with_holders``: the plain pods, but the placed pods' anti-affinity terms must
   be tested against each (the symmetric direction);
 * ``gangs_volumes``: 100 gangs of 8 pods, each pod with a WaitForFirstConsumer claim of
-  a provisioner limited by ``allowedTopologies`` to 4 zones, beside 800 plain-gang pods.
+  a provisioner limited by ``allowedTopologies`` to 4 zones, beside 800 plain-gang pods;
+* ``preferences``: the 2,000 lone replicas with, instead of rules, preferences: anti-
+  affinity by hostname on their app (weight 100), ScheduleAnyway spread by zone and a
+  preferred zone (node affinity) -- what scoring them as kube-scheduler does costs;
+* ``gangs_preferences``: the 100 gangs of 8, each pod preferring a zone.
 
 Reproduce: ``python bench/podrules_scale.py`` (``--nodes N`` for another size). Writes
 bench/results/podrules_scale.{json,md}. Pods/s is of session time.
@@ -32,11 +36,16 @@ from typing import Any
 
 from _machine import machine
 
-from tierra.api.labels import LabelSelector
+from tierra.api.labels import LabelSelector, Operator, Requirement
 from tierra.api.meta import ObjectMeta
 from tierra.api.node import Node
-from tierra.api.pod import Pod
-from tierra.api.pod_rules import PlacementRules, PodAffinityTerm, SpreadConstraint
+from tierra.api.pod import NodeSelectorTerm, Pod
+from tierra.api.pod_rules import (
+    PlacementRules,
+    PodAffinityTerm,
+    PreferredNodeTerm,
+    SpreadConstraint,
+)
 from tierra.api.storage import PersistentVolumeClaim, StorageClass
 from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, run_session
 from tierra.scheduler.constraints.registry import DEFAULT
@@ -87,6 +96,22 @@ def replicas(rules: bool) -> list[Pod]:
             p = with_rules(p, PlacementRules(anti_affinity=(anti(app),), spread=(spread,)))
         out.append(p)
     return out
+
+
+def preferring(p: Pod, app: str, zone: int) -> Pod:
+    near = PreferredNodeTerm(
+        10, NodeSelectorTerm((Requirement(ZONE, Operator.IN, (f"z{zone:02d}",)),))
+    )
+    apart = PodAffinityTerm(HOST, LabelSelector({"app": app}), weight=100)
+    spread = SpreadConstraint(1, ZONE, "ScheduleAnyway", LabelSelector({"app": app}))
+    rules = PlacementRules(
+        preferred_anti_affinity=(apart,), spread=(spread,), preferred_nodes=(near,)
+    )
+    return with_rules(p, rules)
+
+
+def preferred_replicas() -> list[Pod]:
+    return [preferring(p, str(p.meta.labels["app"]), i % 16) for i, p in enumerate(replicas(False))]
 
 
 def session(
@@ -167,6 +192,10 @@ def main() -> None:
     runs["gangs_plain"] = session(nodes, hns, [], pods, podgroups=pgs)
     pods, pgs, storage = gangs_with_volumes(True)
     runs["gangs_volumes"] = session(nodes, hns, [], pods, podgroups=pgs, storage=storage)
+    runs["preferences"] = session(nodes, hns, plain_bg, preferred_replicas())
+    pods, pgs, _ = gangs_with_volumes(False)
+    near = [preferring(p, "none", i // 8 % 16) for i, p in enumerate(pods)]
+    runs["gangs_preferences"] = session(nodes, hns, [], near, podgroups=pgs)
     report = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),

@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from tierra.api.storage import (
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    decode_capacity,
+    decode_csidriver,
     decode_csinode,
     decode_pv,
     decode_pvc,
@@ -33,10 +37,12 @@ def pvc_doc(
     modes: tuple[str, ...] = ("ReadWriteOnce",),
     namespace: str = "default",
     selected: str = "",
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "accessModes": list(modes),
         "resources": {"requests": {"storage": size}},
+        **(extra or {}),
     }
     if sc is not None:
         spec["storageClassName"] = sc
@@ -73,11 +79,14 @@ def pv_doc(
     labels: dict[str, str] | None = None,
     driver: str = "",
     modes: tuple[str, ...] = ("ReadWriteOnce",),
+    available: bool = True,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "storageClassName": sc,
         "capacity": {"storage": size},
         "accessModes": list(modes),
+        **(extra or {}),
     }
     if hosts:
         expr = {"key": "kubernetes.io/hostname", "operator": "In", "values": list(hosts)}
@@ -92,7 +101,7 @@ def pv_doc(
         "kind": "PersistentVolume",
         "metadata": {"name": name, "labels": labels or {}},
         "spec": spec,
-        "status": {"phase": "Bound" if claim else "Available"},
+        "status": {"phase": "Bound" if claim else ("Available" if available else "Released")},
     }
 
 
@@ -139,3 +148,54 @@ def claim_volumes(*claims: str) -> list[dict[str, Any]]:
     return [
         {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)
     ]
+
+
+def csidriver_doc(name: str, storage_capacity: bool) -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIDriver",
+        "metadata": {"name": name},
+        "spec": {"storageCapacity": storage_capacity},
+    }
+
+
+def csidriver(name: str, storage_capacity: bool) -> CSIDriver:
+    sink: list[Problem] = []
+    out = decode_csidriver(csidriver_doc(name, storage_capacity), None, sink)
+    _ok(sink)
+    return out
+
+
+def capacity_doc(
+    name: str,
+    sc: str,
+    topology: dict[str, str] | None,
+    *,
+    capacity: str = "",
+    maximum: str = "",
+    namespace: str = "kube-system",
+) -> dict[str, Any]:
+    """A CSIStorageCapacity as upstream's ``makeCapacity`` builds it: ``topology`` None is
+    an empty selector (every node), else ``matchLabels``."""
+    doc: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": name, "namespace": namespace},
+        "storageClassName": sc,
+        "nodeTopology": {"matchLabels": topology} if topology else {},
+    }
+    if capacity:
+        doc["capacity"] = capacity
+    if maximum:
+        doc["maximumVolumeSize"] = maximum
+    return doc
+
+
+def capacity(
+    name: str, sc: str, topology: dict[str, str] | None, size: str = "", maximum: str = ""
+) -> CSIStorageCapacity:
+    sink: list[Problem] = []
+    doc = capacity_doc(name, sc, topology, capacity=size, maximum=maximum)
+    out = decode_capacity(doc, None, sink)
+    _ok(sink)
+    return out

@@ -125,3 +125,70 @@ def test_malformed_storage_objects_name_the_field(tmp_path: Path) -> None:
         ("StorageClass/s", "volumeBindingMode"),
         ("CSINode/n", "spec.drivers[0].allocatable.count"),
     }
+
+
+CSI_DOCS = [
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIDriver",
+        "metadata": {"name": "local.csi.io"},
+        "spec": {"storageCapacity": True},
+    },
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": "cap-n1", "namespace": "kube-system"},
+        "storageClassName": "local",
+        "capacity": "100Gi",
+        "maximumVolumeSize": "50Gi",
+        "nodeTopology": {"matchLabels": {"kubernetes.io/hostname": "n1"}},
+    },
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": "unknown", "namespace": "kube-system"},
+        "storageClassName": "local",
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "fast", "namespace": "ml"},
+        "spec": {
+            "storageClassName": "local",
+            "volumeMode": "Block",
+            "volumeAttributesClassName": "gold",
+            "selector": {"matchLabels": {"tier": "a"}},
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    },
+]
+
+
+def test_csi_capacity_objects_and_claim_fields_are_read(tmp_path: Path) -> None:
+    """CSIDriver ``spec.storageCapacity``, CSIStorageCapacity (capacity, maximum volume
+    size, node topology; none of them: reachable from no node, no room), and a claim's
+    volume mode, VolumeAttributesClass and selector."""
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump_all(CSI_DOCS))
+    snap = load_snapshot([f])
+    assert not snap.errors
+    (driver,) = snap.csidrivers
+    assert driver.name == "local.csi.io" and driver.storage_capacity
+    cap, unknown = sorted(snap.capacities, key=lambda c: c.key)
+    assert cap.key == "kube-system/cap-n1" and cap.storage_class == "local"
+    assert cap.limit == 50 * 2**30 * 1000  # milli-units: maximumVolumeSize wins
+    assert cap.node_topology is not None
+    assert cap.node_topology.matches({"kubernetes.io/hostname": "n1"})
+    assert unknown.limit is None and unknown.node_topology is None
+    (claim,) = snap.claims
+    assert (claim.volume_mode, claim.attributes_class) == ("Block", "gold")
+    assert claim.selector is not None and claim.selector.matches({"tier": "a"})
+
+
+def test_a_malformed_capacity_names_the_field(tmp_path: Path) -> None:
+    bad = dict(CSI_DOCS[1])
+    bad["capacity"] = "lots"
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump_all([bad]))
+    found = {(p.obj, p.path) for p in load_snapshot([f]).errors}
+    assert found == {("CSIStorageCapacity/kube-system/cap-n1", "capacity")}

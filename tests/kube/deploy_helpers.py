@@ -45,7 +45,7 @@ def install(plane: ControlPlane) -> None:
         "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{c}" for c in crds)
     )
     for crd in crds:
-        _served(plane, crd)
+        served(plane, crd)
 
 
 _RENDERED: dict[Path, str] = {}
@@ -94,10 +94,10 @@ def stand_in_crd(
     }
     plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(crd))
     plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{plural}.{group}")
-    _served(plane, f"{plural}.{group}")
+    served(plane, f"{plural}.{group}")
 
 
-def _served(plane: ControlPlane, resource: str) -> None:
+def served(plane: ControlPlane, resource: str) -> None:
     """Established comes a moment before the storage serves ("storage is (re)initializing")."""
     deadline = time.monotonic() + 30
     while plane.kubectl("get", resource, check=False).returncode != 0:

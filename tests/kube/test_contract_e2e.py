@@ -10,6 +10,8 @@ FailedScheduling Event in the filter's words.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -23,8 +25,8 @@ from e2e_cluster import placements, start_scheduler, wait_ready
 from kube_helpers import eventually, kube_for
 
 from tierra.kube import resources as r
-from tierra.kube.client import MERGE_PATCH, Kube
-from tierra.kube.resources import EVENTS, PODS, VOLCANO_PODGROUPS
+from tierra.kube.client import MERGE_PATCH, ApiError, Kube
+from tierra.kube.resources import EVENTS, PODS, PRIORITY_CLASSES, VOLCANO_PODGROUPS
 from tierra.kube.testing import KUBE_SCHEDULER, ControlPlane, ManagedProcess, find_binary
 from tierra.kube.testing.controlplane import ControlPlaneUnavailable
 from tierra.kube.testing.fake import NodeShape, node_manifest, pod_manifest
@@ -36,6 +38,7 @@ TIERRA = "tierra-contract"
 KUBE = "default-scheduler"
 SCHEDULERS = (TIERRA, KUBE)
 ZONE = "topology.kubernetes.io/zone"
+SELECTED = "volume.kubernetes.io/selected-node"
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +92,20 @@ class Case:
         self.namespace = self.name
         self.label = {"tierra.dev/contract": self.name}
 
-    async def create(self, kube: Kube, nodes: int, zones: int = 0) -> None:
-        """``nodes`` nodes; with ``zones``, node i in zone ``z<i % zones>``."""
-        await kube.request(
-            "POST", "/api/v1/namespaces", body={"metadata": {"name": self.namespace}}
-        )
+    async def create(
+        self,
+        kube: Kube,
+        nodes: int,
+        zones: int = 0,
+        extra: dict[int, dict[str, str]] | None = None,
+        ns_labels: dict[str, str] | None = None,
+    ) -> None:
+        """``nodes`` nodes; with ``zones``, node i in zone ``z<i % zones>``; ``extra``
+        labels for node i."""
+        body = {"metadata": {"name": self.namespace, "labels": ns_labels or {}}}
+        await kube.request("POST", "/api/v1/namespaces", body=body)
         for i in range(nodes):
-            labels = dict(self.label)
+            labels = {**self.label, **(extra or {}).get(i, {})}
             if zones:
                 labels[ZONE] = f"{self.name}-z{i % zones}"
             body = node_manifest(
@@ -346,12 +356,13 @@ def test_a_bound_claims_volume_node_affinity_picks_the_node(
     run(control_plane, body)
 
 
-def test_wait_for_first_consumer_sets_the_selected_node(
+def test_wait_for_first_consumer_binds_once_the_claim_is_bound(
     control_plane: ControlPlane, schedulers: None
 ) -> None:
-    """volumebinding ``TestVolumeBinding`` "dynamic provisioning": the claim gets
-    ``volume.kubernetes.io/selected-node``, a node of the pod's (kube-scheduler then
-    waits for a provisioner this cluster does not run; tierra binds the pod)."""
+    """volumebinding ``TestVolumeBinding`` "dynamic provisioning" and binder_test
+    ``TestBindPodVolumes``: the claim gets ``volume.kubernetes.io/selected-node`` (a node
+    of the pod's) and the pod waits -- pre-bind holds it until the claim is Bound (this
+    test plays the provisioner and the PV controller); then both bind it there."""
     cases = both(control_plane, "wffc")
 
     async def body(kube: Kube) -> None:
@@ -365,32 +376,131 @@ def test_wait_for_first_consumer_sets_the_selected_node(
         await kube.request("POST", r.STORAGE_CLASSES.path(), body=sc)
         for c in cases:
             await c.create(kube, 1)
-            pvc = {
-                "apiVersion": "v1",
-                "kind": "PersistentVolumeClaim",
-                "metadata": {"name": "scratch", "namespace": c.namespace},
-                "spec": {
-                    "accessModes": ["ReadWriteOnce"],
-                    "storageClassName": "contract-wffc",
-                    "resources": {"requests": {"storage": "1Gi"}},
-                },
-            }
-            await kube.request("POST", r.PVCS.path(c.namespace), body=pvc)
-            await c.post(
-                kube,
-                c.pod(
-                    "a", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "scratch"}}]
-                ),
+            await kube.request(
+                "POST", r.PVCS.path(c.namespace), body=_claim("scratch", "contract-wffc")
             )
-
-        async def selected(c: Case) -> bool:
-            got = await kube.get(r.PVCS.path(c.namespace, "scratch"))
-            ann = got["metadata"].get("annotations") or {}
-            return ann.get("volume.kubernetes.io/selected-node") == f"{c.name}-n0"
+            await c.post(kube, c.pod("a", volumes=_volume("scratch")))
 
         for c in cases:
-            await eventually(lambda c=c: selected(c), 15, f"{c.scheduler} selects the node")
-        await eventually(lambda: _has(cases[0], kube, "a"), 10, "tierra binds after pre-bind")
+            await eventually(
+                lambda c=c: _selected(kube, c, "scratch", f"{c.name}-n0"),
+                15,
+                f"{c.scheduler} selects the node",
+            )
+        await _settle(2.0)
+        for c in cases:  # pre-bind waits for the claim to be Bound
+            assert await c.bound(kube) == {}, c.scheduler
+            await _provision(kube, c, "scratch", "contract-wffc")
+        for c in cases:
+            await eventually(lambda c=c: _has(c, kube, "a"), 15, f"{c.scheduler} binds")
+            assert (await c.bound(kube))["a"] == f"{c.name}-n0", c.scheduler
+
+    run(control_plane, body)
+
+
+def _claim(name: str, sc: str, size: str = "1Gi") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": sc,
+            "resources": {"requests": {"storage": size}},
+        },
+    }
+
+
+def _volume(claim: str) -> list[dict[str, Any]]:
+    return [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]
+
+
+async def _selected(kube: Kube, c: Case, claim: str, node: str) -> bool:
+    got = await kube.get(r.PVCS.path(c.namespace, claim))
+    return (got["metadata"].get("annotations") or {}).get(SELECTED) == node
+
+
+async def _provision(kube: Kube, c: Case, claim: str, sc: str) -> None:
+    """What a provisioner and the PV controller would do: a PV for the claim, both Bound."""
+    pv_name = f"{c.name}-{claim}"
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": sc,
+            "hostPath": {"path": "/tmp/p"},
+            "claimRef": {"namespace": c.namespace, "name": claim},
+        },
+    }
+    await kube.request("POST", r.PVS.path(), body=pv)
+    patch = {
+        "metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+        "spec": {"volumeName": pv_name},
+    }
+    await kube.request(
+        "PATCH", r.PVCS.path(c.namespace, claim), body=patch, content_type=MERGE_PATCH
+    )
+    await _status(kube, r.PVS, None, pv_name, "Bound")
+    await _status(kube, r.PVCS, c.namespace, claim, "Bound")
+
+
+def test_csi_storage_capacity_picks_the_node_with_room(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """volumebinding binder_test ``TestCapacity`` "local-storage"/"insufficient-storage",
+    watched: with a CSIDriver that reports capacity and none reported, the pod waits
+    ("did not have enough free storage"); once a CSIStorageCapacity gives node 1 room
+    (node 0's is too small), both select node 1 for the claim."""
+    cases = both(control_plane, "capacity")
+    driver = "capacity.contract.example.com"
+
+    async def body(kube: Kube) -> None:
+        await kube.request(
+            "POST",
+            "/apis/storage.k8s.io/v1/csidrivers",
+            body={"metadata": {"name": driver}, "spec": {"storageCapacity": True}},
+        )
+        sc = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "contract-capacity"},
+            "provisioner": driver,
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+        await kube.request("POST", r.STORAGE_CLASSES.path(), body=sc)
+        for c in cases:
+            await c.create(kube, 2)
+            claim = _claim("data", "contract-capacity", "10Gi")
+            await kube.request("POST", r.PVCS.path(c.namespace), body=claim)
+            await c.post(kube, c.pod("a", volumes=_volume("data")))
+        for c in cases:
+            await eventually(
+                lambda c=c: _mentions(kube, c, "a", "did not have enough free storage"),
+                15,
+                f"{c.scheduler}'s reason",
+            )
+        for c in cases:
+            for i, size in ((0, "5Gi"), (1, "50Gi")):
+                cap = {
+                    "metadata": {"name": f"n{i}"},
+                    "storageClassName": "contract-capacity",
+                    "capacity": size,
+                    "nodeTopology": {"matchLabels": {"kubernetes.io/hostname": f"{c.name}-n{i}"}},
+                }
+                await kube.request(
+                    "POST",
+                    f"/apis/storage.k8s.io/v1/namespaces/{c.namespace}/csistoragecapacities",
+                    body=cap,
+                )
+        for c in cases:
+            await eventually(
+                lambda c=c: _selected(kube, c, "data", f"{c.name}-n1"),
+                20,
+                f"{c.scheduler} selects the node with room",
+            )
 
     run(control_plane, body)
 
@@ -539,3 +649,427 @@ def test_a_gang_whose_members_keep_apart_is_placed_whole_or_not_at_all(
 
 async def _count(case: Case, kube: Kube, n: int) -> bool:
     return len(await case.bound(kube)) == n
+
+
+def _preferred(kind: str, key: str, labels: dict[str, str], weight: int = 100) -> dict[str, Any]:
+    term = {"topologyKey": key, "labelSelector": {"matchLabels": labels}}
+    return {
+        kind: {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": weight, "podAffinityTerm": term}
+            ]
+        }
+    }
+
+
+def test_preferred_node_affinity_picks_the_preferred_node(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """nodeaffinity ``TestNodeAffinityPriority`` "only node1 matches the preferred
+    scheduling requirements of pod": three empty nodes, one with an SSD label."""
+    cases = both(control_plane, "prefnode")
+    prefer = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 50,
+                    "preference": {
+                        "matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]
+                    },
+                }
+            ]
+        }
+    }
+
+    async def body(kube: Kube) -> None:
+        for c in cases:
+            await c.create(kube, 3, extra={2: {"disk": "ssd"}})
+            await c.post(kube, c.pod("a", affinity=prefer))
+        for c in cases:
+            await eventually(lambda c=c: _has(c, kube, "a"), 15, f"{c.scheduler} binds")
+            assert (await c.bound(kube))["a"] == f"{c.name}-n2", c.scheduler
+
+    run(control_plane, body)
+
+
+def test_preferred_anti_affinity_avoids_the_matching_pods_node(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """interpodaffinity ``TestPreferredAffinity`` "Anti Affinity: pod that does not match
+    existing pods in node will get high score": a web pod on node 0; another preferring
+    to stay away from web pods by hostname goes to node 1 (tierra's binpacking alone
+    would stack it on node 0)."""
+    cases = both(control_plane, "prefanti")
+    web = {"app": "web"}
+
+    async def body(kube: Kube) -> None:
+        for c in cases:
+            await c.create(kube, 2)
+            old = c.pod("old", labels=web)
+            old["spec"]["nodeName"] = f"{c.name}-n0"
+            await c.post(kube, old)
+            apart = _preferred("podAntiAffinity", "kubernetes.io/hostname", web)
+            await c.post(kube, c.pod("new", labels=web, affinity=apart))
+        for c in cases:
+            await eventually(lambda c=c: _has(c, kube, "new"), 15, f"{c.scheduler} binds")
+            assert (await c.bound(kube))["new"] == f"{c.name}-n1", c.scheduler
+
+    run(control_plane, body)
+
+
+def test_preferred_pod_affinity_and_placed_pods_terms(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """interpodaffinity ``TestPreferredAffinity`` "Affinity: pod that matches topology
+    key & pods in nodes will get high score" and "Anti Affinity symmetry": a pod
+    preferring its database's zone goes there; a plain web pod avoids the node of a
+    placed pod that prefers no web pods beside it."""
+    near, sym = both(control_plane, "prefaff"), both(control_plane, "prefsym")
+
+    async def body(kube: Kube) -> None:
+        for c in near:
+            await c.create(kube, 2, zones=2)
+            db = c.pod("db", labels={"app": "db"})
+            db["spec"]["nodeName"] = f"{c.name}-n1"
+            await c.post(kube, db)
+            aff = _preferred("podAffinity", ZONE, {"app": "db"})
+            await c.post(kube, c.pod("web", affinity=aff))
+        for c in sym:
+            await c.create(kube, 2)
+            loner = c.pod(
+                "loner",
+                affinity=_preferred("podAntiAffinity", "kubernetes.io/hostname", {"app": "web"}),
+            )
+            loner["spec"]["nodeName"] = f"{c.name}-n0"
+            await c.post(kube, loner)
+            await c.post(kube, c.pod("web", labels={"app": "web"}))
+        for c in (*near, *sym):
+            await eventually(lambda c=c: _has(c, kube, "web"), 15, f"{c.scheduler} binds")
+            assert (await c.bound(kube))["web"] == f"{c.name}-n1", (c.name, c.scheduler)
+
+    run(control_plane, body)
+
+
+def test_schedule_anyway_spread_prefers_the_emptier_zone(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """podtopologyspread ``TestPodTopologySpreadScore`` "one constraint on zone": with
+    ScheduleAnyway the new pod goes to the zone without matching pods."""
+    cases = both(control_plane, "spreadsoft")
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "s"}},
+        }
+    ]
+
+    async def body(kube: Kube) -> None:
+        for c in cases:
+            await c.create(kube, 2, zones=2)
+            old = c.pod("old", labels={"app": "s"})
+            old["spec"]["nodeName"] = f"{c.name}-n0"
+            await c.post(kube, old)
+            await c.post(kube, c.pod("new", labels={"app": "s"}, topologySpreadConstraints=spread))
+        for c in cases:
+            await eventually(lambda c=c: _has(c, kube, "new"), 15, f"{c.scheduler} binds")
+            assert (await c.bound(kube))["new"] == f"{c.name}-n1", c.scheduler
+
+    run(control_plane, body)
+
+
+def test_a_namespace_relabelled_into_an_anti_affinity_term(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """interpodaffinity ``TestRequiredAffinitySingleNode`` "anti-affinity with matching
+    NamespaceSelector", with the Namespace's label changed after the holder was placed:
+    the incoming pod's namespace joins the holder's term, and it is kept off the node."""
+    cases = both(control_plane, "nsrelabel")
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": "kubernetes.io/hostname",
+                    "labelSelector": {"matchLabels": {"app": "x"}},
+                    "namespaceSelector": {"matchLabels": {"team": "red"}},
+                }
+            ]
+        }
+    }
+
+    async def body(kube: Kube) -> None:
+        for c in cases:
+            await c.create(kube, 1, ns_labels={"team": "blue"})
+            holder = c.pod("holder", affinity=anti)
+            holder["spec"]["nodeName"] = f"{c.name}-n0"
+            await c.post(kube, holder)
+        await _settle(1.0)
+        for c in cases:
+            patch = {"metadata": {"labels": {"team": "red"}}}
+            await kube.request(
+                "PATCH", f"/api/v1/namespaces/{c.namespace}", body=patch, content_type=MERGE_PATCH
+            )
+        await _settle(1.0)
+        for c in cases:
+            await c.post(kube, c.pod("incoming", labels={"app": "x"}))
+        await _settle()
+        for c in cases:
+            assert "incoming" not in await c.bound(kube), c.scheduler
+            await eventually(
+                lambda c=c: _mentions(kube, c, "incoming", "anti-affinity"),
+                10,
+                f"{c.scheduler}'s reason",
+            )
+
+    run(control_plane, body)
+
+
+async def _nominations_seen(
+    kube: Kube, namespace: str, name: str, since: str, timeout: float
+) -> list[str]:
+    """Every ``status.nominatedNodeName`` a watch on the pod shows, from resource version
+    ``since`` (so no update is missed however late the watch opens), until it is bound."""
+    seen: list[str] = []
+    query = {
+        "watch": "true",
+        "fieldSelector": f"metadata.name={name}",
+        "resourceVersion": since,
+    }
+    path = PODS.path(namespace)
+
+    async def follow() -> None:
+        async with kube.stream(path, query=query, read_timeout=timeout) as lines:
+            async for line in lines:
+                obj = json.loads(line)["object"]
+                nominated = obj.get("status", {}).get("nominatedNodeName", "")
+                if nominated and (not seen or seen[-1] != nominated):
+                    seen.append(nominated)
+                if obj["spec"].get("nodeName"):
+                    return
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(follow(), timeout)
+    return seen
+
+
+def _cpu(n: str) -> dict[str, Any]:
+    return {"resources": {"requests": {"cpu": n}, "limits": {"cpu": n}}}
+
+
+def test_a_preemptor_is_nominated_to_the_node_its_preemption_freed(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """defaultpreemption and ``TestPreemption`` (test/integration/scheduler/preemption):
+    a high-priority pod preempts the low-priority pod filling the only node; while the
+    victim goes, the preemptor's ``status.nominatedNodeName`` names that node (the
+    binding clears it), and it binds there."""
+    cases = both(control_plane, "nominate")
+
+    async def body(kube: Kube) -> None:
+        for name, value in (("contract-low", 10), ("contract-high", 1000)):
+            pc = {"metadata": {"name": name}, "value": value}
+            with contextlib.suppress(ApiError):  # a rerun on the same control plane
+                await kube.request("POST", PRIORITY_CLASSES.path(), body=pc)
+        watches = []
+        for c in cases:
+            await c.create(kube, 1)
+            victim = c.pod("victim", container=_cpu("8"), priorityClassName="contract-low")
+            victim["spec"]["nodeName"] = f"{c.name}-n0"
+            await c.post(kube, victim)
+            since = (await kube.get(PODS.path(c.namespace)))["metadata"]["resourceVersion"]
+            await c.post(kube, c.pod("pre", container=_cpu("8"), priorityClassName="contract-high"))
+            watch = _nominations_seen(kube, c.namespace, "pre", since, 30)
+            watches.append(asyncio.create_task(watch))
+        for c, watch in zip(cases, watches, strict=True):
+            seen = await watch
+            assert seen == [f"{c.name}-n0"], (c.scheduler, seen)
+            assert await c.bound(kube) == {"pre": f"{c.name}-n0"}, c.scheduler
+            pod = await kube.get(PODS.path(c.namespace, "pre"))
+            assert not pod.get("status", {}).get("nominatedNodeName"), c.scheduler
+
+    run(control_plane, body)
+
+
+def test_a_nominated_pod_that_cannot_be_placed_gives_its_nomination_up(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """``Evaluator.Preempt`` "No preemption candidate is found" clears the nomination: a
+    pending pod nominated to a node, whose nodeSelector no node matches (preemption
+    cannot help), has the field cleared, and the room it held is free for another pod
+    of the same priority."""
+    cases = both(control_plane, "unnominate")
+
+    async def body(kube: Kube) -> None:
+        for c in cases:  # gated while the test nominates it, so no attempt comes first
+            await c.create(kube, 1)
+            gate = [{"name": "example.com/hold"}]
+            nowhere = {**c.label, "tierra.dev/no-such-node": "yes"}
+            stuck = c.pod("stuck", container=_cpu("8"), nodeSelector=nowhere, schedulingGates=gate)
+            await c.post(kube, stuck)
+            patch = {"status": {"nominatedNodeName": f"{c.name}-n0"}}
+            path = PODS.path(c.namespace, "stuck")
+            await kube.request("PATCH", f"{path}/status", body=patch, content_type=MERGE_PATCH)
+            ungate = [{"op": "remove", "path": "/spec/schedulingGates"}]
+            await kube.request(
+                "PATCH", path, body=ungate, content_type="application/json-patch+json"
+            )
+
+        async def cleared(c: Case) -> bool:
+            pod = await kube.get(PODS.path(c.namespace, "stuck"))
+            return not pod.get("status", {}).get("nominatedNodeName")
+
+        for c in cases:
+            await eventually(lambda c=c: cleared(c), 15, f"{c.scheduler} clears it")
+            await c.post(kube, c.pod("other", container=_cpu("8")))
+        for c in cases:
+            await eventually(lambda c=c: _has(c, kube, "other"), 15, f"{c.scheduler} binds")
+
+    run(control_plane, body)
+
+
+def _local_pv(c: Case, name: str, node: str, sc: str, size: str = "5Gi") -> dict[str, Any]:
+    expr = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"{c.name}-{name}"},
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": sc,
+            "hostPath": {"path": "/tmp/l"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}},
+        },
+    }
+
+
+async def _no_provisioner_class(kube: Kube, name: str) -> None:
+    sc = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    with contextlib.suppress(ApiError):
+        await kube.request("POST", r.STORAGE_CLASSES.path(), body=sc)
+
+
+def test_two_claims_of_one_pod_never_share_one_pv(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """volumebinding binder_test ``TestFindPodVolumesWithoutProvisioning``
+    "two-unbound-pvcs,partial-match": one local PV, two claims of one pod: neither
+    scheduler binds the pod, and both say no PV was found."""
+    cases = both(control_plane, "twoclaims")
+
+    async def body(kube: Kube) -> None:
+        await _no_provisioner_class(kube, "contract-local")
+        for c in cases:
+            await c.create(kube, 1)
+            await kube.request(
+                "POST", r.PVS.path(), body=_local_pv(c, "pv", f"{c.name}-n0", "contract-local")
+            )
+            await _status(kube, r.PVS, None, f"{c.name}-pv", "Available")
+            for claim in ("a", "b"):
+                await kube.request(
+                    "POST", r.PVCS.path(c.namespace), body=_claim(claim, "contract-local")
+                )
+            vols = [{"name": n, "persistentVolumeClaim": {"claimName": n}} for n in ("a", "b")]
+            await c.post(kube, c.pod("p", volumes=vols))
+        await _settle()
+        for c in cases:
+            assert await c.bound(kube) == {}, c.scheduler
+            await eventually(
+                lambda c=c: _mentions(kube, c, "p", "didn't find available persistent volumes"),
+                10,
+                f"{c.scheduler}'s reason",
+            )
+            pv = await kube.get(r.PVS.path(None, f"{c.name}-pv"))
+            assert not pv["spec"].get("claimRef"), c.scheduler
+
+    run(control_plane, body)
+
+
+def test_a_matched_pv_is_bound_before_the_pod(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """volumebinding binder_test ``TestBindAPIUpdate``/``TestCheckBindings``: the
+    scheduler writes the matched PV's claimRef and waits; once the PV controller (played
+    here) binds the claim, the pod is bound to the PV's node."""
+    cases = both(control_plane, "static")
+
+    async def body(kube: Kube) -> None:
+        await _no_provisioner_class(kube, "contract-local")
+        for c in cases:
+            await c.create(kube, 2)
+            await kube.request(
+                "POST", r.PVS.path(), body=_local_pv(c, "pv", f"{c.name}-n1", "contract-local")
+            )
+            await _status(kube, r.PVS, None, f"{c.name}-pv", "Available")  # the PV controller's
+            await kube.request(
+                "POST", r.PVCS.path(c.namespace), body=_claim("data", "contract-local")
+            )
+            await c.post(kube, c.pod("p", volumes=_volume("data")))
+
+        async def reserved(c: Case) -> bool:
+            pv = await kube.get(r.PVS.path(None, f"{c.name}-pv"))
+            return (pv["spec"].get("claimRef") or {}).get("name") == "data"
+
+        for c in cases:
+            await eventually(lambda c=c: reserved(c), 15, f"{c.scheduler} writes claimRef")
+        await _settle(2.0)
+        for c in cases:
+            assert await c.bound(kube) == {}, c.scheduler  # waits for the PV controller
+            patch = {
+                "metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+                "spec": {"volumeName": f"{c.name}-pv"},
+            }
+            await kube.request(
+                "PATCH", r.PVCS.path(c.namespace, "data"), body=patch, content_type=MERGE_PATCH
+            )
+            await _status(kube, r.PVS, None, f"{c.name}-pv", "Bound")
+            await _status(kube, r.PVCS, c.namespace, "data", "Bound")
+        for c in cases:
+            await eventually(lambda c=c: _has(c, kube, "p"), 15, f"{c.scheduler} binds")
+            assert (await c.bound(kube))["p"] == f"{c.name}-n1", c.scheduler
+
+    run(control_plane, body)
+
+
+def test_a_claim_binds_only_a_pv_of_its_volume_attributes_class(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """component-helpers ``TestFindMatchVolumeWithNode`` "success-match-with-vac" and
+    "fail-vac": two local PVs, on node 0 without a VolumeAttributesClass and on node 1
+    with ``gold``; a claim asking for ``gold`` gets node 1's PV's claimRef from both."""
+    cases = both(control_plane, "vac")
+
+    async def body(kube: Kube) -> None:
+        await _no_provisioner_class(kube, "contract-local")
+        for c in cases:
+            await c.create(kube, 2)
+            # smaller and first by name: what matching picks if the class is not read
+            plain = _local_pv(c, "plain", f"{c.name}-n0", "contract-local", size="2Gi")
+            gold = _local_pv(c, "gold", f"{c.name}-n1", "contract-local")
+            gold["spec"]["volumeAttributesClassName"] = "gold"  # a CSI volume's only
+            del gold["spec"]["hostPath"]
+            gold["spec"]["csi"] = {"driver": "vac.contract.example.com", "volumeHandle": c.name}
+            for pv in (plain, gold):
+                await kube.request("POST", r.PVS.path(), body=pv)
+                await _status(kube, r.PVS, None, pv["metadata"]["name"], "Available")
+            claim = _claim("data", "contract-local")
+            claim["spec"]["volumeAttributesClassName"] = "gold"
+            await kube.request("POST", r.PVCS.path(c.namespace), body=claim)
+            await c.post(kube, c.pod("p", volumes=_volume("data")))
+
+        async def reserved(c: Case, which: str) -> bool:
+            pv = await kube.get(r.PVS.path(None, f"{c.name}-{which}"))
+            return (pv["spec"].get("claimRef") or {}).get("name") == "data"
+
+        for c in cases:
+            await eventually(lambda c=c: reserved(c, "gold"), 15, f"{c.scheduler} picks gold")
+            assert not await reserved(c, "plain"), c.scheduler
+
+    run(control_plane, body)

@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not installed")
 
+from deploy_helpers import served
 from e2e_cluster import RACK_KEY, Fabric, read, start_scheduler, volcano_gang, wait_bound
 from kube_helpers import eventually, kube_for
 
@@ -51,6 +52,7 @@ def provisioning_crd(crds: ControlPlane) -> ControlPlane:
         "--timeout=60s",
         "crd/provisioningrequests.autoscaling.x-k8s.io",
     )
+    served(crds, "provisioningrequests.autoscaling.x-k8s.io")
     return crds
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.scheduler.helpers import domains, placed, reasons, run
 
 from tierra.scheduler import SchedulerConfig
@@ -130,3 +132,18 @@ def test_pruning_keeps_a_gang_whole_or_untouched() -> None:
     result = run(nodes, hns, running + pods, [pg_low, pg])
     assert {e.pod for e in result.evictions} == {f"default/low-{i}" for i in range(3)}
     assert placed(result) == {"default/urgent-0": "node-1"}
+
+
+def test_victims_on_nodes_the_preemptor_may_not_use_are_not_tried() -> None:
+    """A lone pod whose nodeSelector names one full node preempts its low-priority pod,
+    though lower-priority pods run elsewhere: evicting those never helps, and trying them
+    first (lowest priority first) used up the tries before this one was reached."""
+    nodes, hns = canonical()
+    host = "kubernetes.io/hostname"
+    nodes = [replace(n, meta=replace(n.meta, labels={host: n.name})) for n in nodes]
+    others = [pod(f"other-{i}", node_name=f"node-{i}", gpu=1, priority=0) for i in range(1, 8)]
+    victim = pod("victim", node_name="node-0", gpu=8, priority=10)
+    pre = pod("pre", gpu=8, priority=1000, node_selector={host: "node-0"})
+    result = run(nodes, hns, [*others, victim, pre], [])
+    assert [e.pod for e in result.evictions] == ["default/victim"]
+    assert placed(result) == {"default/pre": "node-0"}

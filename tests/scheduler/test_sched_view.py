@@ -115,3 +115,36 @@ def test_feeding_from_another_thread_while_a_session_runs() -> None:
     assert ledger_matches_pods(store)
     run_session(store)  # the store is whole: another session runs over it
     assert ledger_matches_pods(store)
+
+
+def test_a_view_never_opens_half_way_through_a_change_being_fed() -> None:
+    """The adapter feeds from its event loop while a session's thread opens its view: a
+    change fed holds the store's lock throughout (a view copied half-way through a node
+    rebuild read pod node numbers past its ledger: an IndexError in preemption, live),
+    and ``open_view`` waits for it."""
+    store, _ = store_with_three_gangs()
+    opened = threading.Event()
+
+    def open_it() -> None:
+        view = store.open_view()
+        opened.set()
+        store.close_view(view)
+
+    with store.lock:  # as a feed call holds it
+        t = threading.Thread(target=open_it)
+        t.start()
+        assert not opened.wait(0.2)
+    t.join(5)
+    assert opened.is_set()
+    fed = threading.Event()
+
+    def feed() -> None:
+        store.upsert_node(node("late-node", gpu=8))
+        fed.set()
+
+    with store.lock:  # as open_view (or a session placing a gang) holds it
+        t = threading.Thread(target=feed)
+        t.start()
+        assert not fed.wait(0.2)
+    t.join(5)
+    assert fed.is_set() and "late-node" in store.index.node_ix

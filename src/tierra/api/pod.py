@@ -15,7 +15,7 @@ from tierra.api.kueue_pod_group import problems as kueue_group_problems
 from tierra.api.labels import NODE_SELECTOR_OPERATORS, Requirement, decode_requirement
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Taint, TaintEffect
-from tierra.api.pod_rules import PlacementRules, decode_rules
+from tierra.api.pod_rules import PlacementRules, PreferredNodeTerm, decode_rules
 from tierra.api.quantity import milli_to_quantity
 from tierra.errors import Origin, Problem
 
@@ -236,6 +236,14 @@ def _tolerations(spec: Fields) -> tuple[Toleration, ...]:
     return out
 
 
+def _node_term(t: Fields) -> NodeSelectorTerm:
+    exprs = [decode_requirement(e, NODE_SELECTOR_OPERATORS) for e in t.objects("matchExpressions")]
+    fields = [decode_requirement(e, NODE_SELECTOR_OPERATORS) for e in t.objects("matchFields")]
+    return NodeSelectorTerm(
+        tuple(r for r in exprs if r is not None), tuple(r for r in fields if r is not None)
+    )
+
+
 def _decode_terms(spec: Fields) -> tuple[NodeSelectorTerm, ...]:
     if spec.raw("affinity") is None:  # most pods: no need to walk three levels down
         return ()
@@ -244,18 +252,20 @@ def _decode_terms(spec: Fields) -> tuple[NodeSelectorTerm, ...]:
         .obj("nodeAffinity")
         .obj("requiredDuringSchedulingIgnoredDuringExecution")
     )
-    terms = []
-    for t in required.objects("nodeSelectorTerms"):
-        exprs = [
-            decode_requirement(e, NODE_SELECTOR_OPERATORS) for e in t.objects("matchExpressions")
-        ]
-        fields = [decode_requirement(e, NODE_SELECTOR_OPERATORS) for e in t.objects("matchFields")]
-        terms.append(
-            NodeSelectorTerm(
-                tuple(r for r in exprs if r is not None), tuple(r for r in fields if r is not None)
-            )
-        )
-    return tuple(terms)
+    return tuple(_node_term(t) for t in required.objects("nodeSelectorTerms"))
+
+
+def _decode_preferred_terms(spec: Fields) -> tuple[PreferredNodeTerm, ...]:
+    """``nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution``: weighted terms
+    (NodeAffinity's score; an empty term matches no node, as upstream skips it)."""
+    if spec.raw("affinity") is None:
+        return ()
+    preferred = spec.obj("affinity").obj("nodeAffinity")
+    out = []
+    for w in preferred.objects("preferredDuringSchedulingIgnoredDuringExecution"):
+        weight = w.integer("weight", 1, required=True, minimum=1, maximum=100)
+        out.append(PreferredNodeTerm(weight, _node_term(w.obj("preference", required=True))))
+    return tuple(out)
 
 
 def _decode_gates(spec: Fields) -> tuple[str, ...]:
@@ -309,7 +319,9 @@ def decode_pod_parts(f: Fields, meta: ObjectMeta, origin: Origin | None) -> Pod:
         phase=phase,
         scheduling_group=spec.obj("schedulingGroup").string("podGroupName"),
         scheduling_gates=_decode_gates(spec),
-        rules=decode_rules(spec, status, meta.name, meta.labels),
+        rules=decode_rules(
+            spec, status, meta.name, meta.labels, preferred_nodes=_decode_preferred_terms(spec)
+        ),
         resource_claims=_decode_claims(spec, status),
         origin=origin,
     )

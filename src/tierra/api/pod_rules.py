@@ -21,9 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tierra.api.fields import Fields
 from tierra.api.labels import LabelSelector, Operator, Requirement, decode_label_selector
+
+if TYPE_CHECKING:
+    from tierra.api.pod import NodeSelectorTerm
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
@@ -102,6 +106,14 @@ class SpreadConstraint:
 
 
 @dataclass(frozen=True, slots=True)
+class PreferredNodeTerm:
+    """One ``nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution`` entry."""
+
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
 class PlacementRules:
     """The parts of a pod spec that tie it to other pods, ports or storage."""
 
@@ -114,10 +126,15 @@ class PlacementRules:
     claims: tuple[str, ...] = ()  # PVC names in the pod's namespace (ephemeral: <pod>-<vol>)
     nominated_node: str = ""
     unread: tuple[str, ...] = ()  # field paths tierra does not read that constrain placement
+    preferred_nodes: tuple[PreferredNodeTerm, ...] = ()  # preferred node affinity
 
     @property
     def hard_spread(self) -> tuple[SpreadConstraint, ...]:
         return tuple(c for c in self.spread if c.when_unsatisfiable == DO_NOT_SCHEDULE)
+
+    @property
+    def soft_spread(self) -> tuple[SpreadConstraint, ...]:
+        return tuple(c for c in self.spread if c.when_unsatisfiable == SCHEDULE_ANYWAY)
 
 
 def _merged(
@@ -213,9 +230,15 @@ def _volumes(spec: Fields, pod_name: str) -> tuple[tuple[str, ...], tuple[str, .
 
 
 def decode_rules(
-    spec: Fields, status: Fields, pod_name: str, labels: Mapping[str, str]
+    spec: Fields,
+    status: Fields,
+    pod_name: str,
+    labels: Mapping[str, str],
+    *,
+    preferred_nodes: tuple[PreferredNodeTerm, ...] = (),
 ) -> PlacementRules | None:
-    """The pod's placement rules, or None when it has none (most pods)."""
+    """The pod's placement rules, or None when it has none (most pods). ``preferred_nodes``
+    are its preferred node affinity terms, decoded beside the required ones (``pod.py``)."""
     nominated = status.string("nominatedNodeName")
     if (
         not nominated
@@ -239,6 +262,7 @@ def decode_rules(
         claims=claims,
         nominated_node=nominated,
         unread=unread,
+        preferred_nodes=preferred_nodes,
     )
     return None if rules == PlacementRules() else rules
 

@@ -44,11 +44,15 @@ from tierra.api.resource import (
 )
 from tierra.api.storage import (
     STORAGE_GROUP,
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     Namespace,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    decode_capacity,
+    decode_csidriver,
     decode_csinode,
     decode_namespace,
     decode_pv,
@@ -77,6 +81,8 @@ class Snapshot:
     volumes: tuple[PersistentVolume, ...] = ()
     storage_classes: tuple[StorageClass, ...] = ()
     csinodes: tuple[CSINode, ...] = ()
+    csidrivers: tuple[CSIDriver, ...] = ()
+    capacities: tuple[CSIStorageCapacity, ...] = ()
     namespaces: tuple[Namespace, ...] = ()
     device_classes: tuple[DeviceClass, ...] = ()
     resource_claims: tuple[ResourceClaim, ...] = ()
@@ -189,6 +195,8 @@ _STORAGE: dict[tuple[str, str], tuple[str, Decoder]] = {
     ("", "Namespace"): ("namespaces", decode_namespace),
     (STORAGE_GROUP, "StorageClass"): ("storage_classes", decode_storage_class),
     (STORAGE_GROUP, "CSINode"): ("csinodes", decode_csinode),
+    (STORAGE_GROUP, "CSIDriver"): ("csidrivers", decode_csidriver),
+    (STORAGE_GROUP, "CSIStorageCapacity"): ("capacities", decode_capacity),
 }
 
 

@@ -1,9 +1,9 @@
 """Storage objects and Namespaces: what decides where a pod with volumes may run.
 
-PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes as the
-VolumeBinding, VolumeZone, NodeVolumeLimits and VolumeRestrictions plugins read them;
-Namespaces for their labels (an affinity term's ``namespaceSelector``). Only what those
-plugins read is kept.
+PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes, CSIDrivers and
+CSIStorageCapacities as the VolumeBinding, VolumeZone, NodeVolumeLimits and
+VolumeRestrictions plugins read them; Namespaces for their labels (an affinity term's
+``namespaceSelector``). Only what those plugins read is kept.
 """
 
 from __future__ import annotations
@@ -13,9 +13,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tierra.api.fields import Fields, Report
-from tierra.api.labels import NODE_SELECTOR_OPERATORS, Operator, Requirement, decode_requirement
+from tierra.api.labels import (
+    NODE_SELECTOR_OPERATORS,
+    LabelSelector,
+    Operator,
+    Requirement,
+    decode_label_selector,
+    decode_requirement,
+)
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.pod import NodeSelectorTerm
+from tierra.api.quantity import QuantityError, to_milli
 from tierra.errors import Origin, Problem
 
 STORAGE_GROUP = "storage.k8s.io"
@@ -23,6 +31,8 @@ IMMEDIATE = "Immediate"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", READ_WRITE_ONCE_POD)
+FILESYSTEM = "Filesystem"  # a volumeMode left out
+VOLUME_MODES = (FILESYSTEM, "Block")
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"  # the PV controller's: binding done
 # Zone and region labels VolumeZone compares between a PV and a node (GA and beta names).
@@ -42,6 +52,9 @@ class PersistentVolumeClaim:
     access_modes: tuple[str, ...] = ()
     request: int = 0  # spec.resources.requests.storage, milli-units
     phase: str = "Pending"
+    volume_mode: str = FILESYSTEM
+    selector: LabelSelector | None = None  # spec.selector: the PVs it may bind (None: any)
+    attributes_class: str = ""  # spec.volumeAttributesClassName
     origin: Origin | None = field(default=None, compare=False)
 
     @property
@@ -64,12 +77,21 @@ class PersistentVolume:
     meta: ObjectMeta
     node_affinity: tuple[NodeSelectorTerm, ...] = ()  # required terms (ORed); () = any node
     claim_ref: str = ""  # "ns/name" of the claim it is bound or reserved for
+    claim_uid: str = ""  # spec.claimRef.uid ("": any claim of that name)
     storage_class: str = ""
     access_modes: tuple[str, ...] = ()
     capacity: int = 0  # spec.capacity.storage, milli-units
     csi_driver: str = ""
     phase: str = "Available"
+    volume_mode: str = FILESYSTEM
+    attributes_class: str = ""  # spec.volumeAttributesClassName
     origin: Origin | None = field(default=None, compare=False)
+
+    def bound_to(self, claim: PersistentVolumeClaim) -> bool:
+        """``IsVolumeBoundToClaim``: its claimRef names the claim (and its UID, if any)."""
+        if self.claim_ref != claim.key:
+            return False
+        return not self.claim_uid or self.claim_uid == claim.meta.uid
 
     @property
     def name(self) -> str:
@@ -106,6 +128,41 @@ class CSINode:
     @property
     def name(self) -> str:
         return self.meta.name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CSIDriver:
+    """A CSI driver; ``storage_capacity``: it publishes CSIStorageCapacity objects and
+    the scheduler must check them before provisioning (``spec.storageCapacity``)."""
+
+    meta: ObjectMeta
+    storage_capacity: bool = False
+    origin: Origin | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CSIStorageCapacity:
+    """What a driver can still provision for a class, from the nodes its topology selects."""
+
+    meta: ObjectMeta
+    storage_class: str = ""
+    capacity: int | None = None  # milli-units; None: not reported
+    maximum_volume_size: int | None = None
+    node_topology: LabelSelector | None = None  # None: reachable from no node
+    origin: Origin | None = field(default=None, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.meta.namespace}/{self.meta.name}"
+
+    @property
+    def limit(self) -> int | None:
+        """``volumeLimit``: the largest volume it allows, else its capacity."""
+        return self.maximum_volume_size if self.maximum_volume_size is not None else self.capacity
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,6 +224,11 @@ def decode_pvc(
         access_modes=_modes(spec),
         request=spec.obj("resources").resources("requests").get("storage", 0),
         phase=f.obj("status").string("phase", "Pending"),
+        volume_mode=spec.enum("volumeMode", VOLUME_MODES, FILESYSTEM),
+        selector=decode_label_selector(spec.obj("selector"))
+        if spec.raw("selector") is not None
+        else None,
+        attributes_class=spec.string("volumeAttributesClassName"),
         origin=origin,
     )
 
@@ -184,11 +246,14 @@ def decode_pv(
         meta=meta,
         node_affinity=_node_terms(required, "nodeSelectorTerms"),
         claim_ref=claim,
+        claim_uid=ref.string("uid"),
         storage_class=spec.string("storageClassName"),
         access_modes=_modes(spec),
         capacity=spec.resources("capacity").get("storage", 0),
         csi_driver=spec.obj("csi").string("driver"),
         phase=f.obj("status").string("phase", "Available"),
+        volume_mode=spec.enum("volumeMode", VOLUME_MODES, FILESYSTEM),
+        attributes_class=spec.string("volumeAttributesClassName"),
         origin=origin,
     )
 
@@ -231,3 +296,46 @@ def decode_namespace(
 ) -> Namespace:
     f = _report(raw, "Namespace", origin, sink, namespaced=False)
     return Namespace(meta=decode_meta(f, namespaced=False), origin=origin)
+
+
+def decode_csidriver(
+    raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]
+) -> CSIDriver:
+    f = _report(raw, "CSIDriver", origin, sink, namespaced=False)
+    meta = decode_meta(f, namespaced=False)
+    return CSIDriver(
+        meta=meta, storage_capacity=f.obj("spec").boolean("storageCapacity"), origin=origin
+    )
+
+
+def _quantity(f: Fields, key: str) -> int | None:
+    value = f.raw(key)
+    if value is None:
+        return None
+    try:
+        milli = to_milli(value)
+    except QuantityError as exc:
+        f.problem(key, str(exc))
+        return None
+    if milli < 0:
+        f.problem(key, f"must not be negative, got {value!r}")
+        return None
+    return milli
+
+
+def decode_capacity(
+    raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]
+) -> CSIStorageCapacity:
+    f = _report(raw, "CSIStorageCapacity", origin, sink, namespaced=True)
+    meta = decode_meta(f, namespaced=True)
+    topology = f.obj("nodeTopology")
+    return CSIStorageCapacity(
+        meta=meta,
+        storage_class=f.string("storageClassName", required=True),
+        capacity=_quantity(f, "capacity"),
+        maximum_volume_size=_quantity(f, "maximumVolumeSize"),
+        node_topology=decode_label_selector(topology)
+        if f.raw("nodeTopology") is not None
+        else None,
+        origin=origin,
+    )

@@ -56,6 +56,13 @@ RetryPeriodOpt = Annotated[float, typer.Option(help="Seconds between Lease attem
 BindRetryForOpt = Annotated[
     float, typer.Option(help="Seconds a binding is retried while the API server is away.")
 ]
+VolumeBindTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        help="Seconds pre-bind waits for a pod's claims to be Bound before it gives up "
+        "and releases them (kube-scheduler's VolumeBinding bindTimeoutSeconds)."
+    ),
+]
 QueueStatusOpt = Annotated[
     bool,
     typer.Option(
@@ -109,6 +116,7 @@ def scheduler(  # typer options, keyword-only
     renew_deadline: RenewDeadlineOpt = 10.0,
     retry_period: RetryPeriodOpt = 2.0,
     bind_retry_for: BindRetryForOpt = 30.0,
+    volume_bind_timeout: VolumeBindTimeoutOpt = 600.0,
     queue_status: QueueStatusOpt = True,
     provisioning_class: ProvisioningClassOpt = "",
     provisioning_retries: ProvisioningRetriesOpt = 3,
@@ -128,6 +136,8 @@ def scheduler(  # typer options, keyword-only
     cfg = config_or_exit(config, scheduler_name)
     if not lease_duration > renew_deadline > retry_period > 0:
         fail("need --lease-duration > --renew-deadline > --retry-period > 0")
+    if volume_bind_timeout <= 0:
+        fail("--volume-bind-timeout must be more than 0 seconds")
     options = Options(
         config=cfg,
         leader_elect=leader_elect,
@@ -142,6 +152,7 @@ def scheduler(  # typer options, keyword-only
         period=period,
         max_binds_in_flight=max_binds_in_flight,
         bind_retry_for=bind_retry_for,
+        volume_bind_timeout=volume_bind_timeout,
         queue_status=queue_status,
         provisioning_class=provisioning_class,
         provisioning_retries=provisioning_retries,

@@ -69,6 +69,10 @@ PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", Tru
 PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", False)
 STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
 CSINODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
+CSIDRIVERS = Resource("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False)
+CSI_CAPACITIES = Resource(
+    "storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True
+)
 EVICTION_VERSION = "policy/v1"
 
 TIERRA_HYPERNODES = Resource("topology.tierra.dev", "v1alpha1", "hypernodes", "HyperNode", False)
@@ -127,6 +131,8 @@ BUILT_IN = frozenset(
         PVS,
         STORAGE_CLASSES,
         CSINODES,
+        CSIDRIVERS,
+        CSI_CAPACITIES,
     }
 )
 

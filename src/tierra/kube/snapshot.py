@@ -33,7 +33,14 @@ FILES: dict[str, tuple[r.Resource, ...]] = {
     "queues.json": (r.VOLCANO_QUEUES,),
     "priorityclasses.json": (r.PRIORITY_CLASSES,),
     # what the pod rules read (volumes, namespace selectors): the same verdicts offline
-    "storage.json": (r.PVCS, r.PVS, r.STORAGE_CLASSES, r.CSINODES),
+    "storage.json": (
+        r.PVCS,
+        r.PVS,
+        r.STORAGE_CLASSES,
+        r.CSINODES,
+        r.CSIDRIVERS,
+        r.CSI_CAPACITIES,
+    ),
     "namespaces.json": (r.NAMESPACES,),
     "deviceclasses.json": (r.DEVICE_CLASSES,),
     "resourceclaims.json": (r.RESOURCE_CLAIMS, r.RESOURCE_CLAIM_TEMPLATES),

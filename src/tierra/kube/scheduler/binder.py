@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from tierra.kube import resources as r
@@ -38,7 +38,7 @@ from tierra.kube.scheduler import decode
 from tierra.kube.scheduler.dra_bind import ClaimWriter
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import Metrics
-from tierra.kube.scheduler.storage_feed import pre_bind
+from tierra.kube.scheduler.storage_feed import BIND_TIMEOUT, PreBindFailed, pre_bind
 from tierra.scheduler.result import Binding, Decision, Eviction, SessionResult
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,8 @@ class Binder:
         on_failure: Callable[[], None] = lambda: None,
         on_bound: Callable[[str, Sequence[Binding]], None] = lambda gang, b: None,
         claims: ClaimWriter | None = None,
+        nominate: Callable[[Sequence[Binding]], Awaitable[None]] | None = None,
+        volume_bind_timeout: float = BIND_TIMEOUT,
     ) -> None:
         self.kube = kube
         self.feed = feed
@@ -71,6 +73,9 @@ class Binder:
         self.on_failure = on_failure
         self.on_bound = on_bound
         self.claims = claims  # DRA: claims allocated before a binding, released after a failed one
+        # status.nominatedNodeName on a preemptor's pods while its victims go (nominations.py)
+        self.nominate = nominate
+        self.volume_bind_timeout = volume_bind_timeout  # pre-bind's wait for claims Bound
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._victims: list[asyncio.Task[bool]] = []  # this session's evictions
@@ -101,15 +106,17 @@ class Binder:
         if decision.evictions:
             self._evictions(decision.evictions)
         if decision.bindings:
-            self._bindings(decision.gang, list(decision.bindings))
+            # its own evictions make its pods preemptors: nominated while the victims go
+            self._bindings(decision.gang, list(decision.bindings), bool(decision.evictions))
 
     def _evictions(self, evictions: Sequence[Eviction]) -> None:
         task = asyncio.create_task(self._evict(evictions))
         self._victims.append(task)
         self._track(task)
 
-    def _bindings(self, gang: str, bindings: list[Binding]) -> None:
-        self._track(asyncio.create_task(self._bind_after(list(self._victims), gang, bindings)))
+    def _bindings(self, gang: str, bindings: list[Binding], preempted: bool = False) -> None:
+        victims = list(self._victims)
+        self._track(asyncio.create_task(self._bind_after(victims, gang, bindings, preempted)))
 
     def _track(self, task: asyncio.Task[Any]) -> None:
         self._tasks.add(task)
@@ -126,8 +133,14 @@ class Binder:
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def _bind_after(
-        self, evicting: list[asyncio.Task[bool]], gang: str, bindings: list[Binding]
+        self,
+        evicting: list[asyncio.Task[bool]],
+        gang: str,
+        bindings: list[Binding],
+        preempted: bool = False,
     ) -> None:
+        if preempted and self.nominate is not None:
+            await self.nominate(bindings)  # before the binding, which clears it
         if evicting and not all(await asyncio.gather(*evicting)):
             for b in bindings:
                 self._forget(b.pod)
@@ -239,9 +252,9 @@ class Binder:
 
     async def _post_binding(self, b: Binding) -> bool:
         namespace, name = _split(b.pod)
-        try:  # VolumeBinding's pre-bind: claimRef or selected-node first (storage_feed.py)
-            await pre_bind(self.kube, self.feed.cache, b.pod)
-        except ApiError as exc:
+        try:  # VolumeBinding's pre-bind: claims written and Bound first (storage_feed.py)
+            await pre_bind(self.kube, self.feed.cache, b.pod, timeout=self.volume_bind_timeout)
+        except (ApiError, PreBindFailed) as exc:
             log.warning("pre-bind of Pod/%s: %s", b.pod, exc)
             self._forget(b.pod)
             return False

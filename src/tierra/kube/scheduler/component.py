@@ -40,6 +40,7 @@ from tierra.kube.scheduler.dra_bind import ClaimWriter
 from tierra.kube.scheduler.dra_feed import DraFeed
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.metrics import WAITING_CODES, Metrics
+from tierra.kube.scheduler.nominations import NominationWriter
 from tierra.kube.scheduler.provisioning_status import RetryPolicy
 from tierra.kube.scheduler.queue_status_writer import QueueStatusWriter
 from tierra.kube.scheduler.status import StatusWriter
@@ -75,6 +76,7 @@ class Options:
     batch_delay: float = 0.02  # the longest changes gather before a session (_gather_for)
     max_binds_in_flight: int = 64
     bind_retry_for: float = 30.0
+    volume_bind_timeout: float = 600.0  # VolumeBinding's bindTimeoutSeconds
     queue_status: bool = True  # write Volcano Queue status (off beside Volcano's controllers)
     provisioning_class: str = ""  # a ProvisioningRequest per gang that cannot fit ("": none)
     provisioning_retries: int = 3  # ... asked again after Failed/expired/revoked (Kueue's)
@@ -261,6 +263,7 @@ class SchedulerComponent:
             status.bound(gang, bindings)
             signals.bound(gang, bindings)
 
+        nominations = NominationWriter(self.kube, feed)
         binder = Binder(
             self.kube,
             feed,
@@ -270,9 +273,12 @@ class SchedulerComponent:
             on_failure=self.trigger,
             on_bound=bound,
             claims=ClaimWriter(self.kube, self.dra) if self.dra is not None else None,
+            nominate=nominations.nominate,
+            volume_bind_timeout=self.options.volume_bind_timeout,
         )
         self.binder = binder
         writer = asyncio.create_task(status.run(), name="status")
+        nominator = asyncio.create_task(nominations.run(), name="nominations")
         queues = QueueStatusWriter(self.kube, lambda name: name in self.cache.queues, self.metrics)
         queue_writer = asyncio.create_task(queues.run(), name="queue status")
         signals_writer = asyncio.create_task(signals.run(), name="autoscaler signals")
@@ -291,6 +297,7 @@ class SchedulerComponent:
                 result = await self._session(feed, binder)
                 status.observe(result)
                 signals.observe(result)
+                nominations.observe(result)
                 if self.options.queue_status:
                     queues.observe(result)
         finally:
@@ -298,8 +305,9 @@ class SchedulerComponent:
             writer.cancel()
             queue_writer.cancel()
             signals_writer.cancel()
+            nominator.cancel()
             await binder.cancel()
-            for task in (writer, queue_writer, signals_writer):
+            for task in (writer, queue_writer, signals_writer, nominator):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 

@@ -144,7 +144,7 @@ class Feed:
             (r.VOLCANO_PODGROUPS, decode.volcano_podgroup, self._podgroup(r.VOLCANO_PODGROUPS)),
             (r.VOLCANO_QUEUES, decode.queue, self._queue),
             (r.WORKLOAD_PODGROUPS, decode.workload_podgroup, self._podgroup(r.WORKLOAD_PODGROUPS)),
-            *storage_handlers(self),  # PVCs, PVs, StorageClasses, CSINodes, Namespaces
+            *storage_handlers(self),  # PVCs, PVs, StorageClasses, CSI objects, Namespaces
         ]
         for resource, decoder, handler in handlers:
             if served is None or resource in served or resource in r.BUILT_IN:

@@ -214,6 +214,20 @@ class Constraint:
         """A share of each node's score on the flat path (added; higher is better)."""
         return None
 
+    def pod_scores(
+        self, cycle: Cycle, shape: Shape, nodes: IntArray, feasible: BoolArray
+    ) -> FloatArray | None:
+        """A share of each of ``nodes``' score for one pod of ``shape``, from what the
+        pods themselves prefer (None: nothing to say), normalized over the ``feasible``
+        ones (those with room for it) as kube-scheduler normalizes over the nodes that
+        passed its filters; 0 where not feasible. Unlike ``node_scores`` it reads the
+        pod, so nothing keeps it from one shape to the next. The session adds it to the
+        node scores on the flat path, turns it into each candidate domain's share (the
+        best its nodes give the gang's pods) in the domain search, and orders the units
+        node choice picks from inside the chosen domain by it
+        (``docs/scheduling-contract.md``, "Preferences")."""
+        return None
+
     def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:
         """Take what the placed pods need beyond room (devices, volumes) or refuse; the
         attempt is rolled back on a refusal (and the next candidate domain tried)."""

@@ -27,11 +27,14 @@ from tierra.scheduler.constraints.tier_limit import TierLimits
 from tierra.scheduler.devices.cliques import NvlinkCliques
 from tierra.scheduler.devices.constraint import DeviceClaims
 from tierra.scheduler.podrules.constraints import CONSTRAINTS as POD_RULES
+from tierra.scheduler.podrules.nominated import NominatedRoom
+from tierra.scheduler.podrules.preferences import PREFERENCES as POD_PREFERENCES
 
 DEFAULT: tuple[Constraint, ...] = (
     QueueCapability(),
     NodeEligibility(),
     *POD_RULES,  # kube-scheduler's pod filters: ports, inter-pod affinity, spread, volumes
+    NominatedRoom(),  # room a preemption freed, held for its nominated pod
     DeviceClaims(),  # DRA: nodes that can serve a pod's claims; devices reserved per gang
     TierLimits(),
     BoundedWait(),
@@ -40,6 +43,7 @@ DEFAULT: tuple[Constraint, ...] = (
     DegradedDomains(),
     NvlinkCliques(),  # a gang inside one NVLink clique where one holds it (a preference)
     PolicyScores(),
+    *POD_PREFERENCES,  # the pods' own preferences: kube-scheduler's scores that read the pod
     Contention(),
     InnerSlices(),  # Kueue's multi-layer slices: refuses before ranks are handed out
     RankOrder(),  # last: moves pods between the nodes the others agreed to
@@ -52,6 +56,7 @@ HOOKS = (
     "node_caps",
     "domain_scores",
     "node_scores",
+    "pod_scores",
     "reserve",
 )
 
@@ -66,6 +71,7 @@ class Hooks:
     node_caps: tuple[Constraint, ...]
     domain_scores: tuple[Constraint, ...]
     node_scores: tuple[Constraint, ...]
+    pod_scores: tuple[Constraint, ...]
     reserve: tuple[Constraint, ...]
 
 

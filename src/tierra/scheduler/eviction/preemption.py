@@ -200,6 +200,12 @@ class Preemptor:
             return None
         inside = np.zeros(len(cache.index.node_names), dtype=bool)
         inside[cache.index.real_nodes[h]] = True
+        # a victim on a node no pod of the gang may use (nodeSelector, node affinity,
+        # taints) never helps: tried first, such lower-priority pods used up the tries
+        usable = np.zeros_like(inside)
+        for shape in narrowed.demand.shapes:
+            usable |= cache.filter.for_pod(shape.pods[0]).mask
+        inside &= usable
         mark = txn.mark()
         chosen: list[Bundle] = []
         tries = 0

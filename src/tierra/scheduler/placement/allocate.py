@@ -187,7 +187,7 @@ class Allocator:
                 mark = self.txn.mark()
                 if plan.single:
                     placed = self.nodes.place_in(h, plan.demand)
-                    status = success(h) if placed else attempt_failed("placement failed")
+                    status = success(h) if placed else attempt_failed(self.nodes.failure(h))
                 else:
                     status = self._core(plan, h, trace)
                 if status.ok:
@@ -310,7 +310,12 @@ class Allocator:
         if limit.flat:
             mark = self.txn.mark()
             for i, shape in enumerate(demand.shapes):
+                self.nodes.refused = []
                 if self.nodes.pack_flat(shape, shape.pods, region, partial=False) < len(shape.pods):
+                    if i > 0 and self.nodes.refused:  # kept from the nodes the others took
+                        failure = self.nodes.failure(region)
+                        self.txn.rollback(mark)
+                        return attempt_failed(f"its pods compete for nodes; {failure}")
                     self.txn.rollback(mark)
                     probe = Search(
                         cache, self.config, demand, root_only(limit), region, cycle=self.cycle

@@ -19,8 +19,9 @@ import numpy as np
 
 from tierra.api.pod import Pod
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.constraints.protocol import Cycle
+from tierra.scheduler.constraints.protocol import Cycle, Refusal
 from tierra.scheduler.constraints.registry import hooks
+from tierra.scheduler.placement import preferences
 from tierra.scheduler.placement.asking import apply_caps, capped, caps_for, node_scores
 from tierra.scheduler.placement.demand import Demand, Shape
 from tierra.scheduler.placement.flat_state import FlatState, FlatStates
@@ -29,6 +30,21 @@ from tierra.scheduler.state.store import ClusterStore
 from tierra.scheduler.state.transaction import Transaction
 from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
+
+Unit = tuple[int, int, int]  # (pods it holds, order, id): id < 0 is node -1 - id
+
+
+def _pick(healthy: list[Unit], degraded: list[Unit], rest: int) -> Unit:
+    """The tightest unit that holds the rest (healthy first), else the roomiest."""
+    for units in (healthy, degraded):
+        if units and units[0][0] >= rest:
+            i = 0
+            while i + 1 < len(units) and units[i + 1][0] >= rest:
+                i += 1
+            while i > 0 and units[i - 1][0] == units[i][0]:
+                i -= 1
+            return units.pop(i)
+    return (healthy or degraded).pop(0)
 
 
 def lowest_common(cache: ClusterStore, nodes: Sequence[int] | IntArray) -> int | None:
@@ -64,6 +80,10 @@ class NodeChoice:
         # the gang's attempt (the allocator starts one per gang); scores read its view
         self.cycle = Cycle(cache, config, txn, view or cache.view)
         self.caps = hooks(config.constraints).node_caps
+        self.scorers = hooks(config.constraints).pod_scores
+        # the node caps that kept the last shape ``place_in`` could not place short
+        self.refused: list[Refusal] = []
+        self._capped: list[Refusal] = []
         self.flat = FlatStates(cache, txn, self.node_scores)
 
     @property
@@ -82,29 +102,32 @@ class NodeChoice:
         if h == ix.root:
             full = self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask)
             if self.caps:
-                capped(self.cycle, shape, np.arange(len(full), dtype=np.int64), full)
+                nodes = np.arange(len(full), dtype=np.int64)
+                self._capped = capped(self.cycle, shape, nodes, full)
             return full
         nodes = ix.real_nodes[h]
         counts = self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask, nodes)
         if self.caps:
-            capped(self.cycle, shape, nodes, counts)
+            self._capped = capped(self.cycle, shape, nodes, counts)
         full[nodes] = counts
         return full
 
-    def distribute(self, h: int, need: int, per_node: IntArray) -> list[tuple[int, int]]:
-        """Up to ``need`` pods over ``h``'s nodes, in as few sub-domains as possible."""
+    def distribute(
+        self, h: int, need: int, per_node: IntArray, prefs: FloatArray | None = None
+    ) -> list[tuple[int, int]]:
+        """Up to ``need`` pods over ``h``'s nodes, in as few sub-domains as possible;
+        ``prefs`` (the pods' own share per node, ``preferences.py``) picks among equals."""
         out: list[tuple[int, int]] = []
-        self._fill(h, need, per_node, out)
+        self._fill(h, need, per_node, out, prefs)
         return out
 
-    def _fill(self, h: int, need: int, per_node: IntArray, out: list[tuple[int, int]]) -> int:
-        """Best fit, top down: the tightest unit holding the rest, else the roomiest."""
+    def _units(self, h: int, per_node: IntArray) -> tuple[list[Unit], list[Unit]]:
+        """``h``'s children and direct nodes with room, healthy and degraded, roomiest
+        first: ``(count, order, id)``, id < 0 for a node."""
         cache = self.cache
         ix = cache.index
-        if need <= 0:
-            return 0
-        healthy: list[tuple[int, int, int]] = []  # (count, order, id); id < 0: a node
-        degraded: list[tuple[int, int, int]] = []
+        healthy: list[Unit] = []
+        degraded: list[Unit] = []
         kids = ix.children[h]
         bad = cache.health.degraded_domains(np.array(kids, dtype=np.int64)).tolist() if kids else []
         for c, is_bad in zip(kids, bad, strict=True):
@@ -122,21 +145,28 @@ class NodeChoice:
             )
         healthy.sort(key=lambda u: (-u[0], u[1]))
         degraded.sort(key=lambda u: (-u[0], u[1]))
+        return healthy, degraded
+
+    def _fill(
+        self,
+        h: int,
+        need: int,
+        per_node: IntArray,
+        out: list[tuple[int, int]],
+        prefs: FloatArray | None = None,
+    ) -> int:
+        """Best fit, top down: the tightest unit holding the rest, else the roomiest
+        (with ``prefs``: ``_pick_preferred``)."""
+        if need <= 0:
+            return 0
+        healthy, degraded = self._units(h, per_node)
         placed = 0
         while placed < need and (healthy or degraded):
             rest = need - placed
-            pick = None
-            for units in (healthy, degraded):
-                if units and units[0][0] >= rest:  # the tightest that holds the rest
-                    i = 0
-                    while i + 1 < len(units) and units[i + 1][0] >= rest:
-                        i += 1
-                    while i > 0 and units[i - 1][0] == units[i][0]:
-                        i -= 1
-                    pick = units.pop(i)
-                    break
-            if pick is None:  # none holds the rest: the roomiest
-                pick = (healthy or degraded).pop(0)
+            if prefs is not None:
+                pick = self._pick_preferred(healthy, degraded, rest, per_node, prefs)
+            else:
+                pick = _pick(healthy, degraded, rest)
             cnt, _, uid = pick
             if uid < 0:
                 n = -1 - uid
@@ -146,20 +176,67 @@ class NodeChoice:
                     per_node[n] -= k
                     placed += k
             else:
-                placed += self._fill(uid, min(cnt, rest), per_node, out)
+                placed += self._fill(uid, min(cnt, rest), per_node, out, prefs)
         return placed
+
+    def _pick_preferred(
+        self,
+        healthy: list[Unit],
+        degraded: list[Unit],
+        rest: int,
+        per_node: IntArray,
+        prefs: FloatArray,
+    ) -> Unit:
+        """``_pick`` with the pods' preferences among equals: of the units holding the
+        rest, the most preferred (then the tightest); else, of the roomiest, the most
+        preferred. Healthy units before degraded ones, as always."""
+        ix = self.cache.index
+        units = healthy or degraded
+
+        def liked(u: Unit) -> float:
+            if u[2] < 0:
+                return float(prefs[-1 - u[2]])
+            return preferences.unit(ix.real_nodes[u[2]], per_node, prefs, min(u[0], rest))
+
+        for group in (healthy, degraded):
+            holding = [u for u in group if u[0] >= rest]
+            if holding:
+                pick = max(holding, key=lambda u: (liked(u), -u[0], -u[1]))
+                group.remove(pick)
+                return pick
+        roomiest = [u for u in units if u[0] == units[0][0]]
+        pick = max(roomiest, key=lambda u: (liked(u), -u[1]))
+        units.remove(pick)
+        return pick
 
     def place_in(self, h: int, demand: Demand) -> bool:
         """Place every pod of ``demand`` inside domain ``h`` (False: nothing is kept)."""
         mark = self.txn.mark()
         for shape in demand.shapes:
+            self._capped = []
             per_node = self.counts_in(h, shape)
-            plan = self.distribute(h, len(shape.pods), per_node)
+            plan = self.distribute(h, len(shape.pods), per_node, self._prefs(shape, h, per_node))
             if sum(k for _, k in plan) < len(shape.pods):
+                self.refused = self._capped
                 self.txn.rollback(mark)
                 return False
             self.txn.place_plan(shape.pods, plan, shape.vec)
         return True
+
+    def failure(self, h: int) -> str:
+        """Why the last ``place_in`` (or ``pack_flat``) fell short: the node caps that
+        kept a shape short (a rule keeping the gang's pods apart names its field), else
+        only that it did."""
+        words = [r.words(self.cache, h) for r in self.refused]
+        return "placement failed" + (": " + "; ".join(words) if words else "")
+
+    def _prefs(self, shape: Shape, h: int, per_node: IntArray) -> FloatArray | None:
+        """The pods' own share over ``h``'s nodes (None: they prefer nothing)."""
+        if not self.scorers:
+            return None
+        ix = self.cache.index
+        nodes = np.arange(len(ix.node_names), dtype=np.int64) if h == ix.root else ix.real_nodes[h]
+        return preferences.over(self.cycle, shape, nodes, per_node)
 
     def place_near(self, shape: Shape, pods: Sequence[Pod], near: int, region: int) -> int:
         """As many of ``pods`` as fit, in the lowest ancestors of ``near`` within ``region``."""
@@ -171,7 +248,8 @@ class NodeChoice:
             if x != region and not self.cache.layouts.inside(x, region):
                 break
             per_node = self.counts_in(x, shape)
-            plan = self.distribute(x, len(pods) - placed, per_node)
+            prefs = self._prefs(shape, x, per_node)
+            plan = self.distribute(x, len(pods) - placed, per_node, prefs)
             self.txn.place_plan(pods[placed:], plan, shape.vec)
             placed += sum(k for _, k in plan)
             if x == region:
@@ -189,10 +267,23 @@ class NodeChoice:
         when no constraint caps nodes: the state is kept between gangs, caps are not)."""
         given = caps_for(self.cycle, shape, state.nodes) if self.caps else []
         if not given:  # no constraint caps this shape: the kept arrays as they are
+            self._capped = []
             return state.counts, state.live
         counts = state.counts.copy()
-        apply_caps(self.cycle, given, counts)
+        self._capped = apply_caps(self.cycle, given, counts)
         return counts, np.where(counts > 0, state.live, -np.inf)
+
+    def _preferred(
+        self, shape: Shape, nodes: IntArray, counts: IntArray, live: FloatArray
+    ) -> tuple[IntArray, FloatArray, bool]:
+        """The flat path's counts and scores with the pods' own share added (a new
+        array: the kept state is not touched), and whether there was one."""
+        if not self.scorers:
+            return counts, live, False
+        share = preferences.pod_scores(self.cycle, shape, nodes, counts > 0)
+        if share is None:
+            return counts, live, False
+        return counts, live + share, True
 
     def pack_flat(self, shape: Shape, pods: Sequence[Pod], region: int, partial: bool) -> int:
         """Choose nodes by policy score (Volcano's flat path), packing into used domains.
@@ -208,10 +299,11 @@ class NodeChoice:
         """
         state = self.flat.get(shape, region, self.view)
         nodes, group = state.nodes, state.group
-        counts, live = self._limits(state, shape)
+        counts, live, prefers = self._preferred(shape, nodes, *self._limits(state, shape))
         avail = int(counts.sum())
         need = len(pods)
         if avail < need and not partial:
+            self.refused = self._capped  # for ``failure``
             return 0
         need = min(need, avail)
         packs = all(wp.policy.packs for wp in self.config.policies if wp.weight)
@@ -219,7 +311,9 @@ class NodeChoice:
         while placed < need:
             i = int(np.argmax(live))
             batch = [i]
-            if packs and need - placed > 1:
+            # a group fills in score order while it outscores the rest -- not with the
+            # pods' own share added, which is normalized again as nodes fill up
+            if packs and need - placed > 1 and not prefers:
                 members = np.flatnonzero((group == group[i]) & (counts > 0))
                 saved = live[members].copy()
                 live[members] = -np.inf
@@ -233,6 +327,8 @@ class NodeChoice:
                 k = min(int(counts[j]), need - placed) if packs else 1
                 self.txn.place(list(pods[placed : placed + k]), int(nodes[j]), shape.vec)
                 placed += k
+            if placed >= need:
+                break  # the kept state is brought up to date when next asked for (``get``)
             self.flat.refresh(state, shape, region)
-            counts, live = self._limits(state, shape)
+            counts, live, prefers = self._preferred(shape, nodes, *self._limits(state, shape))
         return placed

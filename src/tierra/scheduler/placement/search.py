@@ -60,6 +60,7 @@ from tierra.scheduler.explain.reasons import (
 )
 from tierra.scheduler.placement.asking import capped, domain_scores
 from tierra.scheduler.placement.demand import Demand
+from tierra.scheduler.placement.preferences import Preferring
 from tierra.scheduler.state.store import ClusterStore
 from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
@@ -132,6 +133,7 @@ class Search:
     capped: list[Refusal] = field(default_factory=list)  # node caps that lowered counts
     ask: Ask = field(init=False)
     candidacy: tuple[Constraint, ...] = field(init=False)
+    preferring: Preferring | None = field(init=False, default=None)  # the pods' own share
 
     def __post_init__(self) -> None:
         cap, ix = self.cache.capacity, self.cache.index
@@ -148,6 +150,9 @@ class Search:
                 self.capped += capped(self.cycle, shape, nodes, counts)
                 full[nodes] = counts
             self.per_node.append(full)
+        everywhere = np.arange(len(ix.node_names), dtype=np.int64) if nodes is None else nodes
+        preferring = Preferring(self.cycle, self.demand, self.per_node, everywhere)
+        self.preferring = preferring if preferring.any else None
 
     # -- the walk ---------------------------------------------------------------------
 
@@ -236,6 +241,9 @@ class Search:
         idx = np.flatnonzero(ok)
         cand = doms[idx]
         scores = domain_scores(self.cycle, d.total, cand, self.sticky)
+        if self.preferring is not None and len(cand):  # the pods' own: among equal domains
+            entries, group = _ranges(tl.start[lo + idx], tl.end[lo + idx])
+            scores = scores + self.preferring.domains(tl.nodes[entries], group, len(cand))
         pref = self._preferred_counts(cand, t)
         avoid = later[idx]
         reach, cost = self._reach_and_cost(t, lo + idx, cand)

@@ -20,12 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from tierra.api.pod import Pod
 from tierra.api.storage import (
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     Namespace,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
 )
+from tierra.scheduler.podrules.nominations import Nominations
 from tierra.scheduler.podrules.state import NodeTable, PodIndex
 from tierra.scheduler.podrules.volumes import ClaimAction, Storage
 
@@ -33,7 +36,15 @@ if TYPE_CHECKING:
     from tierra.scheduler.state.store import ClusterStore
 
 NAME = "podrules"
-StorageObject = PersistentVolumeClaim | PersistentVolume | StorageClass | CSINode | Namespace
+StorageObject = (
+    PersistentVolumeClaim
+    | PersistentVolume
+    | StorageClass
+    | CSINode
+    | CSIDriver
+    | CSIStorageCapacity
+    | Namespace
+)
 
 
 class RulesBook:
@@ -43,11 +54,13 @@ class RulesBook:
         self.awake = False
         self.namespaces: dict[str, dict[str, str]] = {}
         self.placed = PodIndex(namespaces=self.namespaces)
-        self.storage = Storage({}, {}, {}, {})
+        self.storage = Storage()
         self._namespace_objects: dict[str, object] = {}
         # what the adapter must do before binding a pod (VolumeBinding's pre-bind)
         self.actions: dict[str, tuple[ClaimAction, ...]] = {}
-        self._table: tuple[object, NodeTable] | None = None
+        self._tables: list[tuple[object, NodeTable]] = []  # (index, table), latest first
+        # pending pods' status.nominatedNodeName: room held for them (``nominated.py``)
+        self.nominations = Nominations()
 
     # -- pods (the store calls these) ---------------------------------------------
 
@@ -60,12 +73,18 @@ class RulesBook:
             return
         for key in keys:
             self._sync(store, key)
+            self.nominations.sync(store, key)
 
     def wake(self, store: ClusterStore) -> None:
-        """Index every pod holding a node (once, when the first pod with rules comes)."""
+        """Index every pod holding a node, and every nominated pending pod (once, when the
+        first pod with rules comes)."""
         self.awake = True
         for key in store.node_of:
             self._sync(store, key)
+        pods = store.pods
+        for key in store.pending:
+            if (p := pods.get(key)) is not None and p.rules is not None and p.rules.nominated_node:
+                self.nominations.sync(store, key)
 
     def _sync(self, store: ClusterStore, key: str) -> None:
         pod = store.pods.get(key)
@@ -92,7 +111,7 @@ class RulesBook:
         if table.get(key) == obj:
             return False
         if isinstance(obj, Namespace):
-            self.namespaces[key] = dict(obj.meta.labels)
+            self._relabel(key, dict(obj.meta.labels))
         table[key] = obj
         self.storage.invalidate()
         return True
@@ -102,9 +121,25 @@ class RulesBook:
         if table.pop(key, None) is None:
             return False
         if isinstance(obj, Namespace):
-            self.namespaces.pop(key, None)
+            self._relabel(key, None)
         self.storage.invalidate()
         return True
+
+    def _relabel(self, namespace: str, labels: dict[str, str] | None) -> None:
+        """A Namespace's labels changed (None: it is gone): the placed pods whose terms
+        pick namespaces by label are indexed again, so the namespaces each term reads
+        (``PodIndex.namespaces_of``, kept with the term) follow the new labels."""
+        if self.namespaces.get(namespace) == labels:
+            return
+        moved = [e for e in self.placed.entries.values() if _selects_namespaces(e.pod)]
+        for entry in moved:
+            self.placed.remove(entry.pod.key)
+        if labels is None:
+            self.namespaces.pop(namespace, None)
+        else:
+            self.namespaces[namespace] = labels
+        for entry in moved:
+            self.placed.add(entry.pod, entry.node)
 
     def forget(self, kind: str, key: str) -> bool:
         """A deleted object of ``kind`` (its class name) whose last state was not kept."""
@@ -114,12 +149,14 @@ class RulesBook:
             "PersistentVolume": s.volumes,  # type: ignore[dict-item]
             "StorageClass": s.classes,  # type: ignore[dict-item]
             "CSINode": s.csinodes,  # type: ignore[dict-item]
+            "CSIDriver": s.drivers,  # type: ignore[dict-item]
+            "CSIStorageCapacity": s.capacities,  # type: ignore[dict-item]
             "Namespace": self._namespace_objects,
         }
         if tables[kind].pop(key, None) is None:
             return False
         if kind == "Namespace":
-            self.namespaces.pop(key, None)
+            self._relabel(key, None)
         self.storage.invalidate()
         return True
 
@@ -133,6 +170,10 @@ class RulesBook:
             return s.classes, obj.name  # type: ignore[return-value]
         if isinstance(obj, CSINode):
             return s.csinodes, obj.name  # type: ignore[return-value]
+        if isinstance(obj, CSIDriver):
+            return s.drivers, obj.name  # type: ignore[return-value]
+        if isinstance(obj, CSIStorageCapacity):
+            return s.capacities, obj.key  # type: ignore[return-value]
         return self._namespace_objects, obj.name
 
     # -- a session's view (``state/extensions.py``: ``Versioned``) --------------------
@@ -145,6 +186,8 @@ class RulesBook:
         twin.storage = self.storage.copy()
         twin._namespace_objects = dict(self._namespace_objects)
         twin.actions = dict(self.actions)
+        twin.nominations = self.nominations.copy()
+        twin._tables = list(self._tables)  # the tables themselves are read-only
         return twin
 
     def replay(self, fork: RulesBook, pods: Sequence[Pod]) -> None:
@@ -165,11 +208,33 @@ class RulesBook:
     # -- reading ---------------------------------------------------------------------
 
     def nodes(self, store: ClusterStore) -> NodeTable:
-        """The store's nodes in index order (rebuilt when the index is)."""
-        if self._table is None or self._table[0] is not store.index:
-            self._table = (store.index, NodeTable(store.nodes))
-            self.storage.invalidate()
-        return self._table[1]
+        """The store's nodes in index order, one table per index (rebuilt when the index
+        is). WARNING: a session's view and the store it reads share this book, and the
+        store's index is rebuilt when a node is fed while the session runs: both tables
+        are kept (the view's and the store's, the two latest), so neither thread's reads
+        go over the other's nodes, and answers memoized over one are not reused over the
+        other (``Storage.memo`` checks the table)."""
+        tables = self._tables
+        for index, table in tables:
+            if index is store.index:
+                return table
+        table = NodeTable(store.nodes)
+        self._tables = [(store.index, table), *tables[:1]]
+        return table
+
+
+def _selects_namespaces(pod: Pod) -> bool:
+    """Whether a term of the pod picks namespaces by their labels."""
+    rules = pod.rules
+    if rules is None:
+        return False
+    terms = (
+        *rules.affinity,
+        *rules.anti_affinity,
+        *rules.preferred_affinity,
+        *rules.preferred_anti_affinity,
+    )
+    return any(t.namespace_selector is not None and not t.all_namespaces for t in terms)
 
 
 def book_of(store: ClusterStore) -> RulesBook:

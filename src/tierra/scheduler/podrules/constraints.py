@@ -36,7 +36,13 @@ import numpy as np
 
 from tierra.api.pod import Pod
 from tierra.scheduler.constraints.protocol import Constraint, Cycle, NodeMask, Refusal
-from tierra.scheduler.podrules import host_ports, inter_pod_affinity, topology_spread, volumes
+from tierra.scheduler.podrules import (
+    contract,
+    host_ports,
+    inter_pod_affinity,
+    topology_spread,
+    volumes,
+)
 from tierra.scheduler.podrules.book import RulesBook, book_of
 from tierra.scheduler.podrules.state import NodeTable, PodIndex
 from tierra.scheduler.podrules.verdict import Verdict, allowed, first_refusals
@@ -64,13 +70,19 @@ def rules_key(pod: Pod) -> Hashable:
 
 
 def _selects_itself(pod: Pod) -> bool:
+    """Whether a rule of the pod -- required or preferred, a filter or a score -- reads
+    pods like itself, so each of its replicas sees the ones placed before it."""
     rules = pod.rules
     if rules is None:
         return False
     labels = pod.meta.labels
-    return any(t.matches_pod(labels) for t in (*rules.affinity, *rules.anti_affinity)) or any(
-        c.counts(labels) for c in rules.hard_spread
+    terms = (
+        *rules.affinity,
+        *rules.anti_affinity,
+        *rules.preferred_affinity,
+        *rules.preferred_anti_affinity,
     )
+    return any(t.matches_pod(labels) for t in terms) or any(c.counts(labels) for c in rules.spread)
 
 
 def _mask(store: ClusterStore, pod: Pod, verdicts: Sequence[Verdict]) -> NodeMask:
@@ -88,7 +100,7 @@ def _overlay(cycle: Cycle, book: RulesBook, shape: Shape | None = None) -> list[
 
 
 @contextmanager
-def _with_overlay(book: RulesBook, cycle: Cycle, names: Sequence[str]) -> Iterator[PodIndex]:
+def with_overlay(book: RulesBook, cycle: Cycle, names: Sequence[str]) -> Iterator[PodIndex]:
     """The placed pods with this attempt's added for the duration of one evaluation
     (they are pending in the store, so the book holds none of them otherwise)."""
     placed = book.placed
@@ -128,7 +140,14 @@ class _Rule(Constraint):
         return Refusal(self, "per-node cap", capped, (("reason", why),))
 
     def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
-        return f"{refusal.count} {refusal.value('reason')} ({self.filter_name})"
+        """kube-scheduler's phrase, its plugin and the pod field behind it, so a gang the
+        rule keeps out of every allowed domain is told which of its fields did."""
+        why = str(refusal.value("reason"))
+        return f"{refusal.count} {why} ({self.filter_name}: {self.field_of(why)})"
+
+    def field_of(self, reason: str) -> str:
+        """The pod field a reason of this filter comes from."""
+        return self.filter_name
 
     def note(self, cycle: Cycle, refused: BoolArray, reason: str) -> None:
         """Remember why this attempt's caps refused nodes, for ``cap_refusal``."""
@@ -140,7 +159,9 @@ class _Rule(Constraint):
         if not book.awake:
             return None
         memo: dict[tuple[int, int], IntArray | None] = cycle.data.setdefault(self.name, {})
-        key = (id(shape), len(cycle.overlay.assigned))
+        # the overlay's version: ``touched`` grows with every placement and every undo, so
+        # a later attempt that placed as many pods elsewhere is not mistaken for this one
+        key = (id(shape), len(cycle.overlay.touched))
         if key not in memo:
             memo[key] = self.full_caps(cycle, shape, book)
         full = memo[key]
@@ -159,6 +180,9 @@ def _caps_from(refused: BoolArray, one_each: bool) -> IntArray:
 class NodePorts(_Rule):
     name = "node-ports"
     filter_name = host_ports.NAME
+
+    def field_of(self, reason: str) -> str:
+        return contract.HOST_PORTS
 
     def verdicts(
         self, pod: Pod, table: NodeTable, placed: PodIndex, book: RulesBook
@@ -188,6 +212,13 @@ class InterPodAffinity(_Rule):
     name = "inter-pod-affinity"
     filter_name = inter_pod_affinity.NAME
 
+    def field_of(self, reason: str) -> str:
+        if reason == inter_pod_affinity.AFFINITY:
+            return contract.POD_AFFINITY
+        if reason == inter_pod_affinity.EXISTING_ANTI_AFFINITY:
+            return f"placed pods' {contract.POD_ANTI_AFFINITY}"
+        return contract.POD_ANTI_AFFINITY
+
     def verdicts(
         self, pod: Pod, table: NodeTable, placed: PodIndex, book: RulesBook
     ) -> Sequence[Verdict]:
@@ -207,7 +238,7 @@ class InterPodAffinity(_Rule):
         refused = np.zeros(len(table), dtype=bool)
         seen: set[Hashable] = set()
         reasons: list[Verdict] = []
-        with _with_overlay(book, cycle, table.names) as placed:
+        with with_overlay(book, cycle, table.names) as placed:
             for pod in shape.pods:
                 key = (pod.namespace, tuple(sorted(pod.meta.labels.items())))
                 if key in seen:
@@ -227,6 +258,9 @@ class PodTopologySpread(_Rule):
     name = "pod-topology-spread"
     filter_name = topology_spread.NAME
 
+    def field_of(self, reason: str) -> str:
+        return contract.SPREAD
+
     def verdicts(
         self, pod: Pod, table: NodeTable, placed: PodIndex, book: RulesBook
     ) -> Sequence[Verdict]:
@@ -242,7 +276,7 @@ class PodTopologySpread(_Rule):
         if not hard or not _overlay(cycle, book, shape):
             return None  # no pods of the attempt yet: the shape's mask said it all
         table = book.nodes(cycle.store)
-        with _with_overlay(book, cycle, table.names) as placed:
+        with with_overlay(book, cycle, table.names) as placed:
             v = topology_spread.evaluate(pod, table, placed)
             caps = np.where(v.mask if v is not None else True, UNCAPPED, 0).astype(np.int64)
             self.note(cycle, caps == 0, topology_spread.NOT_MATCH)
@@ -255,6 +289,9 @@ class VolumeBinding(_Rule):
 
     name = "volume-binding"
     filter_name = volumes.BINDING
+
+    def field_of(self, reason: str) -> str:
+        return contract.CLAIMS
 
     def verdicts(
         self, pod: Pod, table: NodeTable, placed: PodIndex, book: RulesBook

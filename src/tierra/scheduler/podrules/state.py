@@ -19,6 +19,7 @@ from tierra.api.labels import LabelSelector, Operator
 from tierra.api.node import Node, TaintEffect
 from tierra.api.pod import Pod
 from tierra.api.pod_rules import HostPort, PodAffinityTerm
+from tierra.scheduler.podrules.held_terms import SoftTerms
 from tierra.topology.arrays import BoolArray
 from tierra.topology.index import IntArray
 
@@ -163,6 +164,7 @@ class PodIndex:
     anti_by_label: dict[tuple[str, str] | None, set[Hashable]] = field(default_factory=dict)
     ports: dict[str, list[tuple[str, HostPort]]] = field(default_factory=dict)
     claim_users: dict[str, set[str]] = field(default_factory=dict)  # "ns/claim" -> pods
+    soft: SoftTerms = field(default_factory=SoftTerms)  # terms that score others (held_terms)
 
     def add(self, pod: Pod, node: str) -> None:
         key = pod.key
@@ -175,6 +177,7 @@ class PodIndex:
         rules = pod.rules
         if rules is None:
             return
+        self.soft.add(pod, node, self.namespaces_of)
         for t in rules.anti_affinity:
             spaces = self.namespaces_of(t, pod.namespace)
             k = term_key(t, spaces)
@@ -197,6 +200,7 @@ class PodIndex:
             _drop(self.by_label, pair, key)
         _drop(self.by_namespace, pod.namespace, key)
         if pod.rules is not None:
+            self.soft.remove(key)
             for t in pod.rules.anti_affinity:
                 k = term_key(t, self.namespaces_of(t, pod.namespace))
                 at = self.anti_terms[k].nodes
@@ -227,6 +231,7 @@ class PodIndex:
             anti_by_label={k: set(v) for k, v in self.anti_by_label.items()},
             ports={k: list(v) for k, v in self.ports.items()},
             claim_users={k: set(v) for k, v in self.claim_users.items()},
+            soft=self.soft.copy(),
         )
 
     @classmethod

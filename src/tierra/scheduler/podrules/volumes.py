@@ -35,7 +35,9 @@ from tierra.api.storage import (
     READ_WRITE_ONCE_POD,
     WAIT_FOR_FIRST_CONSUMER,
     ZONE_LABELS,
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -55,6 +57,7 @@ NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ZONE_CONFLICT = "node(s) had no available volume zone"
 MAX_VOLUMES = "node(s) exceed max volume count"
+NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 RWOP_CONFLICT = (
     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
     "already in-use by another pod"
@@ -69,8 +72,13 @@ class Storage:
     volumes: Mapping[str, PersistentVolume] = field(default_factory=dict)
     classes: Mapping[str, StorageClass] = field(default_factory=dict)
     csinodes: Mapping[str, CSINode] = field(default_factory=dict)
+    drivers: Mapping[str, CSIDriver] = field(default_factory=dict)
+    capacities: Mapping[str, CSIStorageCapacity] = field(default_factory=dict)  # "ns/name"
     reserved: dict[str, str] = field(default_factory=dict)  # PV -> claim, this session
-    _reach: dict[str, BoolArray] = field(default_factory=dict)
+    # per-node answers, each with the node table it is over: a session's view and the
+    # store it reads may hold two tables at once (a node fed meanwhile), and read this
+    # from two threads, so an answer is only reused over its own table
+    _reach: dict[str, tuple[NodeTable, BoolArray]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -79,12 +87,17 @@ class Storage:
         volumes: Iterable[PersistentVolume] = (),
         classes: Iterable[StorageClass] = (),
         csinodes: Iterable[CSINode] = (),
+        *,
+        drivers: Iterable[CSIDriver] = (),
+        capacities: Iterable[CSIStorageCapacity] = (),
     ) -> Storage:
         return cls(
             {c.key: c for c in claims},
             {v.name: v for v in volumes},
             {s.name: s for s in classes},
             {n.name: n for n in csinodes},
+            {d.name: d for d in drivers},
+            {c.key: c for c in capacities},
         )
 
     def class_of(self, claim: PersistentVolumeClaim) -> StorageClass | None:
@@ -95,21 +108,21 @@ class Storage:
         return self.classes.get(name)
 
     def reach(self, pv: PersistentVolume, nodes: NodeTable) -> BoolArray:
-        """Nodes meeting ``pv``'s node affinity (memoized per PV in the session)."""
-        found = self._reach.get(pv.name)
+        """Nodes meeting ``pv``'s node affinity (memoized per PV and node table)."""
+        found = self.memo(pv.name, nodes)
         if found is None:
             found = np.fromiter(
                 (pv.reachable_from(n.name, n.labels) for n in nodes.nodes),
                 dtype=bool,
                 count=len(nodes),
             )
-            self._reach[pv.name] = found
+            self.remember(pv.name, nodes, found)
         return found
 
     def provisionable(self, sc: StorageClass, nodes: NodeTable) -> BoolArray:
         """Nodes a class's ``allowedTopologies`` admit (all without any), memoized."""
         key = f"class:{sc.name}"
-        found = self._reach.get(key)
+        found = self.memo(key, nodes)
         if found is None:
             terms = sc.allowed_topologies
             found = np.fromiter(
@@ -117,8 +130,15 @@ class Storage:
                 dtype=bool,
                 count=len(nodes),
             )
-            self._reach[key] = found
+            self.remember(key, nodes, found)
         return found
+
+    def memo(self, key: str, nodes: NodeTable) -> BoolArray | None:
+        found = self._reach.get(key)
+        return found[1] if found is not None and found[0] is nodes else None
+
+    def remember(self, key: str, nodes: NodeTable, answer: BoolArray) -> None:
+        self._reach[key] = (nodes, answer)
 
     def copy(self) -> Storage:
         """Storage of its own with the same objects (``RulesBook.fork``): every table
@@ -126,7 +146,7 @@ class Storage:
         return Storage(**{f.name: dict(getattr(self, f.name)) for f in fields(self)})
 
     def invalidate(self) -> None:
-        """Nodes or PVs changed: node affinities are computed again."""
+        """Nodes or storage objects changed: what was computed over them is again."""
         self._reach.clear()
 
     def reserve(self, pv: str, claim: str) -> None:
@@ -161,43 +181,104 @@ def _zone_refused(pv: PersistentVolume, nodes: NodeTable) -> BoolArray:
 def _candidates(
     claim: PersistentVolumeClaim, class_name: str, storage: Storage
 ) -> list[PersistentVolume]:
-    """PVs that could take ``claim`` on some node (everything but node affinity checked)."""
+    """PVs that could take ``claim`` on some node (all but node affinity checked), as
+    ``FindMatchingVolume`` filters them: a PV pre-bound to the claim first (alone: no
+    other is considered for it), else Available ones of its class, big enough, of its
+    volume mode, access modes and VolumeAttributesClass, matching its selector, not
+    reserved for another claim; smallest first."""
     out = []
     for pv in storage.volumes.values():
-        bound_here = pv.claim_ref == claim.key
+        bound_here = pv.bound_to(claim)
         if pv.claim_ref and not bound_here:
             continue
         if storage.reserved.get(pv.name, claim.key) != claim.key:
             continue
-        if pv.capacity < claim.request or pv.storage_class != class_name:
+        if pv.capacity < claim.request or pv.volume_mode != claim.volume_mode:
             continue
-        if not bound_here and pv.phase != "Available":
+        if pv.attributes_class != claim.attributes_class:
+            continue  # the VolumeAttributesClass must be the claim's (GA since 1.34)
+        if bound_here:
+            return [pv]  # pre-bound: this one or none (``IsVolumeBoundToClaim``)
+        if pv.phase != "Available" or pv.storage_class != class_name:
+            continue
+        if claim.selector is not None and not claim.selector.matches(pv.meta.labels):
             continue
         if not set(claim.access_modes) <= set(pv.access_modes):
             continue
         out.append(pv)
-    return sorted(out, key=lambda v: (v.claim_ref != claim.key, v.capacity, v.name))
+    return sorted(out, key=lambda v: (v.capacity, v.name))
 
 
-def _delayed(
+def can_provision(sc: StorageClass) -> bool:
+    return bool(sc.provisioner) and sc.provisioner != NO_PROVISIONER
+
+
+def enough_capacity(
     claim: PersistentVolumeClaim, sc: StorageClass, nodes: NodeTable, storage: Storage
 ) -> BoolArray:
-    """Nodes where a WaitForFirstConsumer claim can get a volume."""
-    if claim.selected_node:
-        at = nodes.position.get(claim.selected_node)
-        ok = np.zeros(len(nodes), dtype=bool)
-        if at is not None:
-            ok[at] = True
-        return ok
-    ok = np.zeros(len(nodes), dtype=bool)
-    for pv in _candidates(claim, sc.name, storage):
-        ok |= storage.reach(pv, nodes)
-    if sc.provisioner and sc.provisioner != NO_PROVISIONER:
-        ok |= storage.provisionable(sc, nodes)
-    return ok
+    """Nodes where the class's provisioner can make a volume of the claim's size
+    (``hasEnoughCapacity``): everywhere unless its CSIDriver has ``storageCapacity: true``
+    and the claim asks for storage; then where a CSIStorageCapacity of the class, whose
+    ``maximumVolumeSize`` (else ``capacity``) holds the claim, selects the node."""
+    driver = storage.drivers.get(sc.provisioner)
+    if claim.request <= 0 or driver is None or not driver.storage_capacity:
+        return np.ones(len(nodes), dtype=bool)
+    key = f"capacity:{sc.name}:{claim.request}"
+    found = storage.memo(key, nodes)
+    if found is None:
+        found = np.zeros(len(nodes), dtype=bool)
+        for cap in storage.capacities.values():
+            limit = cap.limit
+            if cap.storage_class != sc.name or limit is None or limit < claim.request:
+                continue
+            topology = cap.node_topology
+            if topology is None:
+                continue  # reachable from no node
+            found |= np.fromiter(
+                (topology.matches(n.labels) for n in nodes.nodes), dtype=bool, count=len(nodes)
+            )
+        storage.remember(key, nodes, found)
+    return found
+
+
+@dataclass(slots=True)
+class Matching:
+    """Per node, what a pod's unbound WaitForFirstConsumer claims get there
+    (``findMatchingVolumes``, then ``checkVolumeProvisions``): claims smallest first, each
+    the smallest PV left on that node -- never one an earlier claim of the pod took -- or
+    else provisioning, which needs a provisioner whose ``allowedTopologies`` admit the node
+    and, for a driver that reports it, enough capacity."""
+
+    bindable: BoolArray  # every claim has a PV or can be provisioned
+    space: BoolArray  # provisioning has the capacity it needs
+
+
+def match(
+    delayed: list[tuple[PersistentVolumeClaim, StorageClass]], nodes: NodeTable, storage: Storage
+) -> Matching:
+    n = len(nodes)
+    taken: dict[str, BoolArray] = {}  # PV -> nodes where an earlier claim of the pod took it
+    bindable = np.ones(n, dtype=bool)
+    space = np.ones(n, dtype=bool)
+    for claim, sc in sorted(delayed, key=lambda cs: cs[0].request):
+        found = np.zeros(n, dtype=bool)
+        for pv in _candidates(claim, sc.name, storage):
+            free = storage.reach(pv, nodes) & ~found
+            used = taken.get(pv.name)
+            if used is not None:
+                free &= ~used
+            taken[pv.name] = free if used is None else used | free
+            found |= free
+        if found.all():
+            continue
+        provision = storage.provisionable(sc, nodes) if can_provision(sc) else np.zeros(n, bool)
+        bindable &= found | provision
+        space &= found | ~provision | enough_capacity(claim, sc, nodes, storage)
+    return Matching(bindable, space)
 
 
 def _binding(pod: Pod, nodes: NodeTable, storage: Storage, mark: Marker, zone: Marker) -> None:
+    delayed: list[tuple[PersistentVolumeClaim, StorageClass]] = []
     for key in _claim_keys(pod):
         claim = storage.claims.get(key)
         if claim is None:
@@ -219,10 +300,22 @@ def _binding(pod: Pod, nodes: NodeTable, storage: Storage, mark: Marker, zone: M
             zone.refuse(_zone_refused(pv, nodes), ZONE_CONFLICT)
             continue
         sc = storage.class_of(claim)
-        if sc is None or sc.binding_mode != WAIT_FOR_FIRST_CONSUMER:
-            mark.refuse_all(UNBOUND_IMMEDIATE)
+        if sc is None or sc.binding_mode != WAIT_FOR_FIRST_CONSUMER or claim.volume_name:
+            mark.refuse_all(UNBOUND_IMMEDIATE)  # a pre-bound claim too: the PV controller's
             continue
-        mark.refuse(~_delayed(claim, sc, nodes, storage), BIND_CONFLICT)
+        if claim.selected_node:  # being provisioned there: that node, if it still can be
+            at = np.zeros(len(nodes), dtype=bool)
+            if (i := nodes.position.get(claim.selected_node)) is not None:
+                at[i] = True
+            ok = at & storage.provisionable(sc, nodes) & can_provision(sc)
+            mark.refuse(~ok, BIND_CONFLICT)
+            mark.refuse(~enough_capacity(claim, sc, nodes, storage), NOT_ENOUGH_SPACE)
+            continue
+        delayed.append((claim, sc))
+    if delayed:
+        found = match(delayed, nodes, storage)
+        mark.refuse(~found.bindable, BIND_CONFLICT)
+        mark.refuse(~found.space, NOT_ENOUGH_SPACE)
 
 
 def _driver(claim: PersistentVolumeClaim, storage: Storage) -> tuple[str, str]:
@@ -303,22 +396,25 @@ class ClaimAction:
 
 
 def decide(pod: Pod, node: int, nodes: NodeTable, storage: Storage) -> tuple[ClaimAction, ...]:
-    """What the chosen node needs for the pod's unbound WaitForFirstConsumer claims; the
-    PVs chosen are reserved in ``storage`` (``release`` them if the gang rolls back)."""
+    """What the chosen node needs for the pod's unbound WaitForFirstConsumer claims, as the
+    filter matched them (``match``: smallest claim first, smallest PV left); the PVs chosen
+    are reserved in ``storage`` (``release`` them if the gang rolls back)."""
     out = []
     name = nodes.names[node]
+    delayed = []
     for key in _claim_keys(pod):
         claim = storage.claims.get(key)
-        if claim is None or claim.bound or claim.selected_node:
+        if claim is None or claim.bound or claim.selected_node or claim.volume_name:
             continue
         sc = storage.class_of(claim)
-        if sc is None or sc.binding_mode != WAIT_FOR_FIRST_CONSUMER:
-            continue
+        if sc is not None and sc.binding_mode == WAIT_FOR_FIRST_CONSUMER:
+            delayed.append((claim, sc))
+    for claim, sc in sorted(delayed, key=lambda cs: cs[0].request):
         pv = next(
             (v for v in _candidates(claim, sc.name, storage) if storage.reach(v, nodes)[node]),
             None,
         )
         if pv is not None:
-            storage.reserve(pv.name, key)
-        out.append(ClaimAction(key, pv.name if pv is not None else "", name))
+            storage.reserve(pv.name, claim.key)  # the next claim of the pod sees it taken
+        out.append(ClaimAction(claim.key, pv.name if pv is not None else "", name))
     return tuple(out)

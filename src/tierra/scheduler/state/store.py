@@ -92,6 +92,8 @@ class ClusterStore(Objects, Topology, Ledgers, Assuming, EventClock, Extensions,
                 *snapshot.volumes,
                 *snapshot.storage_classes,
                 *snapshot.csinodes,
+                *snapshot.csidrivers,
+                *snapshot.capacities,
                 *snapshot.namespaces,
             )
             if storage:  # what the pod rules read beside the pods (``podrules/book.py``)

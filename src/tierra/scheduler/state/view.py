@@ -98,12 +98,15 @@ S = TypeVar("S", bound=Feedable)
 
 
 def fed(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-    """A change fed to the store: while a view is open, under the lock, forked first."""
+    """A change fed to the store, under the lock: while a view is open, forked first.
+
+    Under the lock even when no view is open (uncontended then): a session's thread may
+    open its view at any moment, and a view copied from a store half-way through a change
+    (a node fed: the index rebuilt, then the ledgers, the pods renumbered) reads node
+    numbers its ledger does not have -- live, an IndexError in preemption."""
 
     @functools.wraps(method)
     def wrapper(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        if store.viewing is None and store.source is None:
-            return method(store, *args, **kwargs)
         with store.feeding():
             return method(store, *args, **kwargs)
 
@@ -145,13 +148,14 @@ class Viewed(Feedable):
     def open_view(self) -> Self:
         """What one session reads and keeps its decisions in (see the module docstring).
         One at a time."""
-        if self.viewing is not None:
-            raise RuntimeError("ClusterStore.open_view: a session already runs on this store")
-        if self.source is not None:
-            raise RuntimeError("ClusterStore.open_view: this is a view; open one on its store")
-        view = copy.copy(self)
-        view.source = self
-        self.viewing = Viewing(view)
+        with self.lock:  # never half-way through a change being fed (``feeding``)
+            if self.viewing is not None:
+                raise RuntimeError("ClusterStore.open_view: a session already runs on this store")
+            if self.source is not None:
+                raise RuntimeError("ClusterStore.open_view: this is a view; open one on its store")
+            view = copy.copy(self)
+            view.source = self
+            self.viewing = Viewing(view)
         return view
 
     def close_view(self, view: Self) -> None:
@@ -183,10 +187,7 @@ class Viewed(Feedable):
         it."""
         if self.source is not None:
             raise RuntimeError("a session's view is read-only: feed its store")
-        if self.viewing is None:
-            yield
-            return
-        with self.lock:
+        with self.lock:  # ``open_view`` takes it too: no view opens half-way through
             viewing = self.viewing  # the session may have closed while we waited
             if viewing is not None and not viewing.forked:
                 self._fork(viewing)
