@@ -286,10 +286,12 @@ class ProvisioningRequester:
             self._delete.discard(gang)
             self._create.pop(gang, None)
             held = self._requests.get(gang)
-            await self._remove(gang)
             if held is not None and gang in self.feed.sources and gang not in self._reported:
-                self._done[gang] = held  # its bindings still in flight: said once bound
+                # its bindings still in flight: said once bound. Kept before the deletes
+                # are awaited, for the bindings may go through while they are
+                self._done[gang] = held
             self._reported.discard(gang)
+            await self._remove(gang)
         for gang, (pods, attempt) in sorted(self._create.items()):
             self._create.pop(gang, None)
             made = self._requests.get(gang)
