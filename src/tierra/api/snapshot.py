@@ -285,7 +285,10 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
             ident = _identity(kind, obj)
             key = _seen_key(kind, obj, ident)
             if key in seen:
-                problems.append(Problem(f"defined twice; first at {seen[key]}", origin, ident))
+                group = obj.group if isinstance(obj, HyperNode) else ""
+                problems.append(
+                    Problem(f"defined twice; first at {seen[key]}", origin, ident, group=group)
+                )
                 continue
             seen[key] = origin
             buckets[bucket].append(obj)
@@ -332,11 +335,11 @@ def _kueue_problems(
     if not any(k.startswith(KUEUE_PREFIX) for p in pods for k in p.meta.annotations):
         return out
     carried = {k for n in nodes for k in n.labels}
-    topo = {pg.key: pg.network_topology is not None for pg in podgroups}
+    topo = {pg.key: pg.api.topology for pg in podgroups if pg.network_topology is not None}
     out += _group_problems(pods)
     for pod in pods:
         group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
-        podgroup = (group, topo.get(group, False)) if group is not None else None
+        podgroup = (group, topo.get(group)) if group is not None else None
         for path, message, error in cluster_problems(pod.meta.annotations, carried, podgroup):
             severity = Severity.ERROR if error else Severity.WARNING
             out.append(Problem(message, pod.origin, f"Pod/{pod.key}", path, severity))

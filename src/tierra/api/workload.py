@@ -48,6 +48,7 @@ from tierra.api.podgroup import (
     NetworkTopology,
     PodGroup,
     TopologyMode,
+    key_words,
     with_annotations,
 )
 from tierra.errors import Origin, Problem
@@ -99,7 +100,9 @@ def decode_workload_podgroup(
     topology = None
     if key is not None:
         meta = replace(meta, annotations={**meta.annotations, TOPOLOGY_KEY_ANNOTATION: key})
-        topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=key, key=key)
+        topology = NetworkTopology(
+            mode=TopologyMode.HARD, highest_tier_name=key, key=key, words=key_words(key)
+        )
     return PodGroup(
         meta=meta,
         min_member=min_member,

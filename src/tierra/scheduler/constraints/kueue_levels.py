@@ -45,7 +45,7 @@ from tierra.api.kueue import PodSetTopology
 from tierra.api.kueue_pod_group import podset_of
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
-from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
+from tierra.api.podgroup import LimitWords, NetworkTopology, PodGroup, TopologyMode
 from tierra.api.tierra_annotations import (
     RANK_LABEL,
     SLICES,
@@ -75,11 +75,12 @@ class Part:
 @dataclass(frozen=True, slots=True)
 class Nest:
     """One slice layer resolved: groups of ``size`` pods, each in one domain of a tier
-    (by name or by number)."""
+    (by name or by number); ``said`` names the layer as its annotation wrote it."""
 
     size: int
     tier_name: str | None
     tier: int | None
+    said: str
 
     @property
     def node(self) -> bool:
@@ -87,11 +88,16 @@ class Nest:
 
     @property
     def topology(self) -> NetworkTopology:
+        words = LimitWords(limit=self.said)
         if self.tier is not None:
-            return NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=self.tier)
+            return NetworkTopology(
+                mode=TopologyMode.HARD, highest_tier_allowed=self.tier, words=words
+            )
         if self.node:  # inside the gang's domain; the hosts' caps keep it on one node
-            return NetworkTopology(mode=TopologyMode.SOFT)
-        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=self.tier_name)
+            return NetworkTopology(mode=TopologyMode.SOFT, words=words)
+        return NetworkTopology(
+            mode=TopologyMode.HARD, highest_tier_name=self.tier_name, words=words
+        )
 
     @property
     def text(self) -> str:
@@ -116,14 +122,22 @@ class KueueShape:
 
 
 def _topology(req: PodSetTopology, tier: str | None) -> NetworkTopology | None:
-    """A PodSet's own level as a limit (at the node level: soft, the hosts' caps do the
-    rest for a required one; a preferred one is placed on one node where one holds it)."""
+    """A PodSet's own level as a limit, worded as its annotation (whatever the PodGroup's
+    API: the level was written on the pods, in Kueue's terms). At the node level: soft,
+    the hosts' caps do the rest for a required one; a preferred one is placed on one node
+    where one holds it."""
     if tier == NODE and (req.required is not None or req.preferred is not None):
         return NetworkTopology(mode=TopologyMode.SOFT)
     if req.required is not None:
-        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=tier)
+        words = LimitWords(
+            limit=f"{kueue.REQUIRED} {req.required}",
+            wider=f"{kueue.REQUIRED}: {{}}",
+            whole=f"{kueue.PREFERRED} instead",
+        )
+        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=tier, words=words)
     if req.preferred is not None:
-        return NetworkTopology(mode=TopologyMode.SOFT, preferred_tier_name=tier)
+        words = LimitWords(limit=f"{kueue.PREFERRED} {req.preferred}")
+        return NetworkTopology(mode=TopologyMode.SOFT, preferred_tier_name=tier, words=words)
     return None
 
 
@@ -140,6 +154,17 @@ def _resolved(
         if isinstance(alone, str):
             return f"{where.format(name)}: {alone}"
     return got
+
+
+def _kueue_nests(req: PodSetTopology, tiers: Mapping[str, str]) -> tuple[Nest, ...]:
+    """A PodSet's slice layers, each named as Kueue's annotation that asked for it."""
+    if len(req.slices) == 1:
+        (s,) = req.slices
+        return (Nest(s.size, tiers[s.level], None, f"{kueue.SLICE_REQUIRED} {s.level}"),)
+    return tuple(
+        Nest(s.size, tiers[s.level], None, f"{kueue.SLICE_LAYERS}[{i}] level {s.level}")
+        for i, s in enumerate(req.slices)
+    )
 
 
 def _requests(pods: Sequence[Pod]) -> tuple[dict[str, PodSetTopology | None], str | None]:
@@ -250,24 +275,24 @@ def kueue_shape(
     if isinstance(tiers, str):
         return tiers
     nests = {
-        ps: tuple(Nest(s.size, tiers[s.level], None) for s in req.slices)
-        for ps, req in reqs.items()
-        if req is not None and req.slices
+        ps: _kueue_nests(req, tiers) for ps, req in reqs.items() if req is not None and req.slices
     }
     return _shape(pg, reqs=reqs, by_ps=by_ps, spaces=spaces, tiers=tiers, nests=nests)
 
 
 def _resolve_layer(
-    store: ClusterStore, layer: Layer, where: str, tiers: Mapping[str, str]
+    store: ClusterStore, layer: Layer, i: int, tiers: Mapping[str, str]
 ) -> Nest | str:
+    where = f"metadata.annotations[{SLICES}][{i}]"
+    said = f"{SLICES}[{i}] {layer.text}"
     if layer.tier is not None:
-        return Nest(layer.size, None, layer.tier)
+        return Nest(layer.size, None, layer.tier, said)
     if layer.tier_name is not None:
         if not store.index.by_tier_name(layer.tier_name):
             return f"{where}: tierName {layer.tier_name!r} names no tier of a usable HyperNode"
-        return Nest(layer.size, layer.tier_name, None)
+        return Nest(layer.size, layer.tier_name, None, said)
     assert layer.level is not None
-    return Nest(layer.size, tiers[layer.level], None)
+    return Nest(layer.size, tiers[layer.level], None, said)
 
 
 def tierra_shape(
@@ -282,7 +307,7 @@ def tierra_shape(
         return tiers
     nests: list[Nest] = []
     for i, layer in enumerate(mine.slices):
-        nest = _resolve_layer(store, layer, f"{where}[{i}]", tiers)
+        nest = _resolve_layer(store, layer, i, tiers)
         if isinstance(nest, str):
             return nest
         nests.append(nest)
