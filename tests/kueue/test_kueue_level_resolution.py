@@ -198,7 +198,8 @@ def test_rack_values_repeat_across_blocks(tmp_path: Path) -> None:
     blocks = [podgroup("k", 9), *pods("k", 9, {REQ: BLOCK})]  # never fits: names the level
     result = on(tmp_path, "none", cluster, [*pair, *blocks])
     assert result["bindings"] == []
-    assert "can never fit within highestTierName: cloud.com/topology-rack" in reason(result, "j")
+    said = "can never fit within kueue.x-k8s.io/podset-required-topology cloud.com/topology-rack"
+    assert said in reason(result, "j")  # worded as the pods' annotation asked (issue 22)
     alone = placed(on(tmp_path, "none", cluster, pair))
     assert sorted(alone.values()) in (["b1-r1-x3", "b2-r2-x2"], ["b1-r2-x5", "b2-r2-x4"])
 
