@@ -21,7 +21,7 @@ import yaml
 from tierra.api.files import YamlLoader, read_text, yaml_problem
 from tierra.api.hypernode import GROUPS as HYPERNODE_GROUPS
 from tierra.api.hypernode import HyperNode, decode_hypernode
-from tierra.api.kueue import GROUP_NAME, cluster_problems, level_keys
+from tierra.api.kueue import GROUP_NAME, cluster_problems
 from tierra.api.kueue import PREFIX as KUEUE_PREFIX
 from tierra.api.kueue_pod_group import podset_of
 from tierra.api.kueue_pod_group import snapshot_problems as pod_group_problems
@@ -59,7 +59,6 @@ from tierra.api.storage import (
     decode_pvc,
     decode_storage_class,
 )
-from tierra.api.tierra_annotations import annotation_levels
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.bulk import building
@@ -302,11 +301,7 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
     problems += _kueue_problems(buckets["pods"], buckets["podgroups"], buckets["nodes"])
     # Upstream PodGroups constrained by a node-label key: the key becomes a tier.
     podgroups, label_domains = resolve_topology_keys(
-        buckets["podgroups"],
-        buckets["nodes"],
-        buckets["hypernodes"],
-        level_keys(buckets["pods"])
-        | annotation_levels(pg.meta.annotations for pg in buckets["podgroups"]),
+        buckets["podgroups"], buckets["nodes"], buckets["hypernodes"]
     )
     return Snapshot(
         nodes=tuple(buckets["nodes"]),
