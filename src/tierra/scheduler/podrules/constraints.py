@@ -32,8 +32,7 @@ reaching fewer free PVs than the gang has claims only a PV can take.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -56,7 +55,7 @@ from tierra.scheduler.podrules import (
     volumes,
 )
 from tierra.scheduler.podrules.book import RulesBook, book_of
-from tierra.scheduler.podrules.state import NodeTable, PodIndex
+from tierra.scheduler.podrules.state import NodeTable, Placed, PodIndex
 from tierra.scheduler.podrules.verdict import Verdict, allowed, first_refusals
 from tierra.topology.arrays import BoolArray
 from tierra.topology.index import IntArray
@@ -112,19 +111,45 @@ def _overlay(cycle: Cycle, book: RulesBook, shape: Shape | None = None) -> list[
     return [(p, n) for p, n, _ in cycle.overlay.assigned if p.key not in own]
 
 
-@contextmanager
-def with_overlay(book: RulesBook, cycle: Cycle, names: Sequence[str]) -> Iterator[PodIndex]:
-    """The placed pods with this attempt's added for the duration of one evaluation
-    (they are pending in the store, so the book holds none of them otherwise)."""
+def _others_placed(cycle: Cycle, shape: Shape) -> bool:
+    """Whether this attempt placed any pod but the shape's own (a pod is not its own
+    neighbour); stops at the first, so a gang placed pod by pod does not walk the
+    whole overlay for it at every step."""
+    own = {p.key for p in shape.pods}
+    return any(p.key not in own for p, _, _ in cycle.overlay.assigned)
+
+
+def attempt_placed(book: RulesBook, cycle: Cycle, names: Sequence[str]) -> PodIndex:
+    """The placed pods with this attempt's among them, for an evaluation to read.
+
+    The attempt's pods are pending in the store, so the book holds none of them
+    otherwise. Each is added the first time an evaluation reads the index after it is
+    placed, and stays: its removal goes on the attempt's undo log after its placement
+    (``Transaction.on_undo``), so a rollback takes it out with the pod (and a later
+    evaluation adds it again if a rollback to a mark took out only the removal), while
+    a kept gang leaves it in -- the store then tells the book the pod is placed, as it
+    is. A gang whose pods select themselves is placed one pod at a time with an
+    evaluation between each two, so adding each pod once per evaluation (and removing
+    it after) cost the square of the gang's size; this costs each pod one add. The pods
+    are added in the attempt's order after the store's, as they always were, so what
+    the index iterates in insertion order is unchanged."""
     placed = book.placed
-    mine = [(p, n) for p, n in _overlay(cycle, book) if p.key not in placed.entries]
-    for pod, n in mine:
-        placed.add(pod, names[n])
-    try:
-        yield placed
-    finally:
-        for pod, _ in mine:
-            placed.remove(pod.key)
+    entries = placed.entries
+    overlay = cycle.overlay
+    for pod, n, _ in overlay.assigned:
+        key = pod.key
+        if key not in entries:
+            placed.add(pod, names[n])
+            overlay.on_undo(_unplace(placed, key, entries[key]))
+    return placed
+
+
+def _unplace(placed: PodIndex, key: str, entry: Placed) -> Callable[[], None]:
+    def undo() -> None:
+        if placed.entries.get(key) is entry:  # never a pod the store placed since
+            placed.remove(key)
+
+    return undo
 
 
 class _Rule(Constraint):
@@ -250,23 +275,23 @@ class InterPodAffinity(_Rule):
     def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
         """This attempt's pods against the shape (both ways), and placed pods' terms
         against a shape of pods without rules (their masks did not look)."""
-        mine = _overlay(cycle, book, shape)
-        if not mine and (shape.pods[0].rules is not None or not book.placed.anti_terms):
+        others = _others_placed(cycle, shape)
+        if not others and (shape.pods[0].rules is not None or not book.placed.anti_terms):
             return None  # the mask said it all: no attempt pods, no symmetric terms
         table = book.nodes(cycle.store)
         refused = np.zeros(len(table), dtype=bool)
         seen: set[Hashable] = set()
         reasons: list[Verdict] = []
-        with with_overlay(book, cycle, table.names) as placed:
-            for pod in shape.pods:
-                key = (pod.namespace, tuple(sorted(pod.meta.labels.items())))
-                if key in seen:
-                    continue
-                seen.add(key)
-                v = inter_pod_affinity.evaluate(pod, table, placed)
-                if v is not None:
-                    refused |= ~v.mask
-                    reasons.append(v)
+        placed = attempt_placed(book, cycle, table.names)
+        for pod in shape.pods:
+            key = (pod.namespace, tuple(sorted(pod.meta.labels.items())))
+            if key in seen:
+                continue
+            seen.add(key)
+            v = inter_pod_affinity.evaluate(pod, table, placed)
+            if v is not None:
+                refused |= ~v.mask
+                reasons.append(v)
         top = first_refusals(reasons, shape.eligibility.mask)
         self.note(cycle, refused, max(top, key=lambda r: r.nodes).reason if top else ONE_EACH)
         return _caps_from(refused, one_each=False)
@@ -292,13 +317,12 @@ class PodTopologySpread(_Rule):
     def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
         pod = shape.pods[0]
         hard = pod.rules.hard_spread if pod.rules is not None else ()
-        if not hard or not _overlay(cycle, book, shape):
+        if not hard or not _others_placed(cycle, shape):
             return None  # no pods of the attempt yet: the shape's mask said it all
         table = book.nodes(cycle.store)
-        with with_overlay(book, cycle, table.names) as placed:
-            v = topology_spread.evaluate(pod, table, placed)
-            caps = np.where(v.mask if v is not None else True, UNCAPPED, 0).astype(np.int64)
-            self.note(cycle, caps == 0, topology_spread.NOT_MATCH)
+        v = topology_spread.evaluate(pod, table, attempt_placed(book, cycle, table.names))
+        caps = np.where(v.mask if v is not None else True, UNCAPPED, 0).astype(np.int64)
+        self.note(cycle, caps == 0, topology_spread.NOT_MATCH)
         return caps
 
 
