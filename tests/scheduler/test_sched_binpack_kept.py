@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tierra.scheduler import ClusterStore
-from tierra.scheduler.scoring.base import fill_after, fill_rows, weights_for
-from tierra.scheduler.scoring.binpack import _kept_fills
+from tierra.scheduler.scoring.base import View, fill_after, fill_rows, weights_for
+from tierra.scheduler.scoring.binpack import Binpack, _kept_fills, _rows
 from tierra.scheduler.testing import fat_tree
 
 NODES, HNS = fat_tree(256)
@@ -71,7 +71,38 @@ def test_kept_fills_equal_fills_from_scratch(
             nodes = np.array([node, (node * 7) % 256, (node + 1) % 256], dtype=np.int64)
             cap.place_all(nodes, np.stack([vec, request, request]))
         kept = _kept_fills(cap, request, w)
+        assert kept is not None
         own = fill_after(cap.node_alloc, cap.node_used, request, w)
         dom = fill_after(cap.dom_alloc, cap.dom_used, request, w)
         assert np.array_equal(kept.own.view(np.int64), own.view(np.int64))
         assert np.array_equal(kept.dom.view(np.int64), dom.view(np.int64))
+
+
+def test_one_node_scores_as_among_many() -> None:
+    """A node scored alone (the flat path's one-node refresh) gets the score it gets
+    scored with every other node, bit for bit, under fading tier weights."""
+    store = ClusterStore(nodes=NODES, hypernodes=HNS)
+    cap = store.capacity
+    request = cap.axis.vector({"nvidia.com/gpu": 1000, "cpu": 3000})
+    rng = np.random.default_rng(7)
+    for n in rng.choice(len(cap.node_used), 120).tolist():  # fills that are not round
+        cap.place(n, (cap.node_alloc[n] * rng.random(len(request)) * 0.6).astype(np.int64))
+    view = View(store.index, cap, store.layouts)
+    ix = store.index
+    every = np.arange(len(ix.node_names), dtype=np.int64)
+    for policy in (Binpack(), Binpack(fading=0.37, node_weight=0.3)):
+        whole = policy.node_scores(view, request, every, ix.root, None)
+        alone = [
+            policy.node_scores(view, request, every[i : i + 1], ix.root, None)[0] for i in every
+        ]
+        assert np.array_equal(np.array(alone).view(np.int64), whole.view(np.int64))
+
+
+def test_a_row_alone_is_multiplied_as_among_many() -> None:
+    """The tier weighting's product (``_rows``): a row alone gives what it gives among
+    others (numpy's one-row product adds in another order: 1 bit apart, often)."""
+    rng = np.random.default_rng(11)
+    per, w = rng.random((300, 3)), np.array([0.37**t for t in range(3)])
+    whole = _rows(per) @ w
+    alone = np.array([(_rows(per[i : i + 1]) @ w)[0] for i in range(len(per))])
+    assert np.array_equal(alone.view(np.int64), whole.view(np.int64))

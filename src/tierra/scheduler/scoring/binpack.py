@@ -72,18 +72,24 @@ class Binpack:
         w = self.weights(view)
         if not self.normal_pod or not lay.tiers:
             return fill_after(cap.node_alloc[nodes], cap.node_used[nodes], request, w)
-        kept = _kept_fills(cap, request, w)
-        own = kept.own[nodes]
-        tier_w = np.array([self.fading ** (t - 1) for t in lay.tiers], dtype=np.float64)
+        # kept when asked over much of the cluster (a flat state's build): a few nodes of
+        # a small region with a request never kept would pay a pass over every node
+        kept = _kept_fills(cap, request, w, create=4 * len(nodes) >= len(cap.node_used))
+        if kept is None:
+            own = fill_after(cap.node_alloc[nodes], cap.node_used[nodes], request, w)
+            dom_fill = fill_after(cap.dom_alloc, cap.dom_used, request, w)
+        else:
+            own, dom_fill = kept.own[nodes], kept.dom
+        tier_w, tier_sum = _tier_weights(self.fading, lay.tiers)
         # each domain's fill (kept); those holding all of region count as "no domain",
         # unusable trees are not topology
-        fill = np.where(_no_domain(view, region), 1.0, kept.dom)
+        fill = np.where(_no_domain(view, region), 1.0, dom_fill)
         if lay.shared_tiers:
             per = self._per_tier_shared(view, fill, nodes)
         else:  # per node and tier, its domain's fill (1 without one), one gather
             dom = _tier_domains(lay)[nodes]
             per = np.where(dom >= 0, fill[dom], 1.0)
-        fading = (per @ tier_w) / tier_w.sum()
+        fading = (_rows(per) @ tier_w)[: len(per)] / tier_sum
         total = self.node_weight + 1.0
         return np.asarray((self.node_weight * own + fading) / total, dtype=np.float64)
 
@@ -118,19 +124,22 @@ class _Fills:
 
 
 _PYTHON_ROWS = 8  # moved nodes refreshed in Python floats; more take the array passes
-_FILLS_KEPT = 8  # requests (and weights) per ledger; the least recently used goes
+_FILLS_KEPT = 16  # requests (and weights) per ledger; the least recently used goes
 # per ledger, its kept fills: beside it (derived data), gone with it
 _FILLS: weakref.WeakKeyDictionary[Capacity, OrderedDict[bytes, _Fills]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _kept_fills(cap: Capacity, request: IntArray, w: FloatArray) -> _Fills:
+def _kept_fills(
+    cap: Capacity, request: IntArray, w: FloatArray, *, create: bool = True
+) -> _Fills | None:
     """``fill_after`` of every node and domain for ``request``, kept beside the ledger and
     brought up to date from its move log (``Capacity.move_log``): a moved node changes its
     own row and its domains' rows, nothing else. The flat path rescores a placed node's
     spine after every lone pod; these two passes over every row were most of it. Each
-    row's fill is what ``fill_after`` gives it alone (its sums are row by row)."""
+    row's fill is what ``fill_after`` gives it alone (its sums are row by row). Not
+    kept yet and not ``create``: None."""
     states = _FILLS.get(cap)
     if states is None:
         states = _FILLS[cap] = OrderedDict()
@@ -144,6 +153,8 @@ def _kept_fills(cap: Capacity, request: IntArray, w: FloatArray) -> _Fills:
         or kept.log is not log
         or kept.seen > len(log)
     ):
+        if not create:
+            return None
         own = fill_after(cap.node_alloc, cap.node_used, request, w)
         dom = fill_after(cap.dom_alloc, cap.dom_used, request, w)
         terms = fill_terms(request, w)
@@ -184,6 +195,30 @@ def _domains_of(cap: Capacity, nodes: IntArray) -> IntArray:
     starts, lens = ix.domain_ptr[nodes], ix.domain_ptr[nodes + 1] - ix.domain_ptr[nodes]
     skip = np.repeat(starts - (np.cumsum(lens) - lens), lens)  # each entry's row offset
     return np.unique(ix.domain_idx[np.arange(int(lens.sum()), dtype=np.int64) + skip])
+
+
+def _rows(per: FloatArray) -> FloatArray:
+    """``per`` for a matrix product whose rows do not depend on one another: numpy adds
+    one row's products in another order than several rows' (1 bit apart in about one row
+    in six), and the flat path rescores a single node against scores made many at a
+    time, so one row goes in twice."""
+    return np.repeat(per, 2, axis=0) if len(per) == 1 else per
+
+
+_TIER_WEIGHTS: dict[tuple[float, tuple[int, ...]], tuple[FloatArray, float]] = {}
+
+
+def _tier_weights(fading: float, tiers: tuple[int, ...]) -> tuple[FloatArray, float]:
+    """``fading^(tier-1)`` per tier and their sum, kept per fading and tiers (the flat
+    path asks for every pod it places)."""
+    found = _TIER_WEIGHTS.get((fading, tiers))
+    if found is None:
+        if len(_TIER_WEIGHTS) > 64:
+            _TIER_WEIGHTS.clear()
+        w = np.array([fading ** (t - 1) for t in tiers], dtype=np.float64)
+        w.setflags(write=False)
+        found = _TIER_WEIGHTS[(fading, tiers)] = (w, float(w.sum()))
+    return found
 
 
 _NO_DOMAIN: dict[tuple[int, int], tuple[object, BoolArray]] = {}
