@@ -17,8 +17,9 @@ ignores a field is faster for it and the rate alone would reward that:
   label). Each scheduler must pick, for every pod, a node whose rack has a free PV, and
   write the PV's ``claimRef`` before the binding (VolumeBinding's reserve and pre-bind);
   kube-controller-manager's PV controller runs for both and completes the binding
-  (kube-scheduler waits for that in its pre-bind; tierra does not). ``volumes_honoured``
-  checks every pod's PV is in its rack.
+  (both wait for that in their pre-bind). A no-provisioner claim never gets the
+  selected-node annotation (no one would answer it): a rack whose PVs ran out must not
+  take a gang. ``volumes_honoured`` checks every pod's PV is in its rack.
 * ``gangs-wave``: tierra only (kube-scheduler 1.36 has no equivalent of any of them):
   gangs of 8 using the last wave's constraints, in turn: Kueue's TAS annotations
   (``podset-required-topology`` block, ``podset-slice-required-topology`` rack, slices

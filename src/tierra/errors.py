@@ -45,7 +45,10 @@ class Problem:
     """One thing wrong with the input, located as precisely as we can.
 
     ``obj`` is ``Kind/name`` or ``Kind/namespace/name``; ``path`` is a Kubernetes field
-    path such as ``spec.members[2].selector.regexMatch.pattern``.
+    path such as ``spec.members[2].selector.regexMatch.pattern``. ``group`` is the
+    object's API group where its kind lives in two that are two name spaces (a
+    HyperNode's: ``topology.tierra.dev`` or ``topology.volcano.sh``), so a problem of one
+    ``HyperNode/rack-a`` is never held against the other group's.
     """
 
     message: str
@@ -53,6 +56,7 @@ class Problem:
     obj: str = ""
     path: str = ""
     severity: Severity = Severity.ERROR
+    group: str = ""
 
     def __str__(self) -> str:
         parts = [str(self.origin)] if self.origin else []
@@ -70,6 +74,8 @@ class Problem:
             out["document"] = self.origin.document
         if self.obj:
             out["object"] = self.obj
+        if self.group:
+            out["group"] = self.group
         if self.path:
             out["field"] = self.path
         return out

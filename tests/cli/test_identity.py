@@ -147,3 +147,107 @@ def test_validate_counts_a_mirrored_tree_once_and_says_so(tmp_path: Path) -> Non
     code, out, _ = run("validate", path, "-o", "json")
     doc = json.loads(out)
     assert len(doc["trees"]) == 1 and doc["mirrors"]["hyperNodes"] == ["rack-a", "spine"]
+
+
+# -- every output that names a HyperNode says its group the same way ---------------------
+
+
+def two_groups(tmp_path: Path) -> Path:
+    """``rack-a`` and ``spine`` in each group over different nodes (not a mirror)."""
+    hns = [*racks(TIERRA_GROUP), *racks(VOLCANO_GROUP, nodes=("n2", "n3"))]
+    return write(tmp_path, hns, gangs=2)
+
+
+def test_explain_json_names_each_candidate_and_its_group_where_ambiguous(tmp_path: Path) -> None:
+    code, out, _ = run("explain", "job-1", two_groups(tmp_path), "-o", "json")
+    assert code == 0
+    candidates = [c for t in json.loads(out)["tiers"] for c in t["candidates"]]
+    named = {(c["hyperNode"], c.get("hyperNodeGroup")) for c in candidates}
+    assert ("rack-a", VOLCANO_GROUP) in named  # the rack job-1 took (job-0 holds tierra's)
+    assert all("/" not in c["hyperNode"] for c in candidates)
+    # a name only one group holds is the name alone, as in schedule's bindings
+    path = write(tmp_path, [*racks(TIERRA_GROUP)], name="one")
+    code, out, _ = run("explain", "job-0", path, "-o", "json")
+    (chosen,) = [
+        c for t in json.loads(out)["tiers"] for c in t["candidates"] if c["outcome"] == "chosen"
+    ]
+    assert chosen["hyperNode"] == "rack-a" and "hyperNodeGroup" not in chosen
+
+
+def test_tree_and_validate_json_give_name_and_group_apart(tmp_path: Path) -> None:
+    path = two_groups(tmp_path)
+    code, out, _ = run("tree", path, "-o", "json")
+    spines = json.loads(out)["children"]
+    assert code == 0
+    assert [(s["name"], s["group"]) for s in spines] == [
+        ("spine", TIERRA_GROUP),
+        ("spine", VOLCANO_GROUP),
+    ]
+    assert [(r["name"], r["group"]) for s in spines for r in s["children"]] == [
+        ("rack-a", TIERRA_GROUP),
+        ("rack-a", VOLCANO_GROUP),
+    ]
+    code, out, _ = run("tree", path)  # text: group/name, as reasons say it
+    assert "topology.volcano.sh/rack-a" in out
+    code, out, _ = run("validate", path, "-o", "json")
+    trees = json.loads(out)["trees"]
+    assert [(t["name"], t["group"]) for t in trees] == [
+        ("spine", TIERRA_GROUP),
+        ("spine", VOLCANO_GROUP),
+    ]
+
+
+def test_export_writes_a_mirrored_tree_once_and_refuses_namesakes(tmp_path: Path) -> None:
+    mirrored = write(tmp_path, [*racks(TIERRA_GROUP, "labels"), *racks(VOLCANO_GROUP, "labels")])
+    for fmt, group in (("volcano", VOLCANO_GROUP), ("tierra", TIERRA_GROUP)):
+        code, out, err = run("export", fmt, mirrored, "-o", "json")
+        assert code == 0, err
+        docs = json.loads(out)["items"]
+        assert sorted(d["metadata"]["name"] for d in docs) == ["rack-a", "spine"]
+        assert {d["apiVersion"] for d in docs} == {f"{group}/v1alpha1"}
+        assert "writing topology.tierra.dev" in one_line(err)
+
+    path = two_groups(tmp_path)
+    code, out, err = run("export", "volcano", path)
+    assert code == 2 and not out
+    assert "both hold HyperNodes named rack-a, spine" in one_line(err)
+    assert "--group topology.tierra.dev or --group topology.volcano.sh" in one_line(err)
+    for group, nodes in ((TIERRA_GROUP, ["n0", "n1"]), (VOLCANO_GROUP, ["n2", "n3"])):
+        code, out, err = run("export", "volcano", path, "--group", group, "-o", "json")
+        assert code == 0, err
+        (rack,) = [d for d in json.loads(out)["items"] if d["metadata"]["name"] == "rack-a"]
+        assert [m["selector"]["exactMatch"]["name"] for m in rack["spec"]["members"]] == nodes
+    code, _, err = run("export", "volcano", path, "--group", "example.com")
+    assert code == 2 and "a HyperNode group is" in one_line(err)
+
+
+def test_slurm_export_keeps_each_namesakes_nodes(tmp_path: Path) -> None:
+    """Each group's tree is a topology of its own, each rack-a with its own nodes."""
+    code, out, err = run("export", "slurm-yaml", two_groups(tmp_path))
+    assert code == 0, err
+    assert "nodes: n[0-1]" in out and "nodes: n[2-3]" in out
+
+
+def test_discover_reconciles_against_its_own_groups_objects_only(tmp_path: Path) -> None:
+    """A snapshot of a cluster the controller mirrors holds each name in both groups:
+    planning tierra's group against it changes nothing (it planned every object deleted
+    and created again, taking Volcano's copy for tierra's), and Volcano's likewise."""
+    nodes = tmp_path / "nodes.yaml"
+    labelled = [
+        replace(n, meta=replace(n.meta, labels={"example.com/rack": f"r{i % 2}"}))
+        for i, n in enumerate(NODES)
+    ]
+    nodes.write_text(dump_yaml([encode_node(n) for n in labelled]))
+    found = ("discover", "labels", nodes, "--levels", "example.com/rack")
+    written = []
+    for group in ("tierra", "volcano"):
+        code, out, err = run(*found, "--group", group)
+        assert code == 0, err
+        written.append(out)
+    snapshot = tmp_path / "both.yaml"
+    snapshot.write_text("\n---\n".join(written))
+    for group in ("tierra", "volcano"):
+        code, out, err = run(*found, "--group", group, "--reconcile", snapshot, "-o", "json")
+        assert code == 0, err
+        (plan,) = json.loads(out)["items"]
+        assert (plan["writes"], plan["unchanged"]) == (0, 2), plan

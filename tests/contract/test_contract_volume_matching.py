@@ -250,7 +250,10 @@ def _matched(
     s = Storage.of([claim], pvs, [storage_class("wait")])
     nodes = [make_node("n", labels)]
     pod = make_pod("pod", namespace="myns", volumes=claim_volumes(claim_name))
-    (action,) = volumes.decide(pod, 0, NodeTable(nodes), s)
+    actions = volumes.decide(pod, 0, NodeTable(nodes), s)
+    if actions is None:  # no PV, and the class has no provisioner: nothing to do there
+        return ""
+    (action,) = actions
     return action.volume
 
 

@@ -8,6 +8,7 @@ that stand for several machines, are reported with the pattern and examples.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -185,8 +186,16 @@ def test_guard_deletes_counts_what_the_owner_loses() -> None:
     assert reconcile.guard_deletes(reconcile.plan([], have, owner="o"), max_share=1.0) is None
     assert reconcile.guard_deletes(reconcile.plan([], have, owner="o")) is not None
     assert reconcile.guard_deletes(reconcile.plan([], have, owner="nobody")) is None
-    # moving every object to Volcano's group deletes and re-creates each: nothing is lost
+    # writing Volcano's group beside tierra's: another name space, created and nothing
+    # of tierra's deleted (a HyperNode is (group, name))
     moved = reconcile.plan(have[:4], have, owner="o", group=VOLCANO_GROUP)
+    assert not moved.of(reconcile.Action.DELETE)
+    assert [c.name for c in moved.of(reconcile.Action.CREATE)] == ["h0", "h1", "h2", "h3"]
+    assert reconcile.guard_deletes(moved, max_share=0.0) is None
+    # without a group, a desired object meeting its name in the other group moves it:
+    # deleted and re-created, which the guard does not count as lost
+    volcano = [replace(h, group=VOLCANO_GROUP) for h in have[:4]]
+    moved = reconcile.plan(volcano, have, owner="o")
     assert len(moved.of(reconcile.Action.DELETE)) == 4
     assert reconcile.guard_deletes(moved, max_share=0.0) is None
     with pytest.raises(ConfigError, match="between 0 and 1"):

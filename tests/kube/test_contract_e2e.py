@@ -1073,3 +1073,77 @@ def test_a_claim_binds_only_a_pv_of_its_volume_attributes_class(
             assert not await reserved(c, "plain"), c.scheduler
 
     run(control_plane, body)
+
+
+async def _claim_refs(kube: Kube, c: Case, pvs: tuple[str, ...]) -> dict[str, str]:
+    """PV -> the claim its claimRef names (PVs without one left out)."""
+    out = {}
+    for name in pvs:
+        ref = (await kube.get(r.PVS.path(None, f"{c.name}-{name}")))["spec"].get("claimRef")
+        if ref:
+            out[name] = ref["name"]
+    return out
+
+
+def test_a_gang_short_of_local_pvs_takes_none_and_asks_no_provisioner(
+    control_plane: ControlPlane, schedulers: None
+) -> None:
+    """volumebinding binder_test ``TestFindPodVolumesWithProvisioning`` "invalid-
+    provisioner" with two pods deciding one after another (``AssumePodVolumes``): a
+    Volcano gang of two pods, each with its own claim of a ``kubernetes.io/no-provisioner``
+    class, and one local PV. Neither scheduler gives a claim the selected-node annotation
+    (no provisioner would answer it) nor binds a pod; tierra, all or nothing, reserves no
+    PV and says the gang waits for volumes, not that it can never fit. A second PV made
+    later: both claims get a PV of their own (the harness plays no PV controller, so the
+    pods wait there)."""
+    cases = both(control_plane, "gangpv")
+
+    async def body(kube: Kube) -> None:
+        await _no_provisioner_class(kube, "contract-local")
+        for c in cases:
+            await c.create(kube, 2)
+            await kube.request(
+                "POST", r.PVS.path(), body=_local_pv(c, "pv0", f"{c.name}-n0", "contract-local")
+            )
+            await _status(kube, r.PVS, None, f"{c.name}-pv0", "Available")
+            group = {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": "job", "namespace": c.namespace},
+                "spec": {"minMember": 2},
+            }
+            await kube.request("POST", VOLCANO_PODGROUPS.path(c.namespace), body=group)
+            for claim in ("a", "b"):
+                await kube.request(
+                    "POST", r.PVCS.path(c.namespace), body=_claim(claim, "contract-local")
+                )
+                p = c.pod(f"job-{claim}", volumes=_volume(claim))
+                p["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "job"}
+                await c.post(kube, p)
+        tierra = cases[0]
+        await _settle(5.0)
+        for c in cases:
+            assert await c.bound(kube) == {}, c.scheduler
+            for claim in ("a", "b"):
+                assert not await _selected(kube, c, claim, f"{c.name}-n0"), (c.scheduler, claim)
+                assert not await _selected(kube, c, claim, f"{c.name}-n1"), (c.scheduler, claim)
+        assert await _claim_refs(kube, tierra, ("pv0",)) == {}  # the gang takes none
+        await eventually(
+            lambda: _mentions(kube, tierra, "job-a", "persistent volumes"), 15, "tierra's reason"
+        )
+        assert "never" not in await _failed_scheduling(kube, tierra, "job-a")
+        for c in cases:
+            await kube.request(
+                "POST", r.PVS.path(), body=_local_pv(c, "pv1", f"{c.name}-n1", "contract-local")
+            )
+            await _status(kube, r.PVS, None, f"{c.name}-pv1", "Available")
+
+        async def both_reserved(c: Case) -> bool:
+            refs = await _claim_refs(kube, c, ("pv0", "pv1"))
+            return sorted(refs.values()) == ["a", "b"]
+
+        for c in cases:
+            await eventually(lambda c=c: both_reserved(c), 20, f"{c.scheduler} takes both PVs")
+            assert await c.bound(kube) == {}, c.scheduler  # waits for the PV controller
+
+    run(control_plane, body)

@@ -206,7 +206,8 @@ def test_live_placement_matches_tierra_schedule_on_a_snapshot(
     assert status == 200 and ready[0] == 200
     assert metric(text, "tierra_scheduler_binds_total") == len(expected)
     rack = fabric.rack_of(placed["hard-0"])
-    assert f'tierra_scheduler_hypernode_gpus{{hypernode="{rack}",state="total"}} 32.0' in text
+    series = f'group="topology.tierra.dev",hypernode="{rack}",state="total"'
+    assert f"tierra_scheduler_hypernode_gpus{{{series}}} 32.0" in text
     # gangs waiting by their outcome's code: every one the offline session left waiting
     by_code = {
         code: metric(text, f'tierra_scheduler_pending_gangs{{reason="{code}"}}')

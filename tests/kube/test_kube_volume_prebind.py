@@ -23,11 +23,17 @@ pytest.importorskip("kubernetes_asyncio", reason="the Kubernetes client is not i
 
 from e2e_cluster import placements, start_scheduler
 from kube_helpers import kube_for
+from tests.contract.rules_helpers import make_pod
+from tests.contract.storage_docs import claim_volumes, pvc, storage_class
 
 from tierra.kube import resources as r
 from tierra.kube.client import MERGE_PATCH, ApiError, Kube
+from tierra.kube.scheduler.storage_feed import PreBindFailed, pre_bind
 from tierra.kube.testing import ControlPlane
 from tierra.kube.testing.fake import NodeShape, node_manifest, pod_manifest
+from tierra.scheduler import ClusterStore
+from tierra.scheduler.podrules.book import book_of
+from tierra.scheduler.testing import node as store_node
 
 pytestmark = pytest.mark.kube
 NAME = "tierra-prebind"
@@ -151,6 +157,32 @@ def test_pre_bind_gives_up_and_releases(
         assert "local" in claim_refs[3:], (claim_refs, log)
         assert selected[:3] == ["", node, ""], (selected, log)
         assert placed == {"static": "", "provisioned": ""}, placed
+
+    async def main() -> None:
+        async with kube_for(control_plane) as kube:
+            await body(kube)
+
+    asyncio.run(main())
+
+
+def test_pre_bind_refuses_a_pod_whose_volumes_were_not_decided(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    """A pod reaching pre-bind with an unbound WaitForFirstConsumer claim and nothing
+    decided for it (its PV went to another claim after the session chose it, so
+    ``RulesBook.replay`` kept no action) is not bound without a volume: pre-bind fails
+    before writing anything, and the binder forgets the pod for a later session."""
+    store = ClusterStore(nodes=[store_node("n0", labels={"kubernetes.io/hostname": "n0"})])
+    store.upsert_pod(make_pod("p", namespace=namespace, volumes=claim_volumes("data")))
+    book = book_of(store)
+    book.upsert(storage_class("local"))
+    book.upsert(pvc("data", sc="local", namespace=namespace))
+
+    async def body(kube: Kube) -> None:
+        with pytest.raises(PreBindFailed, match=f"no volume decided for {namespace}/data"):
+            await pre_bind(kube, store, f"{namespace}/p")  # type: ignore[arg-type]
+        got = await kube.get(r.PVCS.path(namespace))
+        assert got["items"] == []  # nothing written (the claim exists only in the book)
 
     async def main() -> None:
         async with kube_for(control_plane) as kube:

@@ -13,12 +13,14 @@ process.
   completion index filling the slots in Kueue's order; a slice size that is not a number
   keeps its gang pending with the located reason in the PodGroup's status (no webhook here).
 * tierra's nested slices annotation on an upstream Workload API PodGroup.
+* Kueue's balanced placement (the feature gate in ``--config``) with a leader PodSet.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,16 +43,19 @@ from kube_helpers import eventually, kube_for
 
 from tierra.kube.client import Kube
 from tierra.kube.manifests import crd_folder
-from tierra.kube.resources import PODS, VOLCANO_PODGROUPS, WORKLOAD_PODGROUPS
+from tierra.kube.resources import PODS, TIERRA_HYPERNODES, VOLCANO_PODGROUPS, WORKLOAD_PODGROUPS
 from tierra.kube.testing import Binaries, ControlPlane, ControlPlaneUnavailable
 from tierra.kube.testing.controlplane import WORKLOAD_API_ARGS
-from tierra.kube.testing.fake import PodShape, pod_manifest
+from tierra.kube.testing.fake import NodeShape, PodShape, node_manifest, pod_manifest
 
 pytestmark = pytest.mark.kube
 
 REPO = Path(__file__).resolve().parents[2]
 VOLCANO_CRDS = REPO / "tests" / "fixtures" / "k8s-topology-crds"
 INDEX = "batch.kubernetes.io/job-completion-index"
+REQUIRED_KEY = "kueue.x-k8s.io/podset-required-topology"
+SLICE_KEY = "kueue.x-k8s.io/podset-slice-required-topology"
+SIZE_KEY = "kueue.x-k8s.io/podset-slice-size"
 
 
 @pytest.fixture(scope="module")
@@ -224,6 +229,136 @@ def test_kueue_annotations_and_tierra_slices_live(
             assert "metadata.annotations[kueue.x-k8s.io/podset-slice-size]" in cond["message"]
             assert "must be a numeric value" in cond["message"]
             assert await placements(kube, "kq")
+
+        run(volcano_plane, check)
+    finally:
+        process.stop()
+
+
+def test_kueue_levels_from_node_labels_and_hostname_live(
+    volcano_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Nodes labelled with levels no HyperNode stands for (two blocks of two racks of two
+    hosts): the scheduler's feed builds the levels' domains from the label values
+    (never written to the cluster) and places Kueue's cases on them, as
+    ``TestFindTopologyAssignments`` does: "block required for podset; rack required for
+    slices" (each slice in one rack of one block) and a rack required with slices of two
+    on ``kubernetes.io/hostname`` (each host holding a whole slice), beside the
+    benchmark's shape that was refused before (racks with host slices)."""
+    ns = "lv"
+    volcano_plane.kubectl("create", "namespace", ns)
+    name = "tierra-e2e-lv"
+    block, rack = "example.com/lv-block", "example.com/lv-rack"
+    own = {"tierra.dev/e2e": "lv"}
+    nodes = [f"lv-b{b}-r{r}-x{x}" for b in (1, 2) for r in (1, 2) for x in (1, 2)]
+    host = "kubernetes.io/hostname"
+    gangs = {
+        "rack-slices": {REQUIRED_KEY: block, SLICE_KEY: rack, SIZE_KEY: "2"},
+        "host-slices": {REQUIRED_KEY: rack, SLICE_KEY: host, SIZE_KEY: "2"},
+    }
+
+    async def setup(kube: Kube) -> None:
+        shape = NodeShape(cpu="8", memory="64Gi")
+        for n in nodes:
+            _, b, r, _ = n.split("-")
+            labels = {**own, block: b, rack: r}
+            await kube.request(
+                "POST", "/api/v1/nodes", body=node_manifest(n, shape=shape, labels=labels)
+            )
+        for gang, ann in gangs.items():
+            body = {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": gang, "namespace": ns},
+                "spec": {"minMember": 4},
+            }
+            await kube.request("POST", VOLCANO_PODGROUPS.path(ns), body=body)
+            for i in range(4):
+                pod = pod_manifest(
+                    f"{gang}-{i}", ns, shape=PodShape(cpu="4", memory="1Gi"),
+                    scheduler_name=name, node_selector=own,
+                    annotations={"scheduling.k8s.io/group-name": gang, **ann},
+                    labels={INDEX: str(i)},
+                )  # fmt: skip
+                await kube.request("POST", PODS.path(ns), body=pod)
+
+    run(volcano_plane, setup)
+    process, _ = start_scheduler(volcano_plane, tmp_path, name)
+    try:
+
+        async def check(kube: Kube) -> None:
+            placed = await wait_bound(kube, ns, 8, 60, process)
+            sliced = [placed[f"rack-slices-{i}"] for i in range(4)]
+            assert len({n.split("-")[1] for n in sliced}) == 1, placed  # one block
+            for i in (0, 2):  # each slice of two (ranks 0-1, 2-3) in one rack
+                assert sliced[i].rsplit("-", 1)[0] == sliced[i + 1].rsplit("-", 1)[0], placed
+            hosts = [placed[f"host-slices-{i}"] for i in range(4)]
+            assert len({n.rsplit("-", 1)[0] for n in hosts}) == 1, placed  # one rack
+            assert sorted(Counter(hosts).values()) == [2, 2], placed  # a slice per host
+            listed = await kube.get(TIERRA_HYPERNODES.path())
+            assert not [h for h in listed["items"] if h["metadata"]["name"].startswith("kueue-")]
+
+        run(volcano_plane, check)
+    finally:
+        process.stop()
+
+
+def test_kueue_balanced_placement_with_a_leader_live(
+    volcano_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """``featureGates: {TASBalancedPlacement: true}`` in the live scheduler's ``--config``:
+    Kueue's ``TestFindTopologyAssignments`` "balanced placement; leader worker set does not
+    reserve leader space on every node" on nodes whose levels are label values only (x1
+    takes 7 pods, x2 5, one rack): a leader PodSet of one pod and ten workers in one PodSet
+    group, rack preferred, all asking alike. Kueue's assignment: the leader and five
+    workers on x1, five on x2 (best fit would put six workers on x1), the workers' ranks
+    (``kueue.x-k8s.io/pod-group-pod-index``) filling x1 first."""
+    ns = "bal"
+    volcano_plane.kubectl("create", "namespace", ns)
+    name = "tierra-e2e-bal"
+    block, rack = "example.com/bal-block", "example.com/bal-rack"
+    own = {"tierra.dev/e2e": "bal"}
+    index = "kueue.x-k8s.io/pod-group-pod-index"
+    group = {
+        "scheduling.k8s.io/group-name": "lws",
+        "kueue.x-k8s.io/podset-preferred-topology": rack,
+        "kueue.x-k8s.io/podset-group-name": "g",
+    }
+    config = tmp_path / "config.yaml"
+    config.write_text("featureGates: {TASBalancedPlacement: true}\n")
+
+    async def setup(kube: Kube) -> None:
+        for node, cpu in (("bal-b1-r1-x1", "7"), ("bal-b1-r1-x2", "5")):
+            labels = {**own, block: "b1", rack: "r1"}
+            shape = NodeShape(cpu=cpu, memory="64Gi")
+            await kube.request(
+                "POST", "/api/v1/nodes", body=node_manifest(node, shape=shape, labels=labels)
+            )
+        body = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "lws", "namespace": ns},
+            "spec": {"minMember": 11},
+        }
+        await kube.request("POST", VOLCANO_PODGROUPS.path(ns), body=body)
+        members = [("leader", 0), *(("workers", i) for i in range(10))]
+        for podset, i in members:
+            pod = pod_manifest(
+                f"{podset}-{i}", ns, shape=PodShape(cpu="1", memory="1Gi"),
+                scheduler_name=name, node_selector=own, annotations=group,
+                labels={"kueue.x-k8s.io/podset": podset, index: str(i)},
+            )  # fmt: skip
+            await kube.request("POST", PODS.path(ns), body=pod)
+
+    run(volcano_plane, setup)
+    process, _ = start_scheduler(volcano_plane, tmp_path, name, "--config", str(config))
+    try:
+
+        async def check(kube: Kube) -> None:
+            placed = await wait_bound(kube, ns, 11, 60, process)
+            assert placed.pop("leader-0") == "bal-b1-r1-x1", placed
+            got = [placed[f"workers-{i}"] for i in range(10)]
+            assert got == ["bal-b1-r1-x1"] * 5 + ["bal-b1-r1-x2"] * 5, placed
 
         run(volcano_plane, check)
     finally:

@@ -464,3 +464,25 @@ def test_lws_leader_grouped_with_workers_different_requests(kind: Kind) -> None:
 
     kind.run(check)
     kind.clean(ns)
+
+
+@pytest.mark.parametrize("level", [BLOCK, RACK])
+def test_job_with_host_slices(kind: Kind, level: str) -> None:
+    """TestFindTopologyAssignments "block required for podset; host required for slices;
+    BestFit" on this cluster (no Kueue e2e case slices on the hostname): a Job of four
+    3-cpu pods (two fit a worker), the block (or the rack) required, slices of two on
+    ``kubernetes.io/hostname``, the level Kueue's Topology has last and no HyperNode was
+    made from: each slice on one worker, kind-worker and kind-worker2 (rack r1 of b1),
+    two each."""
+    ns = kind.namespace("job-host-" + level.rsplit("-", 1)[1])
+    spec = {"containers": [container(gpus=0, cpu="3")]}
+    ann = {REQUIRED: level, SLICE: "kubernetes.io/hostname", SLICE_SIZE: "2"}
+    kind.apply(job("host-job", ns, parallelism=4, indexed=True, annotations=ann, pod_spec=spec))
+
+    async def check(kube: Kube) -> None:
+        items = await wait_pods(kube, ns, 4, process=kind.scheduler)
+        got = by_label(items, INDEX)
+        assert got == {"0": W[0], "1": W[0], "2": W[1], "3": W[1]}, got
+
+    kind.run(check)
+    kind.clean(ns)

@@ -330,3 +330,72 @@ def test_what_cluster_autoscaler_says_is_told_and_acted_on(
 
 async def _contains(text: Any, words: str) -> bool:
     return words in await text
+
+
+def test_a_gang_bound_on_the_nodes_its_request_brought_up_says_so(
+    provisioning_crd: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """cluster-autoscaler provisions the request, then its nodes register: the gang binds
+    on them and its PodGroup's condition and Scheduled Event say so, with
+    cluster-autoscaler's Provisioned message (as Kueue's check turns Ready with it)."""
+    plane = provisioning_crd
+    fabric = Fabric("provup", spines=1, racks=1, nodes=2)  # one rack of 16 GPUs
+    name = "tierra-provup"
+    hard = {"mode": "hard", "highestTierName": "rack"}
+
+    async def setup(kube: Kube) -> None:
+        await fabric.create(kube)
+        await volcano_gang(kube, namespace, "grow", 5, scheduler=name, fabric=fabric, topology=hard)
+
+    run(plane, setup)
+    scheduler, _ = start_scheduler(plane, tmp_path, name, "--provisioning-class", ATOMIC_CLASS)
+    request = request_name("grow")
+    try:
+
+        async def body(kube: Kube) -> dict[str, Any]:
+            async def made() -> bool:
+                return await read(kube, PROVISIONING_REQUESTS.path(namespace, request)) is not None
+
+            await eventually(made, 30, "the gang's ProvisioningRequest")
+            await autoscaler_says(
+                kube, namespace, request,
+                ("Provisioned", "True", "Provisioned", "successfully provisioned"),
+            )  # fmt: skip
+            # its nodes register (created after the request, in the gang's rack)
+            rack = fabric.rack_of(fabric.node_names()[0])
+            labels = {**fabric.label, RACK_KEY: rack}
+            shape = NodeShape(cpu="64", memory="512Gi", gpus=8)
+            for extra in (f"{rack}-8", f"{rack}-9"):
+                body = node_manifest(extra, shape=shape, labels=labels)
+                await kube.request("POST", NODES.path(), body=body)
+            placed = await wait_bound(kube, namespace, 5, 60, scheduler)
+
+            async def scheduled() -> bool:
+                pg = await read(kube, VOLCANO_PODGROUPS.path(namespace, "grow"))
+                conds = ((pg or {}).get("status") or {}).get("conditions") or [{}]
+                return conds[0].get("type") == "Scheduled"
+
+            await eventually(scheduled, 30, "the PodGroup's Scheduled condition")
+            pg = await read(kube, VOLCANO_PODGROUPS.path(namespace, "grow"))
+            events = (await kube.get(EVENTS.path(namespace)))["items"]
+            return {
+                "placed": placed,
+                "condition": pg["status"]["conditions"][0]["message"],
+                "events": {
+                    (e["involvedObject"]["name"], e["reason"]): e["message"] for e in events
+                },
+            }
+
+        seen = run(plane, body)
+    finally:
+        scheduler.stop()
+    new = sum(node.endswith(("-8", "-9")) for node in seen["placed"].values())
+    assert new >= 1  # four pods of 4 GPUs at most on the rack's two old nodes
+    pods = "its pods" if new == 5 else f"{new} of its 5 pods"
+    said = (
+        f"{pods} on nodes cluster-autoscaler brought up for it (ProvisioningRequest "
+        f"{request}: Provisioned: successfully provisioned)"
+    )
+    assert seen["condition"].startswith("5 pods bound within ")
+    assert seen["condition"].endswith(f"; {said}"), seen["condition"]
+    assert seen["events"][("grow", "Scheduled")] == seen["condition"]

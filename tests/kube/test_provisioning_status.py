@@ -57,6 +57,7 @@ def test_accepted_while_provisioning_carries_its_estimate() -> None:
     )
     outcome = judge(status, NAME, 1, RetryPolicy())
     assert outcome.action is Action.WAIT and outcome.event == "ProvisioningRequestAccepted"
+    assert not outcome.provisioned
     assert outcome.note == (
         f"cluster-autoscaler accepted ProvisioningRequest {NAME} and is provisioning its "
         "nodes (Provisioned=False: Provisioning: ETA 5 min)"
@@ -78,6 +79,9 @@ def test_provisioned_is_said_with_its_message() -> None:
     outcome = judge(status, NAME, 2, RetryPolicy())
     assert outcome.action is Action.WAIT and outcome.event == "ProvisioningRequestProvisioned"
     assert outcome.note.endswith("Provisioning Request was successfully provisioned.)")
+    # what the gang's binding says later (provisioning.bound_note)
+    assert outcome.provisioned
+    assert outcome.message == "Provisioning Request was successfully provisioned."
 
 
 @pytest.mark.parametrize(

@@ -85,18 +85,20 @@ def write(
     objects: Sequence[dict[str, Any]],
     levels: Sequence[str] = (BLOCK, RACK),
 ) -> list[Path]:
-    """The nodes, the HyperNodes discovered from their ``levels`` labels, and the
-    objects, as files."""
+    """The nodes, the HyperNodes discovered from their ``levels`` labels (none for no
+    levels), and the objects, as files."""
     nodes_file = tmp / "nodes.yaml"
     nodes_file.write_text(yaml.safe_dump_all(nodes))
+    objs = tmp / "objects.yaml"
+    objs.write_text(yaml.safe_dump_all(list(objects)))
+    if not levels:
+        return [nodes_file, objs]
     code, out, err = run(
         "discover", "labels", "--levels", ",".join(levels), "--name", "default", nodes_file
     )
     assert code == 0, err
     hns = tmp / "hypernodes.yaml"
     hns.write_text(out)
-    objs = tmp / "objects.yaml"
-    objs.write_text(yaml.safe_dump_all(list(objects)))
     return [nodes_file, hns, objs]
 
 

@@ -210,3 +210,145 @@ def test_an_upstream_key_no_node_carries_is_named_as_the_key(tmp_path: Path) -> 
         "node carries the label and no usable HyperNode was discovered from it; the gang "
         "waits rather than run unconstrained"
     )
+
+
+# -- tierra's and Kueue's annotations, on either kind of PodGroup -------------------------
+
+VOLCANO_FIELDS = ("networkTopology", "highestTierName", "preferredTierName", "minMember", "mode:")
+PREFERRED_NAME = "topology.tierra.dev/preferred-tier-name"
+KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+
+
+def annotated(doc: dict[str, Any], **annotations: str) -> dict[str, Any]:
+    doc["metadata"].setdefault("annotations", {}).update(annotations)
+    return doc
+
+
+def bare(kind: str, name: str, size: int, pod_annotations: dict[str, str]) -> list[dict[str, Any]]:
+    """A gang whose PodGroup sets no topology of its own, its pods annotated."""
+    return [
+        podgroup(kind, name, size, key=None),
+        *(annotated(pod(kind, f"{name}-{i}", name), **pod_annotations) for i in range(size)),
+    ]
+
+
+def no_volcano_words(kind: str, *texts: str) -> bool:
+    """An upstream PodGroup is never told Volcano's fields."""
+    return kind == VOLCANO or not any(w in t for t in texts for w in VOLCANO_FIELDS)
+
+
+@pytest.mark.parametrize("kind", [UPSTREAM, VOLCANO])
+def test_a_preferred_tier_annotation_naming_no_tier_is_named_as_the_annotation(
+    tmp_path: Path, kind: str
+) -> None:
+    docs = gang(kind, "pref", 2)
+    annotated(docs[0], **{PREFERRED_NAME: "nosuch"})
+    found = reasons(tmp_path, kind, *docs)
+    assert found["pref"].startswith(
+        f"metadata.annotations[{PREFERRED_NAME}] 'nosuch' names no tier (known tier names: "
+    )
+    assert no_volcano_words(kind, found["pref"])
+
+
+def test_a_preferred_tier_in_volcanos_spec_is_still_named_as_its_field(tmp_path: Path) -> None:
+    docs = gang(VOLCANO, "pref", 2)
+    docs[0]["spec"]["networkTopology"]["preferredTierName"] = "nosuch"
+    found = reasons(tmp_path, VOLCANO, *docs)
+    assert found["pref"].startswith("spec.networkTopology.preferredTierName 'nosuch' names no")
+
+
+@pytest.mark.parametrize(
+    ("kind", "clause"),
+    [
+        (UPSTREAM, ""),  # the Workload API has no soft mode to offer
+        (VOLCANO, " (mode: soft takes any domain once the wait is over)"),
+    ],
+)
+def test_a_bounded_wait_without_a_topology_is_told_its_own_field(
+    tmp_path: Path, kind: str, clause: str
+) -> None:
+    docs = [podgroup(kind, "wait", 2, key=None), *(pod(kind, f"wait-{i}", "wait") for i in (0, 1))]
+    annotated(
+        docs[0],
+        **{"topology.tierra.dev/wait-for-tier": "rack", "topology.tierra.dev/wait-for": "1m"},
+    )
+    found = reasons(tmp_path, kind, *docs)
+    field = "spec.schedulingConstraints.topology" if kind == UPSTREAM else "spec.networkTopology"
+    assert found["wait"] == (
+        "metadata.annotations[topology.tierra.dev/wait-for-tier] needs "
+        f"{field}: the wait narrows a topology search{clause}"
+    )
+
+
+@pytest.mark.parametrize("kind", [UPSTREAM, VOLCANO])
+def test_a_kueue_level_too_small_is_told_in_kueues_words(tmp_path: Path, kind: str) -> None:
+    """Five pods of 4 cpu under podset-required-topology: rack (racks hold two and three):
+    the limit and the advice name Kueue's annotations, for either kind of PodGroup."""
+    found = reasons(tmp_path, kind, *bare(kind, "kq", 5, {KUEUE_REQUIRED: RACK}))
+    assert found["kq"].startswith(f"can never fit within {KUEUE_REQUIRED} {RACK}: even with")
+    assert found["kq"].endswith(
+        "to fit, allow tier 2 (kueue.x-k8s.io/podset-preferred-topology instead; the whole "
+        "cluster could hold it) or shrink the gang to 3 pods"
+    )
+    assert no_volcano_words(UPSTREAM, found["kq"])
+
+
+@pytest.mark.parametrize("kind", [UPSTREAM, VOLCANO])
+def test_a_slice_layer_is_named_as_its_annotation(tmp_path: Path, kind: str) -> None:
+    """tierra's slices annotation and Kueue's slice annotations: a slice of 4 pods no rack
+    holds is told the layer as written."""
+    docs = bare(kind, "ts", 4, {})
+    layers = json.dumps([{"level": RACK, "size": 4}])
+    annotated(docs[0], **{"topology.tierra.dev/slices": layers})
+    kueue = bare(
+        kind,
+        "ks",
+        4,
+        {
+            "kueue.x-k8s.io/podset-slice-required-topology": RACK,
+            "kueue.x-k8s.io/podset-slice-size": "4",
+        },
+    )
+    found = reasons(tmp_path, kind, *docs, *kueue)
+    assert f"can never fit within topology.tierra.dev/slices[0] level {RACK}:" in found["ts"]
+    assert (
+        f"can never fit within kueue.x-k8s.io/podset-slice-required-topology {RACK}:"
+        in (found["ks"])
+    )
+    assert no_volcano_words(kind, found["ts"], found["ks"])
+
+
+@pytest.mark.parametrize(
+    ("kind", "unconstrained"),
+    [(UPSTREAM, "no spec.schedulingConstraints.topology"), (VOLCANO, "no networkTopology")],
+)
+def test_explain_says_a_gang_without_a_topology_in_its_own_words(
+    tmp_path: Path, kind: str, unconstrained: str
+) -> None:
+    items = [node(i, r) for i, r in enumerate(["r1", "r1", "r2", "r2", "r2"])]
+    docs = bare(kind, "free", 2, {})
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [*items, *docs]}))
+    code, out, _ = run("explain", "ml/free", path, "-o", "json")
+    assert code == 0 and json.loads(out)["constraint"] == unconstrained
+
+
+@pytest.mark.parametrize(
+    ("kind", "field"),
+    [(UPSTREAM, "spec.schedulingConstraints.topology"), (VOLCANO, "spec.networkTopology")],
+)
+def test_kueue_annotations_beside_the_podgroups_topology_name_its_own_field(
+    tmp_path: Path, kind: str, field: str
+) -> None:
+    items = [node(i, r) for i, r in enumerate(["r1", "r1", "r2", "r2", "r2"])]
+    if kind == VOLCANO:
+        items += rack_tree()
+    docs = gang(kind, "both", 2)
+    for d in docs[1:]:
+        annotated(d, **{KUEUE_REQUIRED: RACK})
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [*items, *docs]}))
+    _, out, _ = run("validate", path)
+    text = one_line(out)
+    assert f"PodGroup ml/both sets {field} and this pod Kueue's topology annotations" in text
+    assert no_volcano_words(kind, text)

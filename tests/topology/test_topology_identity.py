@@ -163,6 +163,40 @@ def test_a_snapshot_holding_both_groups_is_read_whole(tmp_path: Path) -> None:
     assert twice.obj == "HyperNode/rack-a" and twice.message.startswith("defined twice")
 
 
+def test_a_duplicate_the_reader_skipped_breaks_its_own_groups_tree_only(tmp_path: Path) -> None:
+    """A second Volcano ``rack-a`` (its origin is no kept object's): the problem carries
+    its group, so Volcano's rack-a fails closed and tierra's namesake stays usable."""
+    docs = [encode_node(n) for n in NODES]
+    docs += [encode_hypernode(h) for h in two_racks()]
+    docs.append(encode_hypernode(two_racks()[2]))  # Volcano's rack-a again
+    path = tmp_path / "dump.yaml"
+    path.write_text(dump_yaml(docs))
+    snap = load_snapshot([path])
+    (twice,) = snap.problems
+    assert (twice.obj, twice.group) == ("HyperNode/rack-a", VOLCANO_GROUP)
+    assert twice.to_dict()["group"] == VOLCANO_GROUP
+    ix = TopologyIndex.build(snap.nodes, snap.hypernodes, snap.problems)
+    assert [(t.group, t.usable) for t in ix.trees] == [(TIERRA_GROUP, True), (VOLCANO_GROUP, False)]
+    assert ix.usable[ix.ix["topology.tierra.dev/rack-a"]]
+    assert not ix.usable[ix.ix["topology.volcano.sh/rack-a"]]
+
+    # a schema problem of one group's HyperNode carries its group from the decoder
+    broken = encode_hypernode(two_racks()[0])
+    broken["spec"]["tier"] = -1
+    docs = [encode_node(n) for n in NODES] + [broken]
+    docs += [encode_hypernode(h) for h in two_racks()[1:]]
+    path.write_text(dump_yaml(docs))
+    snap = load_snapshot([path])
+    assert {(p.obj, p.group) for p in snap.problems} == {("HyperNode/rack-a", TIERRA_GROUP)}
+    ix = TopologyIndex.build(snap.nodes, snap.hypernodes, snap.problems)
+    assert [(t.group, t.usable) for t in ix.trees] == [(TIERRA_GROUP, False), (VOLCANO_GROUP, True)]
+
+    # a problem made without a group (by hand) still holds every HyperNode of its name
+    bare = Problem("broken", None, "HyperNode/rack-a")
+    ix = TopologyIndex.build(NODES, two_racks(), [bare])
+    assert not any(t.usable for t in ix.trees)
+
+
 def test_a_mirror_is_known_by_its_label_not_by_equal_specs() -> None:
     """Between the controller's two writes the copies differ: tierra's still wins."""
     t = in_group(hypernode("rack-a", 1, nodes=["n0", "n1"]), TIERRA_GROUP, "labels")

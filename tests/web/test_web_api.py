@@ -162,3 +162,7 @@ def test_two_groups_are_told_apart_and_a_mirror_is_said(tmp_path: Path) -> None:
         assert doc["group"] == VOLCANO_GROUP and doc["health"]["nodes"] == 2
         assert c.get("/api/hypernodes/topology.tierra.dev/s0").json()["group"] == TIERRA_GROUP
         assert c.get("/api/hypernodes/s0").status_code == 404  # ambiguous: which one?
+        # explain's candidates: the name, and its group where both groups hold it
+        exp = c.get("/api/gangs/default/too-wide/explain?show=20").json()
+        named = {(x["hyperNode"], x.get("hyperNodeGroup")) for x in exp["tiers"][0]["candidates"]}
+        assert {("s0", TIERRA_GROUP), ("s0", VOLCANO_GROUP), ("s1", None)} <= named

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from tierra.api.hypernode import TIERRA_GROUP
 from tierra.api.snapshot import load_snapshot
 from tierra.cli import app
 from tierra.web.model import Dashboard, Source
@@ -110,6 +112,26 @@ def test_a_pending_gang_shows_its_reason_and_explanation(page: Page, training: s
     # The gang table says the same for every waiting gang.
     row = page.inner_text('#gang-table tr[data-gang="default/too-wide"]')
     assert expected in row
+
+
+def test_an_explain_candidate_of_a_name_both_groups_hold_opens_its_own_group(
+    page: Page,
+) -> None:
+    """Volcano's s0 and a tierra s0 made by hand (not a mirror): explain's candidates say
+    ``hyperNode: s0`` with ``hyperNodeGroup``; the page links each to its own HyperNode."""
+    snap = load_snapshot([TRAINING])  # every HyperNode in Volcano's group
+    s0 = next(h for h in snap.hypernodes if h.name == "s0")
+    hns = (*snap.hypernodes, replace(s0, group=TIERRA_GROUP))
+    dash = Dashboard.from_snapshot(replace(snap, hypernodes=hns), source=Source("snapshot", "x"))
+    with serving(dash) as url:
+        load(page, url)
+        page.click('#gang-table tr[data-gang="default/too-wide"]')
+        page.wait_for_selector("#explain table.tier")
+        links = page.eval_on_selector_all("#explain a", "as => as.map(a => a.textContent)")
+        assert "topology.volcano.sh/s0" in links and "topology.tierra.dev/s0" in links
+        page.click("#explain a:text-is('topology.volcano.sh/s0')")
+        page.wait_for_selector('#panel-title[data-name="topology.volcano.sh/s0"]')
+        assert "topology.volcano.sh" in page.inner_text("#panel")
 
 
 def test_search_finds_a_node(page: Page, training: str) -> None:

@@ -239,6 +239,12 @@ def test_an_upstream_gang_row_names_its_own_minimum_field(tmp_path: Path) -> Non
             "spec": {"minMember": 3},
         },
     ]
+    # tierra's preferred-tier annotation, on an upstream PodGroup without a key and on
+    # Volcano's: named as the annotation, never preferredTierName
+    pref = {"topology.tierra.dev/preferred-tier-name": "example.com/rack"}
+    docs.append(workload_podgroup_manifest("pref", "ml", {"gang": {"minCount": 1}}, None))
+    docs[-1]["metadata"]["annotations"] = pref
+    docs[2]["metadata"]["annotations"] = pref
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
     dash = dashboard(load_snapshot([path]))
@@ -246,3 +252,6 @@ def test_an_upstream_gang_row_names_its_own_minimum_field(tmp_path: Path) -> Non
     assert rows["ml/up"]["minimumField"] == "schedulingPolicy.gang.minCount"
     assert rows["ml/up"]["constraint"] == "topology key: example.com/rack"
     assert rows["ml/vc"]["minimumField"] == "minMember"
+    said = "topology.tierra.dev/preferred-tier-name: example.com/rack"
+    assert rows["ml/pref"]["constraint"] == said
+    assert rows["ml/vc"]["constraint"] == f"soft, {said}"

@@ -24,16 +24,19 @@ INT32_MIN = -(2**31)
 class Report:
     """Collects problems for one object (origin and ``Kind/name`` filled in once)."""
 
-    def __init__(self, origin: Origin | None, obj: str, sink: list[Problem]) -> None:
+    def __init__(
+        self, origin: Origin | None, obj: str, sink: list[Problem], group: str = ""
+    ) -> None:
         self.origin = origin
         self.obj = obj
         self.sink = sink
+        self.group = group  # ``Problem.group``: a HyperNode's API group
         self.count = 0
 
     def add(self, path: str, message: str, severity: Severity = Severity.ERROR) -> None:
         if severity is Severity.ERROR:
             self.count += 1
-        self.sink.append(Problem(message, self.origin, self.obj, path, severity))
+        self.sink.append(Problem(message, self.origin, self.obj, path, severity, self.group))
 
 
 def _type_name(value: object) -> str:

@@ -77,6 +77,19 @@ def parse_qualified(text: str) -> HyperNodeKey | None:
     return HyperNodeKey(group, name) if sep and group in GROUPS and name else None
 
 
+def named(label: str | None, field: str = "hyperNode") -> dict[str, str | None]:
+    """A HyperNode as JSON names it, from what tierra calls it (``label``: its name, or
+    ``group/name`` where both groups hold the name): ``{field: name}``, and
+    ``{field}Group`` only where the name alone is ambiguous. Every JSON output that names
+    a HyperNode in a field of its own says it so (``tierra schedule -o json``'s bindings,
+    explain's candidates, the dashboard's gangs), so a reader keyed on the name reads one
+    field and only a namesake's needs the second."""
+    key = parse_qualified(label) if label else None
+    if key is None:
+        return {field: label}
+    return {field: key.name, f"{field}Group": key.group}
+
+
 class MemberType(enum.StrEnum):
     NODE = "Node"
     HYPERNODE = "HyperNode"
@@ -274,9 +287,10 @@ def decode_hypernode(
     raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]
 ) -> HyperNode:
     """Decode either group's HyperNode; schema problems go to ``sink``, never raised."""
-    report = Report(origin, object_ref(raw, "HyperNode"), sink)
+    written = str(raw.get("apiVersion", "")).split("/")[0] or TIERRA_GROUP
+    group = written if written in GROUPS else TIERRA_GROUP
+    report = Report(origin, object_ref(raw, "HyperNode"), sink, group)
     f = Fields(raw, "", report)
-    group = str(raw.get("apiVersion", "")).split("/")[0] or TIERRA_GROUP
     meta = decode_meta(f, namespaced=False)
     if meta.name and (why := dns_subdomain_problem(meta.name)):
         f.obj("metadata").problem("name", why)
@@ -321,7 +335,7 @@ def decode_hypernode(
         tier=tier,
         tier_name=tier_name,
         members=tuple(members),
-        group=group if group in GROUPS else TIERRA_GROUP,
+        group=group,
         link=link,
         status=status,
         origin=origin,

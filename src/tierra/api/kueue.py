@@ -320,15 +320,16 @@ def ranks(inputs: list[RankInputs], offset: int, bound: int) -> list[int] | None
 VOLCANO_POD_KEYS = ("volcano.sh/network-topology-mode", "volcano.sh/network-topology-highest-tier")
 
 
-def mixed_warning(ann: Mapping[str, str], podgroup: str | None, has_topology: bool) -> str | None:
-    """Why a pod's Kueue topology annotations share the gang with Volcano's topology, if
-    they do: the PodGroup's ``networkTopology`` (or, for a pod alone, Volcano's pod
-    annotations) is the gang's limit and Kueue's levels apply inside it."""
+def mixed_warning(ann: Mapping[str, str], podgroup: str | None, topology: str | None) -> str | None:
+    """Why a pod's Kueue topology annotations share the gang with its PodGroup's topology,
+    if they do: the PodGroup's (``topology``: where its API keeps it, None when it sets
+    none; or, for a pod alone, Volcano's pod annotations) is the gang's limit and Kueue's
+    levels apply inside it."""
     if _TOPOLOGY_SET.isdisjoint(ann):
         return None
-    if podgroup is not None and has_topology:
+    if podgroup is not None and topology is not None:
         return (
-            f"PodGroup {podgroup} sets spec.networkTopology and this pod Kueue's topology "
+            f"PodGroup {podgroup} sets {topology} and this pod Kueue's topology "
             "annotations: the PodGroup's is the gang's limit, Kueue's levels and slices "
             "apply inside it"
         )
@@ -343,12 +344,12 @@ def mixed_warning(ann: Mapping[str, str], podgroup: str | None, has_topology: bo
 def cluster_problems(
     ann: Mapping[str, str],
     carried: set[str] | frozenset[str],
-    podgroup: tuple[str, bool] | None,
+    podgroup: tuple[str, str | None] | None,
 ) -> list[tuple[str, str, bool]]:
     """What a pod's Kueue annotations mean against a cluster: ``(path, message, is_error)``
     for a level no node carries (when there are nodes: ``carried`` holds every label key
-    some node has) and a gang that also has Volcano's topology (``podgroup``: its
-    ``ns/name`` and whether it sets ``networkTopology``)."""
+    some node has) and a gang whose PodGroup has a topology of its own (``podgroup``: its
+    ``ns/name`` and the field its API keeps that in, None when it sets none)."""
     out: list[tuple[str, str, bool]] = []
     req, _ = read_topology(ann)
     if req is not None and carried:
@@ -366,8 +367,8 @@ def cluster_problems(
                 if layer.level not in carried:
                     path = f"metadata.annotations[{SLICE_LAYERS}]"
                     out.append((path, f"level {layer.level!r} is a label no node carries", True))
-    name, has_topology = podgroup if podgroup is not None else (None, False)
-    warning = mixed_warning(ann, name, has_topology)
+    name, topology = podgroup if podgroup is not None else (None, None)
+    warning = mixed_warning(ann, name, topology)
     if warning is not None:
         out.append(("metadata.annotations", warning, False))
     return out

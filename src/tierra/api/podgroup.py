@@ -30,6 +30,20 @@ class TopologyMode(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LimitWords:
+    """How a limit was written where it is none of Volcano's ``networkTopology`` fields
+    (the upstream PodGroup's topology key, Kueue's pod annotations, tierra's ``slices``
+    annotation), so every message about it names what the user wrote, never
+    ``highestTierName``: the limit itself (``topology key example.com/rack``), how to ask
+    for a wider domain (``{}`` stands for the key or tier name that would do; None: no
+    such advice) and how to let the whole cluster hold the gang (None: none)."""
+
+    limit: str
+    wider: str | None = None
+    whole: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NetworkTopology:
     """Volcano's ``networkTopology``; tierra adds a preferred tier beside the required one.
 
@@ -46,6 +60,10 @@ class NetworkTopology:
     # an upstream PodGroup's ``schedulingConstraints.topology[0].key`` this limit was read
     # from (``highest_tier_name`` is the tier it resolves to): messages name the key
     key: str | None = None
+    words: LimitWords | None = None  # how the limit was written, where not in these fields
+    # the annotation the preferred tier was read from (``topology.tierra.dev/preferred-
+    # tier`` or ``-name``), None when from ``spec.networkTopology`` itself
+    preferred_from: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"mode": str(self.mode)}
@@ -67,6 +85,8 @@ class PodGroupApi:
     group: str
     min_member: str  # the gang's minimum, as a field path its users know
     topology: str  # where its topology constraint lives
+    unconstrained: str  # a gang with no topology constraint, in its words
+    soft: str | None  # the limit that lets a gang take any domain (None: the API has none)
 
     def lower_min(self, n: int) -> str:
         """The advice to ask for fewer pods, in its own field's words."""
@@ -74,13 +94,26 @@ class PodGroupApi:
 
 
 VOLCANO_WORDS = PodGroupApi(
-    group="scheduling.volcano.sh", min_member="minMember", topology="spec.networkTopology"
+    group="scheduling.volcano.sh",
+    min_member="minMember",
+    topology="spec.networkTopology",
+    unconstrained="no networkTopology",
+    soft="mode: soft",
 )
 WORKLOAD_WORDS = PodGroupApi(
     group="scheduling.k8s.io",
     min_member="schedulingPolicy.gang.minCount",
     topology="spec.schedulingConstraints.topology",
+    unconstrained="no spec.schedulingConstraints.topology",
+    soft=None,
 )
+
+
+def key_words(key: str) -> LimitWords:
+    """The words of an upstream PodGroup's topology key (``spec.schedulingConstraints``)."""
+    return LimitWords(
+        limit=f"topology key {key}", wider="key: {}", whole=f"drop {WORKLOAD_WORDS.topology}"
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,6 +210,7 @@ def with_annotations(
         base,
         preferred_tier_allowed=topo.preferred_tier,
         preferred_tier_name=topo.preferred_tier_name,
+        preferred_from=PREFERRED_TIER if topo.preferred_tier is not None else PREFERRED_TIER_NAME,
     )
 
 

@@ -21,7 +21,7 @@ import yaml
 from tierra.api.files import YamlLoader, read_text, yaml_problem
 from tierra.api.hypernode import GROUPS as HYPERNODE_GROUPS
 from tierra.api.hypernode import HyperNode, decode_hypernode
-from tierra.api.kueue import GROUP_NAME, cluster_problems, level_keys
+from tierra.api.kueue import GROUP_NAME, cluster_problems
 from tierra.api.kueue import PREFIX as KUEUE_PREFIX
 from tierra.api.kueue_pod_group import podset_of
 from tierra.api.kueue_pod_group import snapshot_problems as pod_group_problems
@@ -59,7 +59,6 @@ from tierra.api.storage import (
     decode_pvc,
     decode_storage_class,
 )
-from tierra.api.tierra_annotations import annotation_levels
 from tierra.api.vcjob import VolcanoJob, decode_job, expand_job
 from tierra.api.workload import WORKLOAD_GROUP, decode_workload_podgroup, resolve_topology_keys
 from tierra.bulk import building
@@ -286,7 +285,10 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
             ident = _identity(kind, obj)
             key = _seen_key(kind, obj, ident)
             if key in seen:
-                problems.append(Problem(f"defined twice; first at {seen[key]}", origin, ident))
+                group = obj.group if isinstance(obj, HyperNode) else ""
+                problems.append(
+                    Problem(f"defined twice; first at {seen[key]}", origin, ident, group=group)
+                )
                 continue
             seen[key] = origin
             buckets[bucket].append(obj)
@@ -302,11 +304,7 @@ def _load(paths: Sequence[str | Path], *, strict: bool) -> Snapshot:
     problems += _kueue_problems(buckets["pods"], buckets["podgroups"], buckets["nodes"])
     # Upstream PodGroups constrained by a node-label key: the key becomes a tier.
     podgroups, label_domains = resolve_topology_keys(
-        buckets["podgroups"],
-        buckets["nodes"],
-        buckets["hypernodes"],
-        level_keys(buckets["pods"])
-        | annotation_levels(pg.meta.annotations for pg in buckets["podgroups"]),
+        buckets["podgroups"], buckets["nodes"], buckets["hypernodes"]
     )
     return Snapshot(
         nodes=tuple(buckets["nodes"]),
@@ -337,11 +335,11 @@ def _kueue_problems(
     if not any(k.startswith(KUEUE_PREFIX) for p in pods for k in p.meta.annotations):
         return out
     carried = {k for n in nodes for k in n.labels}
-    topo = {pg.key: pg.network_topology is not None for pg in podgroups}
+    topo = {pg.key: pg.api.topology for pg in podgroups if pg.network_topology is not None}
     out += _group_problems(pods)
     for pod in pods:
         group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
-        podgroup = (group, topo.get(group, False)) if group is not None else None
+        podgroup = (group, topo.get(group)) if group is not None else None
         for path, message, error in cluster_problems(pod.meta.annotations, carried, podgroup):
             severity = Severity.ERROR if error else Severity.WARNING
             out.append(Problem(message, pod.origin, f"Pod/{pod.key}", path, severity))

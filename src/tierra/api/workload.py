@@ -38,6 +38,7 @@ from typing import Any
 
 from tierra.api.fields import Fields, Report
 from tierra.api.hypernode import TIERRA_GROUP, HyperNode, Member, MemberSelector, MemberType
+from tierra.api.kueue_forest import SYNTHETIC
 from tierra.api.labels import LabelSelector
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref
 from tierra.api.node import Node
@@ -47,6 +48,7 @@ from tierra.api.podgroup import (
     NetworkTopology,
     PodGroup,
     TopologyMode,
+    key_words,
     with_annotations,
 )
 from tierra.errors import Origin, Problem
@@ -54,7 +56,7 @@ from tierra.errors import Origin, Problem
 WORKLOAD_GROUP = "scheduling.k8s.io"
 WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
 TOPOLOGY_KEY_ANNOTATION = "topology.tierra.dev/topology-key"
-SYNTHETIC_ANNOTATION = "topology.tierra.dev/from-node-label"
+SYNTHETIC_ANNOTATION = SYNTHETIC  # synthetic HyperNodes: made here, never written
 SOURCE_DETAIL_ANNOTATION = "topology.tierra.dev/source-detail"  # written by label discovery
 SCHEDULED = "PodGroupScheduled"  # the KEP's condition type and reasons
 UNSCHEDULABLE = "Unschedulable"
@@ -98,7 +100,9 @@ def decode_workload_podgroup(
     topology = None
     if key is not None:
         meta = replace(meta, annotations={**meta.annotations, TOPOLOGY_KEY_ANNOTATION: key})
-        topology = NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=key, key=key)
+        topology = NetworkTopology(
+            mode=TopologyMode.HARD, highest_tier_name=key, key=key, words=key_words(key)
+        )
     return PodGroup(
         meta=meta,
         min_member=min_member,
@@ -187,12 +191,11 @@ def resolve_topology_keys(
     podgroups: Sequence[PodGroup],
     nodes: Iterable[Node],
     hypernodes: Sequence[HyperNode],
-    more_keys: Iterable[str] = (),
 ) -> tuple[list[PodGroup], list[HyperNode]]:
     """Every PodGroup with its label key turned into a tier, and the HyperNodes to add
-    for keys no discovered HyperNode covers (see the module docstring); ``more_keys``
-    are other label keys used as levels (Kueue's pod annotations)."""
-    keys = {k for pg in podgroups if (k := topology_key(pg)) is not None} | set(more_keys)
+    for keys no discovered HyperNode covers (see the module docstring). Kueue's levels
+    are not resolved here: see ``tierra.scheduler.constraints.kueue_resolve``."""
+    keys = {k for pg in podgroups if (k := topology_key(pg)) is not None}
     if not keys:
         return list(podgroups), []
     real = [hn for hn in hypernodes if SYNTHETIC_ANNOTATION not in hn.meta.annotations]

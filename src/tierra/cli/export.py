@@ -2,18 +2,25 @@
 
 Formats are listed in ``FORMATS`` by hand; each maps a snapshot to manifests.
 ``TEXT_FORMATS`` map a snapshot to a file in another tool's own syntax (Slurm).
+
+A HyperNode is (API group, name): ``volcano`` and ``tierra`` write the controller's
+mirrored tree once (tierra's copy, said on stderr) and refuse two same-name HyperNodes
+of both groups, which one group cannot hold (``export_formats.in_one_group``);
+``--group`` writes one group's HyperNodes alone, in every format.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
-from tierra.api.hypernode import TIERRA_GROUP, VOLCANO_GROUP, encode_hypernode
+from tierra.api.hypernode import GROUPS, TIERRA_GROUP, VOLCANO_GROUP, encode_hypernode
 from tierra.api.manifest import dump_json, dump_yaml
 from tierra.api.snapshot import Snapshot
 from tierra.cli.common import (
@@ -33,9 +40,12 @@ Exporter = Callable[[Snapshot], list[Mapping[str, Any]]]
 
 def _hypernodes_as(group: str) -> Exporter:
     def export(snapshot: Snapshot) -> list[Mapping[str, Any]]:
-        return [
-            encode_hypernode(h, group) for h in sorted(snapshot.hypernodes, key=lambda h: h.name)
-        ]
+        hypernodes, mirrors = export_formats.in_one_group(snapshot.hypernodes, group)
+        if mirrors:
+            err_console.print(
+                f"[yellow]note:[/yellow] {escape(mirrors.note('writing'))}", highlight=False
+            )
+        return [encode_hypernode(h, group) for h in hypernodes]
 
     return export
 
@@ -68,6 +78,12 @@ def export(
         Output | None,
         typer.Option("-o", "--output", help="yaml or json (manifest formats) [yaml]"),
     ] = None,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Only the HyperNodes of this API group ({TIERRA_GROUP} or {VOLCANO_GROUP}).",
+        ),
+    ] = None,
 ) -> None:
     """Convert the HyperNodes in FILES to FORMAT and print them."""
     exporter = FORMATS.get(fmt)
@@ -78,8 +94,14 @@ def export(
         fail(f"{fmt} is written as Kubernetes manifests: -o yaml or -o json, not text")
     if exporter is None and output is not None:
         fail(f"{fmt} is written in Slurm's own syntax; -o does not apply to it")
+    if group is not None and group not in GROUPS:
+        fail(f"--group {group!r}: a HyperNode group is {TIERRA_GROUP} or {VOLCANO_GROUP}")
     snapshot = load_snapshot_or_exit(files)
     exit_on_errors(snapshot.problems)
+    if group is not None:
+        snapshot = replace(
+            snapshot, hypernodes=tuple(h for h in snapshot.hypernodes if h.group == group)
+        )
     _something_to_write(snapshot, files)
     try:
         if exporter is None:

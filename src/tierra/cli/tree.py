@@ -6,7 +6,8 @@ NotReady, cordoned or NoExecute node shown as unavailable, not free), and health
 Unusable trees are shown with the reasons, so a broken topology is never silent.
 A HyperNode is (API group, name): a name both groups hold is shown ``group/name``, and
 the controller's Volcano copies of tierra's HyperNodes are set aside and said so (one
-topology, scheduled by tierra's group).
+topology, scheduled by tierra's group). The JSON gives each HyperNode's ``name`` and
+``group`` apart.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class _View:
         g, c = cap.axis.index[GPU], cap.axis.index["cpu"]
         alloc, used, off = cap.dom_alloc[h], cap.dom_used[h], self.unavailable[h]
         out: dict[str, Any] = {
-            "name": ix.names[h],
+            # the name; ``group`` below says which API group (for a name both hold too)
+            "name": ix.hypernodes[h].name if h != ix.root else ix.names[h],
             "tier": int(ix.tier[h]),
             "nodes": int(self.nodes[h]),
             "gpu": {
@@ -109,7 +111,7 @@ class _View:
         nodes = f"{f['nodes']:,} node{'' if f['nodes'] == 1 else 's'}"
         if self.missing[h]:
             nodes += f" (+{self.missing[h]:,} listed, not in the snapshot)"
-        parts = [f"[bold]{escape(f['name'])}[/bold]", tier, nodes]
+        parts = [f"[bold]{escape(self.index.names[h])}[/bold]", tier, nodes]
         cap = self.capacity
         for name, resource in (("GPU", GPU), ("CPU", "cpu")):
             k = cap.axis.index[resource]
@@ -180,7 +182,7 @@ def tree(
     if output is not Output.TEXT:
         doc = view.as_json(index.root, nodes)
         doc["unusableTrees"] = [
-            {"name": t.name, "reasons": list(t.reasons)} for t in index.trees if not t.usable
+            {**t.named(), "reasons": list(t.reasons)} for t in index.trees if not t.usable
         ]
         if index.mirrors:
             doc["mirrors"] = index.mirrors.to_dict()

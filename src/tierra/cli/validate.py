@@ -70,7 +70,7 @@ def validate(
             "problems": [p.to_dict() for p in problems],
             "trees": [
                 {
-                    "name": t.name,
+                    **t.named(),
                     "usable": t.usable,
                     "reasons": list(t.reasons),
                     "hyperNodes": len(t.hypernodes),

@@ -14,6 +14,12 @@ a hash. KAI's level ``alias`` is the tier name when every HyperNode of the tier 
 
 Slurm: ``topology.conf`` for one topology (tree, or block if it was read from blocks),
 ``topology.yaml`` for any number.
+
+A HyperNode is (API group, name). Every format here reads the topology index, which sets
+the controller's Volcano mirrors aside and calls a name both groups hold ``group/name``
+(as a label value ``topology.volcano.sh-rack-a``: two domains stay two).
+``in_one_group`` is for writing HyperNodes themselves into one group (``tierra export
+volcano|tierra``): there a name both groups hold would be one object twice.
 """
 
 from __future__ import annotations
@@ -23,13 +29,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tierra.api.hypernode import HyperNode, MemberType
+from tierra.api.hypernode import GROUPS, HyperNode, MemberType
 from tierra.api.node import Node
 from tierra.discovery import naming, slurm
 from tierra.discovery.labels import HOSTNAME
 from tierra.discovery.result import TOPOLOGY_LABEL
 from tierra.errors import InputError
 from tierra.topology.index import TopologyIndex
+from tierra.topology.mirrors import Mirrors, split_mirrors
 
 LABEL_PREFIX = "topology.tierra.dev/"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -159,11 +166,34 @@ def export_labels(hypernodes: Sequence[HyperNode], nodes: Sequence[Node] = ()) -
     return node_label_patches(labelled_topologies(hypernodes, nodes))
 
 
+def in_one_group(hypernodes: Sequence[HyperNode], group: str) -> tuple[list[HyperNode], Mirrors]:
+    """The HyperNodes to write as ``group``'s (by name) and the mirrors set aside.
+
+    The controller's Volcano copies go (their tierra twins are the same tree, written
+    once, with link and health). Two HyperNodes of one name in both groups, neither a
+    mirror, are two objects that one group cannot hold: ``InputError`` naming them, and
+    how to write one group's alone."""
+    kept, mirrors = split_mirrors(hypernodes)
+    count: dict[str, int] = defaultdict(int)
+    for h in kept:
+        count[h.name] += 1
+    both = sorted(name for name, n in count.items() if n > 1)
+    if both:
+        names = ", ".join(both[:5]) + (f" and {len(both) - 5} more" if len(both) > 5 else "")
+        raise InputError(
+            f"{GROUPS[0]} and {GROUPS[1]} both hold HyperNodes named {names}: two HyperNodes "
+            "per name (not the controller's mirror: no common managed-by label), and as "
+            f"{group} objects each name would be written twice; write one group's: "
+            f"--group {GROUPS[0]} or --group {GROUPS[1]}"
+        )
+    return sorted(kept, key=lambda h: h.name), mirrors
+
+
 def slurm_topologies(
     hypernodes: Sequence[HyperNode], nodes: Sequence[Node] = ()
 ) -> list[slurm.Topology]:
     index = TopologyIndex.build(nodes, hypernodes)
-    direct = {index.names[h]: direct_members(index, h) for h in range(len(index.hypernodes))}
+    direct = {index.keys[h]: direct_members(index, h) for h in range(len(index.hypernodes))}
     out = []
     for name, tree_ids in _groups(index).items():
         hns = [index.hypernodes[h] for t in tree_ids for h in index.trees[t].hypernodes]

@@ -93,14 +93,15 @@ class Plan:
         return sum(1 for c in self.changes if c.action is not Action.UNCHANGED)
 
     def apply(self, existing: Sequence[HyperNode]) -> tuple[HyperNode, ...]:
-        """The HyperNodes after this plan is carried out (sorted by name)."""
-        by_name = {h.name: h for h in existing}
+        """The HyperNodes after this plan is carried out (sorted by name, then group: a
+        HyperNode is (group, name), and ``existing`` may hold both groups)."""
+        by_key = {h.key: h for h in existing}
         for c in self.changes:
-            if c.action is Action.DELETE:
-                by_name.pop(c.name, None)
+            if c.action is Action.DELETE and c.existing is not None:
+                by_key.pop(c.existing.key, None)
             elif c.action in (Action.CREATE, Action.UPDATE) and c.desired is not None:
-                by_name[c.name] = c.desired
-        return tuple(by_name[n] for n in sorted(by_name))
+                by_key[c.desired.key] = c.desired
+        return tuple(by_key[k] for k in sorted(by_key, key=lambda k: (k.name, k.group)))
 
     @property
     def owned(self) -> int:
@@ -219,10 +220,12 @@ def plan(
     """What to write so that ``owner``'s HyperNodes become ``desired`` (see the module docstring).
 
     ``group`` converts every desired object to that API group (Volcano's, for a cluster
-    running Volcano's scheduler); by default each keeps its own.
+    running Volcano's scheduler) and plans against ``existing``'s objects of that group
+    only: the other group is another name space (a snapshot of a cluster the controller
+    mirrors holds each name in both); by default each keeps its own.
     """
     want = {h.name: (replace(h, group=group) if group else h) for h in desired}
-    have = {h.name: h for h in existing}
+    have = {h.name: h for h in existing if group is None or h.group == group}
     changes: list[Change] = []
     conflicts: list[Conflict] = []
     for name in sorted(want, key=lambda n: (want[n].tier, n)):
@@ -258,7 +261,7 @@ def plan(
     index = TopologyIndex.build(nodes, after)
     extra: list[Conflict] = []
     for p in index.problems:
-        if p.severity is not Severity.ERROR:
+        if p.severity is not Severity.ERROR or (group and p.group and p.group != group):
             continue
         name = p.obj.removeprefix("HyperNode/")
         involved = {name, *(r.rstrip(".") for r in _REF.findall(p.message))}

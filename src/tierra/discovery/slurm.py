@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 
 from tierra.api.files import read_text
-from tierra.api.hypernode import HyperNode, MemberType
+from tierra.api.hypernode import HyperNode, HyperNodeKey, MemberType
 from tierra.api.meta import dns_subdomain_problem
 from tierra.api.natural import natural_key
 from tierra.discovery import naming
@@ -679,8 +679,10 @@ def render_yaml(topos: Sequence[Topology]) -> str:
 
 
 def resolve_for_export(
-    hypernodes: Sequence[HyperNode], direct_nodes: Mapping[str, Sequence[str]]
+    hypernodes: Sequence[HyperNode], direct_nodes: Mapping[HyperNodeKey, Sequence[str]]
 ) -> list[Resolved]:
+    """Each HyperNode with the nodes it holds itself (``direct_nodes``, by its (group,
+    name): a name both groups hold is two HyperNodes) and the HyperNodes it names."""
     out = []
     for h in hypernodes:
         kids = tuple(
@@ -688,7 +690,7 @@ def resolve_for_export(
             for m in h.members
             if m.type is MemberType.HYPERNODE and m.selector.exact is not None
         )
-        out.append(Resolved(h, tuple(sorted(direct_nodes.get(h.name, ()))), kids))
+        out.append(Resolved(h, tuple(sorted(direct_nodes.get(h.key, ()))), kids))
     return out
 
 

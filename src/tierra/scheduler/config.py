@@ -38,6 +38,7 @@ from tierra.errors import ConfigError, InputError, Origin, Problem
 from tierra.scheduler.constraints.balanced import BalancedPlacement
 from tierra.scheduler.constraints.health import DegradedMode
 from tierra.scheduler.constraints.protocol import Constraint
+from tierra.scheduler.constraints.rank_order import RankOrder
 from tierra.scheduler.constraints.registry import DEFAULT
 from tierra.scheduler.scoring import REGISTRY, Policy
 from tierra.scheduler.scoring.binpack import Binpack
@@ -161,8 +162,9 @@ def parse_config(data: Any, source: str = "<config>") -> SchedulerConfig:
     if sink:
         raise ConfigError("\n".join(str(p) for p in sink))
     constraints = DEFAULT
-    if "TASBalancedPlacement" in gates:
-        constraints = (*DEFAULT, BalancedPlacement())
+    if "TASBalancedPlacement" in gates:  # before rank order: it may place a leader first
+        last = next(i for i, c in enumerate(DEFAULT) if isinstance(c, RankOrder))
+        constraints = (*DEFAULT[:last], BalancedPlacement(), *DEFAULT[last:])
     return SchedulerConfig(
         feature_gates=gates,
         constraints=constraints,

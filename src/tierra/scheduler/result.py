@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from tierra.api.hypernode import parse_qualified
+from tierra.api.hypernode import named
 from tierra.scheduler.queueing.queue_status import QueueStatus
 from tierra.scheduler.status import Code, Status
 
@@ -31,11 +31,7 @@ class Binding:
     def to_dict(self) -> dict[str, Any]:
         """``hyperNode`` is always the HyperNode's name; ``hyperNodeGroup`` is added only
         where the name alone is ambiguous (both groups hold it, neither a mirror)."""
-        out: dict[str, Any] = {"pod": self.pod, "node": self.node, "hyperNode": self.hypernode}
-        key = parse_qualified(self.hypernode) if self.hypernode else None
-        if key is not None:
-            out["hyperNode"], out["hyperNodeGroup"] = key.name, key.group
-        return out
+        return {"pod": self.pod, "node": self.node, **named(self.hypernode)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -334,7 +334,7 @@ class _Session:
         self.evictor.moved()
 
     def _explanation(self, gang: Gang, status: Status, trace: Trace) -> Explanation:
-        limit = resolve(gang.topology, self.cache.index, gang.api.topology)
+        limit = resolve(gang.topology, self.cache.index, gang.api.topology, gang.api)
         constraint = limit.reason if isinstance(limit, Status) else limit.text
         tiers = trace.ordered()
         notes = tuple(self.evictor.notes)

@@ -67,7 +67,7 @@ def check_graph(
     flagged: dict[str, list[str]] = defaultdict(list)  # HyperNode -> reasons its tree is bad
 
     def report(hn: HyperNode, path: str, message: str) -> None:
-        out.problems.append(Problem(message, hn.origin, hn.ref, path))
+        out.problems.append(Problem(message, hn.origin, hn.ref, path, group=hn.group))
         flagged[hn.name].append(f"{hn.ref}: {message}")
 
     claims, edges = _edges(hypernodes, names, uf, out, report)
@@ -130,6 +130,7 @@ def _edges(
                         hn.ref,
                         path,
                         Severity.WARNING,
+                        hn.group,
                     )
                 )
                 continue

@@ -54,6 +54,11 @@ class Tree:
     tier_names: Mapping[str, int]
     group: str = ""  # the API group of its HyperNodes (a tree never spans two)
 
+    def named(self) -> dict[str, str]:
+        """``name`` (its HyperNode's name alone) and ``group`` apart, as JSON gives a tree."""
+        key = parse_qualified(self.name)
+        return {"name": key.name if key is not None else self.name, "group": self.group}
+
 
 def _missing_node_warnings(hns: Sequence[HyperNode], resolved: Sequence[Resolved]) -> list[Problem]:
     out = []
@@ -69,6 +74,7 @@ def _missing_node_warnings(hns: Sequence[HyperNode], resolved: Sequence[Resolved
                     h.ref,
                     "spec.members",
                     Severity.WARNING,
+                    h.group,
                 )
             )
     return out
@@ -123,11 +129,13 @@ def _invalid(
 ) -> dict[int, list[str]]:
     """The decoding errors of each indexed HyperNode (its tree becomes unusable).
 
-    A problem names its object ``HyperNode/<name>`` whatever the group: where both groups
-    hold the name, the problem's origin (file and document) says which one, and when it
-    says nothing (a duplicate the reader skipped) every HyperNode of that name is held
-    to it. ``every`` includes the mirrors set aside, so a broken mirror never breaks its
-    twin; ``keyed`` are problems whose HyperNode the caller knows (the live store's)."""
+    A problem names its object ``HyperNode/<name>`` and its API group (``Problem.group``),
+    so where both groups hold the name only its own group's is held to it; a problem
+    without a group (made by hand) holds every HyperNode of the name. Within one group,
+    the problem's origin (file and document) picks the object it came from, and a
+    duplicate the reader skipped (its origin is nobody's) holds the one kept. ``every``
+    includes the mirrors set aside, so a broken mirror never breaks its twin; ``keyed``
+    are problems whose HyperNode the caller knows (the live store's)."""
     named: dict[str, list[HyperNode]] = defaultdict(list)
     for h in every:
         named[h.name].append(h)
@@ -136,6 +144,8 @@ def _invalid(
         if p.severity is not Severity.ERROR or not p.obj.startswith("HyperNode/"):
             continue
         found = named.get(p.obj.split("/", 1)[1], [])
+        if p.group:
+            found = [h for h in found if h.group == p.group]
         if len(found) > 1 and p.origin is not None:
             found = [h for h in found if h.origin == p.origin] or found
         for h in found:

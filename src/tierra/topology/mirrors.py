@@ -46,13 +46,14 @@ class Mirrors:
     def owners(self) -> tuple[str, ...]:
         return tuple(sorted({h.meta.labels.get(MANAGED_BY, "") for h in self.copies}))
 
-    def note(self) -> str:
-        """One line for a log, stderr or the dashboard: what was set aside and why."""
+    def note(self, doing: str = "scheduling by") -> str:
+        """One line for a log, stderr or the dashboard: what was set aside and why
+        (``doing``: what is done with tierra's copies, ``writing`` for an export)."""
         n = len(self.copies)
         owners = ", ".join(repr(o) for o in self.owners)
         return (
             f"{n} {MIRROR_GROUP} HyperNode{'' if n == 1 else 's'} mirror{'s' if n == 1 else ''} "
-            f"{SCHEDULED_BY}'s (managed by {owners} in both groups): scheduling by "
+            f"{SCHEDULED_BY}'s (managed by {owners} in both groups): {doing} "
             f"{SCHEDULED_BY}, whose copies carry link and health"
         )
 

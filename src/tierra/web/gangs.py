@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tierra.api.hypernode import named
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
-from tierra.api.podgroup import NetworkTopology, PodGroup
+from tierra.api.podgroup import WORKLOAD_WORDS, NetworkTopology, PodGroup
 from tierra.api.workload import topology_key
 from tierra.scheduler import Explanation, SchedulerConfig, SessionResult, TierTrace
 from tierra.scheduler.explain.reasons import best_first, tally
@@ -49,6 +50,18 @@ class Analysis:
         )
 
 
+def _preferred_text(nt: NetworkTopology) -> list[str]:
+    """The preferred tier as written: tierra's annotation, or Volcano's spec field."""
+    value = nt.preferred_tier_allowed
+    if value is None and nt.preferred_tier_name is None:
+        return []
+    if nt.preferred_from is not None:
+        return [f"{nt.preferred_from}: {value if value is not None else nt.preferred_tier_name}"]
+    if value is not None:
+        return [f"preferredTierAllowed: {value}"]
+    return [f"preferredTierName: {nt.preferred_tier_name}"]
+
+
 def constraint_text(nt: NetworkTopology | None) -> str:
     """A PodGroup's ``networkTopology`` the way a person reads it."""
     if nt is None:
@@ -58,20 +71,20 @@ def constraint_text(nt: NetworkTopology | None) -> str:
         parts.append(f"highestTierAllowed: {nt.highest_tier_allowed}")
     if nt.highest_tier_name is not None:
         parts.append(f"highestTierName: {nt.highest_tier_name}")
-    if nt.preferred_tier_allowed is not None:
-        parts.append(f"preferredTierAllowed: {nt.preferred_tier_allowed}")
-    if nt.preferred_tier_name is not None:
-        parts.append(f"preferredTierName: {nt.preferred_tier_name}")
-    return ", ".join(parts)
+    return ", ".join([*parts, *_preferred_text(nt)])
 
 
 def podgroup_constraint(pg: PodGroup | None) -> str:
     """The constraint in the words of the PodGroup's own API: an upstream PodGroup's
-    ``schedulingConstraints.topology`` key, not the Volcano fields it is read into."""
-    key = topology_key(pg) if pg is not None else None
-    if key is not None:
-        return f"topology key: {key}"
-    return constraint_text(pg.network_topology if pg is not None else None)
+    ``schedulingConstraints.topology`` key and tierra's annotations, never the Volcano
+    fields they are read into."""
+    if pg is None or pg.api is not WORKLOAD_WORDS:
+        return constraint_text(pg.network_topology if pg is not None else None)
+    key = topology_key(pg)
+    nt = pg.network_topology
+    parts = [f"topology key: {key}"] if key is not None else []
+    parts += _preferred_text(nt) if nt is not None else []
+    return ", ".join(parts) or "none"
 
 
 class Gangs:
@@ -128,7 +141,7 @@ class Gangs:
         if common is not None:
             ix = view.index
             achieved = {
-                "hyperNode": ix.names[common],
+                **named(ix.names[common]),
                 "tier": int(ix.tier[common]),
                 "tierName": "" if common == ix.root else ix.hypernodes[common].tier_name or "",
             }

@@ -61,6 +61,13 @@ class AutoscalerSignals:
         """What cluster-autoscaler made of the gang's ProvisioningRequest, if it has one."""
         return self.provisioning.note(gang) if self.provisioning is not None else None
 
+    def bound_note(self, gang: str, bindings: Sequence[Binding]) -> str | None:
+        """What the gang's ProvisioningRequest came to, once the gang is bound (read
+        before ``bound``)."""
+        if self.provisioning is None:
+            return None
+        return self.provisioning.bound_note(gang, bindings)
+
     def observe(self, result: SessionResult) -> None:
         self.conditions.observe(result)
         if self.provisioning is not None:

@@ -113,6 +113,7 @@ class SchedulerComponent:
         self.dra: DraFeed | None = None  # when the API server serves resource.k8s.io/v1
         self.servers: list[Server] = []
         self.topology_note: str | None = None  # the mirror note last logged
+        self.gauged: set[tuple[str, str]] = set()  # HyperNodes the GPU gauges have series of
 
     def trigger(self) -> None:
         self._wake.set()
@@ -256,6 +257,7 @@ class SchedulerComponent:
             on_retry_due=self.trigger,
         )
         status.notes = signals.note
+        status.bound_notes = signals.bound_note
 
         def bound(gang: str, bindings: Sequence[Binding]) -> None:
             status.bound(gang, bindings)
@@ -393,20 +395,31 @@ class SchedulerComponent:
                 log.info("topology: %s", note)
 
     def _gpu_gauges(self) -> None:
-        """Free and total GPUs per HyperNode, from the topology layer's ledgers: extended
-        resources only (DRA devices counted as room are the session's own, ``room.py``)."""
-        cache = self.cache
-        cols = gpu_columns(cache.capacity.axis.index)
-        if not cols:
-            return
-        alloc = cache.capacity.dom_alloc[:, cols].sum(axis=1) // 1000
-        used = cache.capacity.dom_used[:, cols].sum(axis=1) // 1000
-        free = np.maximum(alloc - used, 0)
-        for h, name in enumerate(cache.index.names):
-            if h == cache.index.root:
-                continue
-            self.metrics.gpus.labels(name, "total").set(int(alloc[h]))
-            self.metrics.gpus.labels(name, "free").set(int(free[h]))
+        self.gauged = gpu_gauges(self.cache, self.metrics, self.gauged)
+
+
+def gpu_gauges(
+    cache: ClusterStore, metrics: Metrics, before: set[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """Free and total GPUs per HyperNode, from the topology layer's ledgers: extended
+    resources only (DRA devices counted as room are the session's own, ``room.py``).
+    Labelled by (name, group), a HyperNode's identity; a HyperNode of ``before`` (the
+    series set last time) that is gone loses its series. The series set now."""
+    cols = gpu_columns(cache.capacity.axis.index)
+    if not cols:
+        return before
+    alloc = cache.capacity.dom_alloc[:, cols].sum(axis=1) // 1000
+    used = cache.capacity.dom_used[:, cols].sum(axis=1) // 1000
+    free = np.maximum(alloc - used, 0)
+    now: set[tuple[str, str]] = set()
+    for h, (group, name) in enumerate(cache.index.keys):
+        now.add((name, group))
+        metrics.gpus.labels(name, group, "total").set(int(alloc[h]))
+        metrics.gpus.labels(name, group, "free").set(int(free[h]))
+    for name, group in before - now:
+        for state in ("total", "free"):
+            metrics.gpus.remove(name, group, state)
+    return now
 
 
 def gpu_columns(index: Mapping[str, int]) -> list[int]:

@@ -47,6 +47,7 @@ from tierra.kube.scheduler import decode
 from tierra.kube.scheduler.decode import LivePod
 from tierra.kube.scheduler.metrics import Metrics
 from tierra.kube.scheduler.storage_feed import handlers as storage_handlers
+from tierra.scheduler.constraints.kueue_resolve import wanted_forest
 from tierra.topology.index import TopologyIndex
 
 log = logging.getLogger(__name__)
@@ -64,10 +65,13 @@ class CacheApi(Protocol):
     assumed: set[str]
     hypernodes: dict[HyperNodeKey, HyperNode]
     index: TopologyIndex
+    extensions: dict[str, object]
+    generation: int
 
     @property
     def nodes(self) -> list[Node]: ...
 
+    def node(self, name: str) -> Node | None: ...
     def batch(self) -> contextlib.AbstractContextManager[Any]: ...
     def feeding(self) -> contextlib.AbstractContextManager[None]: ...
     def upsert_node(self, node: Node) -> None: ...
@@ -124,7 +128,8 @@ class Feed:
         self._keyed: dict[str, PodGroup] = {}  # upstream PodGroups with a topology key
         self._synthetic: set[str] = set()
         # node-label levels named by pods' Kueue annotations (pod key -> its levels), and
-        # how many pods name each: a level no HyperNode covers gets synthetic ones too
+        # how many pods name each: levels no HyperNode tree stands for get the nodes'
+        # label forest (``kueue_resolve.wanted_forest``)
         self._pod_levels: dict[str, frozenset[str]] = {}
         self._level_count: Counter[str] = Counter()
         self.informers: list[Informer[Any]] = []
@@ -354,9 +359,8 @@ class Feed:
             for h in self.cache.hypernodes.values()
             if SYNTHETIC_ANNOTATION not in h.meta.annotations
         ]
-        podgroups, extra = resolve_topology_keys(
-            list(self._keyed.values()), self.cache.nodes, real, set(self._level_count)
-        )
+        podgroups, extra = resolve_topology_keys(list(self._keyed.values()), self.cache.nodes, real)
+        extra += wanted_forest(self.cache, self._level_count)  # Kueue's levels
         wanted = {h.name for h in extra}
         with self.cache.batch():
             for name in sorted(self._synthetic - wanted):

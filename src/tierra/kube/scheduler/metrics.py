@@ -69,7 +69,10 @@ class Metrics:
         )
         self.evictions = Counter(p + "evictions", "Pods evicted for preemption.", registry=r)
         self.gpus = Gauge(
-            p + "hypernode_gpus", "GPUs per HyperNode.", ["hypernode", "state"], registry=r
+            p + "hypernode_gpus",
+            "GPUs per HyperNode, by its name and API group (two groups, two name spaces).",
+            ["hypernode", "group", "state"],
+            registry=r,
         )
         self.informer_events = Counter(
             p + "informer_events", "Watch events handled.", ["resource"], registry=r

@@ -28,6 +28,12 @@ in an Event on the PodGroup; a failed request, an expired booking or revoked cap
 of a gang that still waits is asked again after a backoff, as a new request named for
 its attempt (``<podgroup>-tierra-<n>``), until the retries run out; then the gang waits
 with the reason and no further request is made.
+
+When the gang binds, ``bound_note`` says for its PodGroup's condition and ``Scheduled``
+Event what the request came to, as Kueue's check turns Ready with cluster-autoscaler's
+``Provisioned`` message: how many of its pods went to nodes that came up after the
+request was made (their ``creationTimestamp``: the nodes cluster-autoscaler brought up
+for it), and that message.
 """
 
 from __future__ import annotations
@@ -37,10 +43,11 @@ import contextlib
 import copy
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tierra.api.meta import parse_time
 from tierra.api.pod import Pod
 from tierra.kube import resources as r
 from tierra.kube.client import MERGE_PATCH, ApiError, Kube
@@ -48,6 +55,7 @@ from tierra.kube.events import NORMAL, WARNING, EventRecorder, ObjectRef
 from tierra.kube.informer import Event, EventType, Informer
 from tierra.kube.scheduler.feed import Feed
 from tierra.kube.scheduler.provisioning_status import (
+    PROVISIONED,
     Action,
     Outcome,
     RetryPolicy,
@@ -55,7 +63,7 @@ from tierra.kube.scheduler.provisioning_status import (
     decode_status,
     judge,
 )
-from tierra.scheduler.result import SessionResult
+from tierra.scheduler.result import Binding, SessionResult
 from tierra.scheduler.status import Code
 
 log = logging.getLogger(__name__)
@@ -78,6 +86,7 @@ class _Request:
     outcome: Outcome | None = None  # what cluster-autoscaler's conditions came to
     retry_at: float | None = None  # (monotonic) when the next attempt may be made
     before: str = ""  # why the attempt before came to nothing (said with this one's note)
+    created: float | None = None  # its creationTimestamp (epoch seconds), once seen
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +98,7 @@ class Seen:
     attempt: int
     templates: tuple[str, ...]
     raw: dict[str, Any] = field(compare=False)
+    created: float | None = None
 
 
 def decode_seen(raw: dict[str, Any]) -> Seen:
@@ -101,7 +111,9 @@ def decode_seen(raw: dict[str, Any]) -> Seen:
     refs = tuple(
         ps["podTemplateRef"]["name"] for ps in (raw.get("spec") or {}).get("podSets") or []
     )
-    return Seen(str(md.get("name", "")), annotations.get(GANG_ANNOTATION, ""), attempt, refs, raw)
+    gang = annotations.get(GANG_ANNOTATION, "")
+    created = parse_time(md.get("creationTimestamp", ""))
+    return Seen(str(md.get("name", "")), gang, attempt, refs, raw, created)
 
 
 def shape_of(pod: Pod) -> str:
@@ -154,6 +166,11 @@ class ProvisioningRequester:
         self.created = 0
         self.deleted = 0
         self._requests: dict[str, _Request] = {}  # gang -> what exists for it
+        # gang -> its request, deleted once all its pods were assumed bound, kept until the
+        # bindings went through and ``bound_note`` read it (or the gang went); and gangs
+        # whose bindings went through while the request still stood (nothing to keep)
+        self._done: dict[str, _Request] = {}
+        self._reported: set[str] = set()
         self._create: dict[str, tuple[list[str], int]] = {}  # gang -> pods, attempt to make
         self._delete: set[str] = set()
         self._deleting: set[str] = set()  # request names we delete (their echo is ours)
@@ -184,14 +201,44 @@ class ProvisioningRequester:
         for gang in self._requests:
             if gang not in self.feed.sources or self._all_bound(gang):
                 self._delete.add(gang)
+        for gang in [g for g in self._done if g not in self.feed.sources]:
+            del self._done[gang]
         self._wake()
 
     def bound(self, gang: str) -> None:
-        """A gang's bindings all went through."""
+        """A gang's bindings all went through (``bound_note`` has been read)."""
         self._create.pop(gang, None)
+        self._done.pop(gang, None)
         if gang in self._requests:
+            self._reported.add(gang)
             self._delete.add(gang)
             self._wake()
+
+    def bound_note(self, gang: str, bindings: Sequence[Binding]) -> str | None:
+        """What the gang's request came to, for its PodGroup once bound (None: it had
+        none, or nothing to say): the pods on nodes that came up after the request was
+        made, and cluster-autoscaler's ``Provisioned`` message, as Kueue's check reports
+        it when it turns Ready."""
+        made = self._requests.get(gang) or self._done.pop(gang, None)
+        if made is None:
+            return None
+        provisioned = made.outcome is not None and made.outcome.provisioned
+        cache = self.feed.cache
+        new = 0
+        if made.created is not None:
+            for b in bindings:
+                node = cache.node(b.node)
+                created = node.meta.created if node is not None else None
+                new += created is not None and created >= made.created
+        message = made.outcome.message if made.outcome is not None else ""
+        said = f": {PROVISIONED}: {message}" if provisioned and message else ""
+        request = f"ProvisioningRequest {made.name}"
+        if new:
+            pods = f"{new} of its {len(bindings)} pods" if new < len(bindings) else "its pods"
+            return f"{pods} on nodes cluster-autoscaler brought up for it ({request}{said})"
+        if provisioned:
+            return f"after cluster-autoscaler provisioned its nodes ({request}{said})"
+        return None
 
     def note(self, gang: str) -> str | None:
         """What cluster-autoscaler made of the gang's request, for its PodGroup status
@@ -238,6 +285,12 @@ class ProvisioningRequester:
         for gang in sorted(self._delete):
             self._delete.discard(gang)
             self._create.pop(gang, None)
+            held = self._requests.get(gang)
+            if held is not None and gang in self.feed.sources and gang not in self._reported:
+                # its bindings still in flight: said once bound. Kept before the deletes
+                # are awaited, for the bindings may go through while they are
+                self._done[gang] = held
+            self._reported.discard(gang)
             await self._remove(gang)
         for gang, (pods, attempt) in sorted(self._create.items()):
             self._create.pop(gang, None)
@@ -275,6 +328,7 @@ class ProvisioningRequester:
                 self._wake()
                 return
         if seen.name == made.name:
+            made.created = seen.created
             self._judge(seen.gang, made, seen)
 
     def _judge(self, gang: str, made: _Request, seen: Seen) -> None:

@@ -116,6 +116,8 @@ class Outcome:
     event: str | None = None
     delay: float = 0.0
     cause: str = ""  # for RETRY and STOP: what came to nothing, said of the next attempt
+    provisioned: bool = False  # cluster-autoscaler says the nodes are there
+    message: str = ""  # ... and its Provisioned condition's message
 
 
 _AGAIN = {
@@ -156,7 +158,13 @@ def judge(status: RequestStatus, name: str, attempt: int, policy: RetryPolicy) -
     if (cond := status.true(PROVISIONED)) is not None:
         note = f"cluster-autoscaler provisioned its nodes (ProvisioningRequest {name}"
         note += f": {cond.message})" if cond.message else ")"
-        return Outcome(Action.WAIT, note, "ProvisioningRequestProvisioned")
+        return Outcome(
+            Action.WAIT,
+            note,
+            "ProvisioningRequestProvisioned",
+            provisioned=True,
+            message=cond.message,
+        )
     if status.true(ACCEPTED) is not None:
         note = f"cluster-autoscaler accepted ProvisioningRequest {name}"
         pending = status.conditions.get(PROVISIONED)

@@ -15,7 +15,9 @@ session). Two shapes:
 
 Events go through the rate-limited ``EventRecorder``: ``Unschedulable`` on the PodGroup
 and ``FailedScheduling`` on each of its pending pods with the same message; ``Scheduled``
-on the PodGroup (on the pod, for a pod without one) when bound. A gang with fewer pods
+on the PodGroup (on the pod, for a pod without one) when bound, with what else is true
+of the binding (a bounded wait met or run out, replacements beside survivors, the nodes
+cluster-autoscaler brought up for its ProvisioningRequest). A gang with fewer pods
 than its minimum gets status but no Events: while a job controller creates its pods the
 reason changes with every pod, and would be an Event per pod for nothing.
 """
@@ -85,6 +87,8 @@ class StatusWriter:
         # what else a waiting gang's condition says: cluster-autoscaler's word on its
         # ProvisioningRequest (``AutoscalerSignals.note``); and each gang's last reason
         self.notes: Callable[[str], str | None] = lambda gang: None
+        # ... and, once bound, what its ProvisioningRequest came to (``bound_note``)
+        self.bound_notes: Callable[[str, Sequence[Binding]], str | None] = lambda g, b: None
         self._reasons: dict[str, str] = {}
 
     # -- after a session -------------------------------------------------------------
@@ -105,6 +109,9 @@ class StatusWriter:
         repaired = self._repair(gang, bindings)
         if repaired:  # replacements beside a running gang's survivors (node repair)
             message += f"; {repaired}"
+        provided = self.bound_notes(gang, bindings)
+        if provided:  # on nodes cluster-autoscaler brought up for its ProvisioningRequest
+            message += f"; {provided}"
         source = self.feed.sources.get(gang)
         if source is None:  # a pod without a PodGroup, or a Kueue pod group: on each pod
             for b in bindings:

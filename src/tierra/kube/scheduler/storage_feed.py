@@ -42,7 +42,7 @@ from tierra.kube.informer import Event, EventType
 from tierra.kube.scheduler.decode import decoded
 from tierra.kube.scheduler.nominated_node import write_nomination
 from tierra.scheduler.podrules.book import NAME, RulesBook
-from tierra.scheduler.podrules.volumes import ClaimAction
+from tierra.scheduler.podrules.volumes import ClaimAction, unbound_delayed
 
 if TYPE_CHECKING:
     from tierra.kube.scheduler.feed import CacheApi, Feed
@@ -116,6 +116,16 @@ async def pre_bind(
     book = book_in(cache)
     with cache.feeding():  # a session's view keeps the book as it was
         actions = book.actions.pop(pod_key, ()) if book is not None else ()
+        pod = cache.pods.get(pod_key)
+        undecided = (
+            [c.key for c, _ in unbound_delayed(pod, book.storage)]
+            if book is not None and pod is not None and not actions
+            else []
+        )
+    if undecided:  # its PV went to another claim after the session chose it (``replay``)
+        raise PreBindFailed(
+            f"no volume decided for {', '.join(undecided)}: the pod is placed again"
+        )
     if book is None or not actions:
         return
     written: list[ClaimAction] = []

@@ -153,9 +153,9 @@ class Judge:
         self._cache_key: tuple[tuple[int, ...], tuple[str, ...]] | None = None
         self._merged: tuple[tuple[int, ...], list[HyperNode]] | None = None
         self._listing: contextlib.ExitStack | None = None
-        # PodGroups with a Volcano networkTopology, by ns/name: a pod of theirs carrying
-        # Kueue's topology annotations is warned which wins
-        self.topology_podgroups: set[str] = set()
+        # PodGroups with a topology of their own, by ns/name (the field it is in): a pod of
+        # theirs carrying Kueue's topology annotations is warned which wins
+        self.topology_podgroups: dict[str, str] = {}
         self.devices = DeviceRules(overlay_seconds=overlay_seconds, clock=clock)
 
     # -- the informers' side --------------------------------------------------------------
@@ -184,12 +184,12 @@ class Judge:
 
     def upsert_podgroup(self, pg: PodGroup) -> None:
         if pg.network_topology is not None:
-            self.topology_podgroups.add(pg.key)
+            self.topology_podgroups[pg.key] = pg.api.topology
         else:
-            self.topology_podgroups.discard(pg.key)
+            self.topology_podgroups.pop(pg.key, None)
 
     def remove_podgroup(self, key: str) -> None:
-        self.topology_podgroups.discard(key)
+        self.topology_podgroups.pop(key, None)
 
     def upsert_node(self, node: Node) -> None:
         self._cache.upsert_node(node)
@@ -247,6 +247,7 @@ class Judge:
                     hn.ref,
                     "metadata.name",
                     Severity.WARNING,
+                    hn.group,
                 )
             ]
         return []
@@ -289,7 +290,7 @@ class Judge:
         ]
         errors, warnings = split(ours)
         group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
-        podgroup = (group, group in self.topology_podgroups) if group is not None else None
+        podgroup = (group, self.topology_podgroups.get(group)) if group is not None else None
         carried: set[str] = set()
         if any(k.startswith(KUEUE_PREFIX) for k in pod.meta.annotations):
             carried = {k for n in self._cache.nodes for k in n.labels}

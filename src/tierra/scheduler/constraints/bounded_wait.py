@@ -90,9 +90,11 @@ def wait_problem(pg: PodGroup | None, index: TopologyIndex) -> Status | None:
         return unresolvable(spec)
     assert pg is not None
     if pg.network_topology is None:
+        # the way to say "any domain once the wait is over", where the API has one
+        soft = f" ({pg.api.soft} takes any domain once the wait is over)" if pg.api.soft else ""
         return unresolvable(
             f"metadata.annotations[{WAIT_TIER}] needs {pg.api.topology}: the wait narrows "
-            "a topology search (mode: soft takes any domain once the wait is over)"
+            f"a topology search{soft}"
         )
     if index.trees and spec.tiers(index) is None:
         names = sorted({n for t in index.trees if t.usable for n in t.tier_names})

@@ -2,13 +2,14 @@
 
 A gang's pods fall into PodSets by the ``kueue.x-k8s.io/podset`` label (one PodSet when
 none carries it); each PodSet's request is read from its pods' annotations
-(``tierra.api.kueue``). A level is a node-label key; it becomes a tier through the
-HyperNodes discovered from that label (label discovery records the key in
-``topology.tierra.dev/source-detail``), or through the synthetic one-per-value HyperNodes
-``tierra.api.workload.resolve_topology_keys`` adds for keys no discovered HyperNode
-covers. Then, as Kueue's ``findTopologyAssignment`` reads a request:
+(``tierra.api.kueue``). A level is a node-label key; the gang's levels become tiers
+together (``kueue_resolve``): ``kubernetes.io/hostname`` is the node itself, another
+level the tier of the HyperNodes that stand for its label values, else the tier of the
+forest the nodes' label values make. Then, as Kueue's ``findTopologyAssignment`` reads a
+request:
 
-* ``required: L``: every pod of the PodSet in one domain of level L (hard, tier of L);
+* ``required: L``: every pod of the PodSet in one domain of level L (hard, tier of L;
+  at the node level: on one node);
 * ``preferred: L``: the lowest domain that fits from level L up, else spread (soft, with
   L as the preferred tier: pods packed into as few L domains as possible);
 * ``unconstrained``: capacity only (no topology);
@@ -18,6 +19,12 @@ covers. Then, as Kueue's ``findTopologyAssignment`` reads a request:
   multi-layer form are checked when the gang is reserved (``slices.InnerSlices``);
 * ``podset-group-name``: the two PodSets of a group (leader and workers) are one unit
   under their shared level.
+
+Groups at the node level (a PodSet required on a host, slices of hosts) are
+``KueueShape.hosts``: each node holds a multiple of the group's size of its pods
+(``slices.InnerSlices`` caps the nodes so and checks it at reserve); a sub-group at the
+node level has a soft limit inside its gang's domain, so the search keeps it in the gang's
+domain and the caps put it on one node.
 
 The gang's level is its one leveled PodSet's (or PodSet group's), or the level sliced
 PodSets share; PodSets that each ask for a level of their own (the same or not) become
@@ -30,7 +37,7 @@ is a gang problem (a pending reason), never dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tierra.api import kueue
@@ -38,7 +45,7 @@ from tierra.api.kueue import PodSetTopology
 from tierra.api.kueue_pod_group import podset_of
 from tierra.api.natural import natural_key
 from tierra.api.pod import Pod
-from tierra.api.podgroup import NetworkTopology, PodGroup, TopologyMode
+from tierra.api.podgroup import LimitWords, NetworkTopology, PodGroup, TopologyMode
 from tierra.api.tierra_annotations import (
     RANK_LABEL,
     SLICES,
@@ -46,12 +53,12 @@ from tierra.api.tierra_annotations import (
     Layer,
     read_gang_topology,
 )
-from tierra.api.workload import SYNTHETIC_ANNOTATION, discovered_tier
+from tierra.scheduler.constraints.kueue_resolve import NODE, resolve_levels
 
 if TYPE_CHECKING:
     from tierra.scheduler.state.store import ClusterStore
 
-NAME = "kueue"
+NODE_TEXT = "the node level (kubernetes.io/hostname)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,25 +69,40 @@ class Part:
     pods: tuple[Pod, ...]  # in rank order
     size: int
     topology: NetworkTopology | None
+    tier: str | None = None  # a slice's tier name (``NODE``: the node level)
 
 
 @dataclass(frozen=True, slots=True)
 class Nest:
     """One slice layer resolved: groups of ``size`` pods, each in one domain of a tier
-    (by name or by number)."""
+    (by name or by number); ``said`` names the layer as its annotation wrote it."""
 
     size: int
     tier_name: str | None
     tier: int | None
+    said: str
+
+    @property
+    def node(self) -> bool:
+        return self.tier_name == NODE
 
     @property
     def topology(self) -> NetworkTopology:
+        words = LimitWords(limit=self.said)
         if self.tier is not None:
-            return NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=self.tier)
-        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=self.tier_name)
+            return NetworkTopology(
+                mode=TopologyMode.HARD, highest_tier_allowed=self.tier, words=words
+            )
+        if self.node:  # inside the gang's domain; the hosts' caps keep it on one node
+            return NetworkTopology(mode=TopologyMode.SOFT, words=words)
+        return NetworkTopology(
+            mode=TopologyMode.HARD, highest_tier_name=self.tier_name, words=words
+        )
 
     @property
     def text(self) -> str:
+        if self.node:
+            return NODE_TEXT
         return f"tier {self.tier}" if self.tier is not None else f"tier {self.tier_name}"
 
 
@@ -93,42 +115,56 @@ class KueueShape:
     loose: tuple[Pod, ...]  # pods under the gang's limit only
     ranks: Mapping[str, tuple[str, int]]  # pod key -> (rank space, rank)
     inner: Mapping[str, tuple[Nest, ...]]  # PodSet -> its inner layers, checked at reserve
-
-
-def level_tier(store: ClusterStore, key: str) -> str | None:
-    """The tier name level ``key`` resolves to in ``store``, or None (kept per index)."""
-    cached = store.extensions.get(NAME)
-    if not isinstance(cached, tuple) or cached[0] != store.generation:
-        cached = (store.generation, {})
-        store.extensions[NAME] = cached
-    table: dict[str, str | None] = cached[1]
-    if key not in table:
-        hns = list(store.hypernodes.values())
-        tier = discovered_tier(key, hns)
-        if tier is None and any(
-            h.meta.annotations.get(SYNTHETIC_ANNOTATION, "").startswith(key + "=") for h in hns
-        ):
-            tier = key
-        table[key] = tier
-    return table[key]
-
-
-def _unresolved(store: ClusterStore, key: str, where: str) -> str:
-    carried = any(key in n.labels for n in store.nodes)
-    if not carried:
-        return f"{where}: level {key!r} is a label no node carries"
-    return (
-        f"{where}: level {key!r} has no HyperNode (discover one from the label: "
-        "tierra discover labels, or the controller's labels source)"
-    )
+    # pod key -> (group, size): every node holds a multiple of size of the group's pods
+    hosts: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    preferred: str | None = None  # the gang's preferred level's tier (``NODE``), if any
+    leaders: frozenset[str] = frozenset()  # pods of a PodSet group's leader PodSet
 
 
 def _topology(req: PodSetTopology, tier: str | None) -> NetworkTopology | None:
+    """A PodSet's own level as a limit, worded as its annotation (whatever the PodGroup's
+    API: the level was written on the pods, in Kueue's terms). At the node level: soft,
+    the hosts' caps do the rest for a required one; a preferred one is placed on one node
+    where one holds it."""
+    if tier == NODE and (req.required is not None or req.preferred is not None):
+        return NetworkTopology(mode=TopologyMode.SOFT)
     if req.required is not None:
-        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=tier)
+        words = LimitWords(
+            limit=f"{kueue.REQUIRED} {req.required}",
+            wider=f"{kueue.REQUIRED}: {{}}",
+            whole=f"{kueue.PREFERRED} instead",
+        )
+        return NetworkTopology(mode=TopologyMode.HARD, highest_tier_name=tier, words=words)
     if req.preferred is not None:
-        return NetworkTopology(mode=TopologyMode.SOFT, preferred_tier_name=tier)
+        words = LimitWords(limit=f"{kueue.PREFERRED} {req.preferred}")
+        return NetworkTopology(mode=TopologyMode.SOFT, preferred_tier_name=tier, words=words)
     return None
+
+
+def _resolved(
+    store: ClusterStore, chains: Mapping[str, tuple[str, ...]], where: str
+) -> dict[str, str] | str:
+    """The tiers of every chain's levels (``kueue_resolve``), or the first problem, worded
+    for the first chain (in order) that has it."""
+    got = resolve_levels(store, list(chains.values()))
+    if not isinstance(got, str):
+        return got.tiers
+    for name, chain in sorted(chains.items()):
+        alone = resolve_levels(store, [chain])
+        if isinstance(alone, str):
+            return f"{where.format(name)}: {alone}"
+    return got
+
+
+def _kueue_nests(req: PodSetTopology, tiers: Mapping[str, str]) -> tuple[Nest, ...]:
+    """A PodSet's slice layers, each named as Kueue's annotation that asked for it."""
+    if len(req.slices) == 1:
+        (s,) = req.slices
+        return (Nest(s.size, tiers[s.level], None, f"{kueue.SLICE_REQUIRED} {s.level}"),)
+    return tuple(
+        Nest(s.size, tiers[s.level], None, f"{kueue.SLICE_LAYERS}[{i}] level {s.level}")
+        for i, s in enumerate(req.slices)
+    )
 
 
 def _requests(pods: Sequence[Pod]) -> tuple[dict[str, PodSetTopology | None], str | None]:
@@ -234,33 +270,29 @@ def kueue_shape(
     spaces, problem = _groups(reqs, by_ps)
     if problem is not None:
         return problem
-    tiers: dict[str, str] = {}
-    for ps, req in sorted(reqs.items(), key=lambda kv: kv[0]):
-        for key in req.levels() if req is not None else ():
-            tier = level_tier(store, key)
-            if tier is None:
-                return _unresolved(store, key, f"PodSet {ps}")
-            tiers[key] = tier
+    chains = {ps: req.levels() for ps, req in reqs.items() if req is not None}
+    tiers = _resolved(store, chains, "PodSet {}")
+    if isinstance(tiers, str):
+        return tiers
     nests = {
-        ps: tuple(Nest(s.size, tiers[s.level], None) for s in req.slices)
-        for ps, req in reqs.items()
-        if req is not None and req.slices
+        ps: _kueue_nests(req, tiers) for ps, req in reqs.items() if req is not None and req.slices
     }
     return _shape(pg, reqs=reqs, by_ps=by_ps, spaces=spaces, tiers=tiers, nests=nests)
 
 
-def _resolve_layer(store: ClusterStore, layer: Layer, where: str) -> Nest | str:
+def _resolve_layer(
+    store: ClusterStore, layer: Layer, i: int, tiers: Mapping[str, str]
+) -> Nest | str:
+    where = f"metadata.annotations[{SLICES}][{i}]"
+    said = f"{SLICES}[{i}] {layer.text}"
     if layer.tier is not None:
-        return Nest(layer.size, None, layer.tier)
+        return Nest(layer.size, None, layer.tier, said)
     if layer.tier_name is not None:
         if not store.index.by_tier_name(layer.tier_name):
             return f"{where}: tierName {layer.tier_name!r} names no tier of a usable HyperNode"
-        return Nest(layer.size, layer.tier_name, None)
+        return Nest(layer.size, layer.tier_name, None, said)
     assert layer.level is not None
-    tier = level_tier(store, layer.level)
-    if tier is None:
-        return _unresolved(store, layer.level, where)
-    return Nest(layer.size, tier, None)
+    return Nest(layer.size, tiers[layer.level], None, said)
 
 
 def tierra_shape(
@@ -268,9 +300,14 @@ def tierra_shape(
 ) -> KueueShape | str:
     """The gang a PodGroup's ``slices`` and ``rank-label`` annotations describe: one
     PodSet, its rank from the named label, its layers as Kueue's multi-layer slices."""
+    where = f"metadata.annotations[{SLICES}]"
+    levels = tuple(layer.level for layer in mine.slices if layer.level is not None)
+    tiers = _resolved(store, {"": levels}, where) if levels else {}
+    if isinstance(tiers, str):
+        return tiers
     nests: list[Nest] = []
     for i, layer in enumerate(mine.slices):
-        nest = _resolve_layer(store, layer, f"metadata.annotations[{SLICES}][{i}]")
+        nest = _resolve_layer(store, layer, i, tiers)
         if isinstance(nest, str):
             return nest
         nests.append(nest)
@@ -290,7 +327,12 @@ def tierra_shape(
     if isinstance(sliced, str):
         return sliced
     gang_topology, parts, inner = sliced
-    return KueueShape(gang_topology, tuple(parts), (), ranks, {"gang": inner} if inner else {})
+    host = max((n.size for n in nests if n.node), default=1)
+    hosts = {p.key: ("gang", host) for p in ordered} if host > 1 else {}
+    inner = tuple(n for n in inner if not n.node)
+    return KueueShape(
+        gang_topology, tuple(parts), (), ranks, {"gang": inner} if inner else {}, hosts
+    )
 
 
 def _space_level(
@@ -337,9 +379,11 @@ def _shape(
     # sliced (the outer level then frames the slices); PodSets that each ask for the same
     # level on their own are placed each in a domain of it, as Kueue places PodSets
     # (jobset_test "should admit a JobSet with two ReplicatedJobs": two hosts, not one)
+    preferred: str | None = None
     if own is None and len(levels) == 1 and (len(leveled) == 1 or nests):
         first = next(r for m in spaces.values() if (r := _space_level(reqs, m)))
         shared = _topology(first, tiers.get(first.level or ""))
+        preferred = tiers.get(first.preferred) if first.preferred else None
     gang_topology = own if own is not None else shared
     ordered_of, ranks = _ordered(spaces, by_ps)
     parts: list[Part] = []
@@ -366,6 +410,7 @@ def _shape(
                     return sliced
                 gang_topology, more, layers = sliced
                 parts.extend(more)
+                layers = tuple(n for n in layers if not n.node)  # the hosts' caps check those
                 if layers:
                     inner[ps] = layers
             elif req is not None and req.level and shared is None:
@@ -373,7 +418,46 @@ def _shape(
                 parts.append(Part(f"kueue-{space}", tuple(ordered), len(ordered), topo))
             else:
                 loose.extend(ordered)
-    return KueueShape(gang_topology, tuple(parts), tuple(loose), ranks, inner)
+    leaders = frozenset(p.key for m in spaces.values() if len(m) == 2 for p in ordered_of[m[0]])
+    return KueueShape(
+        gang_topology,
+        tuple(parts),
+        tuple(loose),
+        ranks,
+        inner,
+        _hosts(reqs, spaces, ordered_of, tiers, nests),
+        preferred,
+        leaders,
+    )
+
+
+def _hosts(
+    reqs: Mapping[str, PodSetTopology | None],
+    spaces: Mapping[str, list[str]],
+    ordered_of: Mapping[str, list[Pod]],
+    tiers: Mapping[str, str],
+    nests: Mapping[str, tuple[Nest, ...]],
+) -> dict[str, tuple[str, int]]:
+    """Pods in groups at the node level, each with its group and the group's size: a
+    unit or PodSet required on a host (all of it), or slices of hosts (each slice); the
+    larger group where both apply."""
+    out: dict[str, tuple[str, int]] = {}
+
+    def put(pods: Sequence[Pod], group: str, size: int) -> None:
+        for p in pods:
+            if size > out.get(p.key, ("", 1))[1]:
+                out[p.key] = (group, size)
+
+    for space, members in spaces.items():
+        req = _space_level(reqs, members)
+        if req is not None and req.required is not None and tiers.get(req.required) == NODE:
+            unit = [p for ps in members for p in ordered_of[ps]]
+            put(unit, space, len(unit))
+        for ps in members:
+            for nest in nests.get(ps, ()):
+                if nest.node:
+                    put(ordered_of[ps], ps, nest.size)
+    return out
 
 
 def _outer_limit(nest: Nest, own: NetworkTopology | None) -> NetworkTopology:
@@ -415,6 +499,7 @@ def _sliced(
             tuple(ordered[i * cut.size : (i + 1) * cut.size]),
             cut.size,
             cut.topology,
+            cut.tier_name,
         )
         for i in range(count // cut.size)
     ]

@@ -8,8 +8,10 @@ hands the nodes out again: within each rank space (a PodSet, or a leader PodSet 
 workers) and each pod shape (equal requests, so every node's room is unchanged), slots
 ordered by the names of the domains above each node, widest first, then the node's name,
 taken by rank. Slices were cut in rank order (``kueue_levels``), so a slice keeps its
-domain. Ranks come from the Kueue index labels or from the PodGroup's
-``topology.tierra.dev/rank-label`` (``tierra.api.kueue``).
+domain. A pod whose node another constraint fixed this attempt (balanced placement's
+leader, on the node Kueue's plan gives the leader PodSet: ``Cycle.data[FIXED]``) keeps
+it; the others take the remaining slots. Ranks come from the Kueue index labels or from
+the PodGroup's ``topology.tierra.dev/rank-label`` (``tierra.api.kueue``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from tierra.scheduler.constraints.protocol import Constraint, Cycle, Refusal
 
 if TYPE_CHECKING:
     from tierra.topology.index import TopologyIndex
+
+FIXED = "rank-order-fixed"  # Cycle.data: pod keys whose node a constraint fixed
 
 
 def slot_key(ix: TopologyIndex, n: int) -> tuple[str, ...]:
@@ -47,7 +51,8 @@ class RankOrder(Constraint):
         if shape is None or not shape.ranks:
             return None
         ranks = shape.ranks
-        wanted = {p.key for p, _ in placed if p.key in ranks}
+        fixed = cycle.data.get(FIXED, ())
+        wanted = {p.key for p, _ in placed if p.key in ranks and p.key not in fixed}
         if not wanted:
             return None
         assigned = cycle.overlay.assigned

@@ -15,6 +15,11 @@ Volcano's ``networkTopology`` turns into a ``TierLimit`` once per session:
 * an upstream PodGroup's topology key (``NetworkTopology.key``) is a tier by name once
   resolved (``api.workload``); its words name the key, never ``highestTierName``.
 
+Every word of a limit is the PodGroup's own API's (``PodGroupApi``: no topology at all,
+a soft limit) or, for a limit written elsewhere, what was written (``NetworkTopology.
+words``: an upstream topology key, Kueue's annotations, tierra's ``slices``; a preferred
+tier from tierra's annotation is named as that annotation).
+
 A sub-group's limit never exceeds its gang's (``narrow``); a soft sub-group takes its
 gang's limit.
 """
@@ -27,7 +32,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tierra.api.pod import Pod
-from tierra.api.podgroup import WORKLOAD_WORDS, NetworkTopology, TopologyMode
+from tierra.api.podgroup import (
+    VOLCANO_WORDS,
+    WORKLOAD_WORDS,
+    LimitWords,
+    NetworkTopology,
+    PodGroupApi,
+    TopologyMode,
+)
 from tierra.scheduler.constraints.protocol import Ask, Candidacy, Constraint, Cycle, Refusal
 from tierra.scheduler.status import Status, unresolvable
 from tierra.topology.arrays import BoolArray, tier_allowed
@@ -46,7 +58,9 @@ class TierLimit:
 
     ``tree_max[t]`` is the highest tier allowed in tree ``t`` (-1: none of that tree);
     ``root`` says whether the whole cluster may hold it; ``flat`` means no topology
-    constraint at all (nodes are chosen directly, packed into used domains).
+    constraint at all (nodes are chosen directly, packed into used domains); ``soft``
+    that any domain up to the whole cluster will do. ``text`` names the limit as the
+    user wrote it, ``words`` how to widen it where not in Volcano's fields.
     """
 
     flat: bool
@@ -54,6 +68,8 @@ class TierLimit:
     root: bool
     preferred: tuple[int, ...] | None
     text: str
+    soft: bool = False
+    words: LimitWords | None = None
 
     def allowed(self, index: TopologyIndex, domains: IntArray) -> BoolArray:
         """Which ``domains`` this limit allows (``topology.arrays.tier_allowed``)."""
@@ -74,13 +90,13 @@ class TierLimit:
         return max(self.tree_max, default=-1)
 
 
-def flat(index: TopologyIndex) -> TierLimit:
+def flat(index: TopologyIndex, api: PodGroupApi = VOLCANO_WORDS) -> TierLimit:
     return TierLimit(
         flat=True,
         tree_max=(index.root_tier,) * len(index.trees),
         root=True,
         preferred=None,
-        text="no networkTopology",
+        text=api.unconstrained,
     )
 
 
@@ -107,28 +123,50 @@ def _by_name(index: TopologyIndex, name: str) -> tuple[int, ...]:
     return tuple(t.tier_names.get(name, -1) if t.usable else -1 for t in index.trees)
 
 
+def _preferred(
+    nt: NetworkTopology, index: TopologyIndex, where: str
+) -> tuple[int, ...] | Status | None:
+    """The preferred tier per tree, None for none, or why its name names no tier (said as
+    the annotation it was read from, or the field)."""
+    if nt.preferred_tier_allowed is not None:
+        return (nt.preferred_tier_allowed,) * len(index.trees)
+    if nt.preferred_tier_name is None:
+        return None
+    preferred = _by_name(index, nt.preferred_tier_name)
+    if all(p < 0 for p in preferred):
+        field = (
+            f"metadata.annotations[{nt.preferred_from}]"
+            if nt.preferred_from is not None
+            else f"{where}.preferredTierName"
+        )
+        return unresolvable(
+            f"{field} {nt.preferred_tier_name!r} names no tier "
+            f"(known tier names: {_known_names(index)})"
+        )
+    return preferred
+
+
 def resolve(
-    nt: NetworkTopology | None, index: TopologyIndex, where: str = "networkTopology"
+    nt: NetworkTopology | None,
+    index: TopologyIndex,
+    where: str = "networkTopology",
+    api: PodGroupApi = VOLCANO_WORDS,
 ) -> TierLimit | Status:
-    """The limit ``nt`` stands for, or why it cannot be honoured (fail closed)."""
+    """The limit ``nt`` stands for, or why it cannot be honoured (fail closed); words in
+    ``api``'s terms (the PodGroup's own API) or as ``nt.words`` says it was written."""
     if nt is None:
-        return flat(index)
+        return flat(index, api)
     n = len(index.trees)
     top = index.root_tier
-    preferred: tuple[int, ...] | None = None
-    if nt.preferred_tier_allowed is not None:
-        preferred = (nt.preferred_tier_allowed,) * n
-    elif nt.preferred_tier_name is not None:
-        preferred = _by_name(index, nt.preferred_tier_name)
-        if all(p < 0 for p in preferred):
-            return unresolvable(
-                f"{where}.preferredTierName {nt.preferred_tier_name!r} names no tier "
-                f"(known tier names: {_known_names(index)})"
-            )
+    preferred = _preferred(nt, index, where)
+    if isinstance(preferred, Status):
+        return preferred
+    said = nt.words.limit if nt.words is not None else None
     has_highest = nt.highest_tier_allowed is not None or nt.highest_tier_name is not None
     if nt.mode is TopologyMode.SOFT or (not has_highest and preferred is not None):
+        text = said or api.soft or f"any domain ({api.unconstrained})"
         return TierLimit(
-            flat=False, tree_max=(top,) * n, root=True, preferred=preferred, text="mode: soft"
+            flat=False, tree_max=(top,) * n, root=True, preferred=preferred, text=text, soft=True
         )
     if nt.highest_tier_allowed is not None:
         k = nt.highest_tier_allowed
@@ -137,7 +175,8 @@ def resolve(
             tree_max=(k,) * n,
             root=top <= k,
             preferred=preferred,
-            text=f"highestTierAllowed: {k}",
+            text=said or f"highestTierAllowed: {k}",
+            words=nt.words,
         )
     if nt.highest_tier_name is not None:
         name = nt.highest_tier_name
@@ -149,9 +188,10 @@ def resolve(
             tree_max=tiers,
             root=False,
             preferred=preferred,
-            text=f"highestTierName: {name}" if nt.key is None else f"topology key {nt.key}",
+            text=said or f"highestTierName: {name}",
+            words=nt.words,
         )
-    return flat(index)  # Volcano: hard with no tier is no constraint
+    return flat(index, api)  # Volcano: hard with no tier is no constraint
 
 
 def narrow(inner: TierLimit, outer: TierLimit) -> TierLimit:
@@ -160,13 +200,15 @@ def narrow(inner: TierLimit, outer: TierLimit) -> TierLimit:
         return outer
     if outer.flat:
         return inner
-    if inner.root and inner.text == "mode: soft":  # soft sub-group: the gang's limit
+    if inner.soft:  # soft sub-group: the gang's limit
         return TierLimit(
             flat=False,
             tree_max=outer.tree_max,
             root=outer.root,
             preferred=inner.preferred or outer.preferred,
             text=outer.text,
+            soft=outer.soft,
+            words=outer.words,
         )
     tree_max = tuple(min(a, b) for a, b in zip(inner.tree_max, outer.tree_max, strict=True))
     narrowed = tree_max != inner.tree_max or (inner.root and not outer.root)
@@ -176,6 +218,7 @@ def narrow(inner: TierLimit, outer: TierLimit) -> TierLimit:
         root=inner.root and outer.root,
         preferred=inner.preferred or outer.preferred,
         text=f"{inner.text}, within the gang's {outer.text}" if narrowed else inner.text,
+        words=inner.words,
     )
 
 

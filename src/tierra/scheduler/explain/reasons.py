@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tierra.api.hypernode import named
 from tierra.api.pod import ONE_POD, PODS
-from tierra.api.podgroup import WORKLOAD_WORDS
 from tierra.api.quantity import format_milli
 from tierra.api.workload import label_key_of
 from tierra.scheduler.constraints.tier_limit import resolve
@@ -64,8 +64,10 @@ class Verdict:
     score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """``hyperNode`` the name, ``hyperNodeGroup`` beside it where both API groups
+        hold that name (as ``tierra schedule -o json``'s bindings say it)."""
         out: dict[str, Any] = {
-            "hyperNode": self.domain,
+            **named(self.domain),
             "tier": self.tier,
             "outcome": self.outcome,
             "detail": self.detail,
@@ -285,20 +287,25 @@ def _short_when_empty(cache: ClusterStore, demand: Demand, h: int) -> list[str]:
 
 def _allowing(cache: ClusterStore, limit: TierLimit, t: int, h: int) -> str:
     """``allow tier 2 (highestTierName: spine; s0 could hold it)``: the change that would
-    let a gang fit, in the words of the limit the user wrote (a name, a number, or an
-    upstream PodGroup's topology key)."""
+    let a gang fit, in the words of the limit the user wrote (a name, a number, or as
+    ``limit.words`` says: an upstream PodGroup's topology key, Kueue's annotations)."""
     ix = cache.index
     hn = ix.hypernodes[h] if h != ix.root else None
     root = t == cache.layouts.root_tier
-    if limit.text.startswith("topology key"):  # the upstream Workload API's PodGroup
+    words = limit.words
+    if words is not None:  # written as a node-label key (or a slices layer)
         # a key resolves through the label HyperNodes were discovered from, or their tier
         # name (``api.workload.discovered_tier``)
         key = (label_key_of(hn) or hn.tier_name) if hn is not None else None
         if root:
-            allow = f"drop {WORKLOAD_WORDS.topology}"
+            allow = words.whole
+        elif words.wider is not None:
+            allow = words.wider.format(key) if key else f"a key whose domains are tier {t}"
         else:
-            allow = f"key: {key}" if key else f"a key whose domains are tier {t}"
-    elif root:
+            allow = None
+        held = f"{domain_name(cache, h)} could hold it"
+        return f"allow tier {t} ({allow}; {held})" if allow else f"allow tier {t} ({held})"
+    if root:
         allow = "mode: soft"
     elif hn is not None and hn.tier_name and limit.text.startswith("highestTierName"):
         allow = f"highestTierName: {hn.tier_name}"
@@ -468,7 +475,7 @@ def podgroup_never_fits(cache: ClusterStore, pg: PodGroup) -> str | None:
     if not cache.nodes:
         return None  # topology files alone (no Node): nothing to measure a gang against
     ix = cache.index
-    limit = resolve(pg.network_topology, ix, pg.api.topology)
+    limit = resolve(pg.network_topology, ix, pg.api.topology, pg.api)
     if isinstance(limit, Status):
         return None  # the limit's own problem is reported (topology_checks)
     axis = cache.capacity.axis

@@ -90,7 +90,7 @@ def _reasons(cache: ClusterStore, demands: Demands, gang: Gang) -> list[tuple[st
     if isinstance(plan, Status):
         out = [(worded(plan, cache).reason, Severity.ERROR)]
         if gang.problem is not None:  # the plan stopped there: its limit is still judged
-            limit = resolve(gang.topology, cache.index, gang.api.topology)
+            limit = resolve(gang.topology, cache.index, gang.api.topology, gang.api)
             if isinstance(limit, Status):
                 out.append((limit.reason, Severity.ERROR))
         return out

@@ -145,14 +145,14 @@ def make_plan(cache: ClusterStore, gang: Gang, demands: Demands) -> GangPlan | S
 def _limits(cache: ClusterStore, gang: Gang) -> dict[str, TierLimit] | Status:
     """Per sub-group id (``""``: the default pods), its limit within the gang's."""
     ix = cache.index
-    limit = resolve(gang.topology, ix, gang.api.topology)
+    limit = resolve(gang.topology, ix, gang.api.topology, gang.api)
     if isinstance(limit, Status):
         return limit
     out: dict[str, TierLimit] = {"": limit}
     for sg in gang.sub_groups:
         if sg.policy is None:
             continue
-        own = resolve(sg.topology, ix, f"subGroupPolicy {sg.policy} networkTopology")
+        own = resolve(sg.topology, ix, f"subGroupPolicy {sg.policy} networkTopology", gang.api)
         if isinstance(own, Status):
             return own
         out[sg.id] = narrow(own, limit)

@@ -4,7 +4,9 @@ One ``RulesBook`` per store, in ``store.extensions["podrules"]``. The store tell
 which pods changed (``pods_changed``: fed pods, removed ones, a session's kept
 placements and evictions, a trial's undo), and the book re-reads those pods from the
 store, so it always matches ``store.pods``/``store.node_of`` -- including the gangs the
-running session has kept already.
+running session has kept already -- and, while a gang is tried, that gang's pods placed
+so far (``constraints.attempt_placed``: each added once, removed on the attempt's undo
+log).
 
 It stays asleep until the first pod with placement rules arrives (``wake``): a cluster
 whose pods use none of them pays one attribute test per pod change, nothing more.

@@ -22,20 +22,31 @@ Each brings its evaluator (``host_ports``, ``inter_pod_affinity``, ``topology_sp
 
 ``VolumeBinding`` also ``reserve``s: the PVs it picks for unbound WaitForFirstConsumer
 claims, undone with the attempt; the actions (bind a PV, or provision by the
-selected-node annotation) wait in the book for the adapter (``RulesBook.actions``).
+selected-node annotation) wait in the book for the adapter (``RulesBook.actions``). A
+pod left without a PV whose class cannot provision refuses the attempt (all or nothing;
+never a selected node no provisioner answers). So that this is rare, its ``node_caps``
+give each shape only the nodes where PVs remain once the attempt's earlier pods took
+theirs (in the order ``reserve`` takes them), and its ``candidates`` set aside domains
+reaching fewer free PVs than the gang has claims only a PV can take.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tierra.api.pod import Pod
-from tierra.scheduler.constraints.protocol import Constraint, Cycle, NodeMask, Refusal
+from tierra.scheduler.constraints.protocol import (
+    Ask,
+    Candidacy,
+    Constraint,
+    Cycle,
+    NodeMask,
+    Refusal,
+)
 from tierra.scheduler.podrules import (
     contract,
     host_ports,
@@ -44,7 +55,7 @@ from tierra.scheduler.podrules import (
     volumes,
 )
 from tierra.scheduler.podrules.book import RulesBook, book_of
-from tierra.scheduler.podrules.state import NodeTable, PodIndex
+from tierra.scheduler.podrules.state import NodeTable, Placed, PodIndex
 from tierra.scheduler.podrules.verdict import Verdict, allowed, first_refusals
 from tierra.topology.arrays import BoolArray
 from tierra.topology.index import IntArray
@@ -54,6 +65,7 @@ if TYPE_CHECKING:
     from tierra.scheduler.state.store import ClusterStore
 
 UNCAPPED = 1 << 30
+POOL = "volume-binding:pool"  # the refusal of domains short of local PVs, and its memo
 ONE_EACH = "node(s) already holding a pod of the gang that its rules keep apart"
 
 
@@ -99,19 +111,45 @@ def _overlay(cycle: Cycle, book: RulesBook, shape: Shape | None = None) -> list[
     return [(p, n) for p, n, _ in cycle.overlay.assigned if p.key not in own]
 
 
-@contextmanager
-def with_overlay(book: RulesBook, cycle: Cycle, names: Sequence[str]) -> Iterator[PodIndex]:
-    """The placed pods with this attempt's added for the duration of one evaluation
-    (they are pending in the store, so the book holds none of them otherwise)."""
+def _others_placed(cycle: Cycle, shape: Shape) -> bool:
+    """Whether this attempt placed any pod but the shape's own (a pod is not its own
+    neighbour); stops at the first, so a gang placed pod by pod does not walk the
+    whole overlay for it at every step."""
+    own = {p.key for p in shape.pods}
+    return any(p.key not in own for p, _, _ in cycle.overlay.assigned)
+
+
+def attempt_placed(book: RulesBook, cycle: Cycle, names: Sequence[str]) -> PodIndex:
+    """The placed pods with this attempt's among them, for an evaluation to read.
+
+    The attempt's pods are pending in the store, so the book holds none of them
+    otherwise. Each is added the first time an evaluation reads the index after it is
+    placed, and stays: its removal goes on the attempt's undo log after its placement
+    (``Transaction.on_undo``), so a rollback takes it out with the pod (and a later
+    evaluation adds it again if a rollback to a mark took out only the removal), while
+    a kept gang leaves it in -- the store then tells the book the pod is placed, as it
+    is. A gang whose pods select themselves is placed one pod at a time with an
+    evaluation between each two, so adding each pod once per evaluation (and removing
+    it after) cost the square of the gang's size; this costs each pod one add. The pods
+    are added in the attempt's order after the store's, as they always were, so what
+    the index iterates in insertion order is unchanged."""
     placed = book.placed
-    mine = [(p, n) for p, n in _overlay(cycle, book) if p.key not in placed.entries]
-    for pod, n in mine:
-        placed.add(pod, names[n])
-    try:
-        yield placed
-    finally:
-        for pod, _ in mine:
-            placed.remove(pod.key)
+    entries = placed.entries
+    overlay = cycle.overlay
+    for pod, n, _ in overlay.assigned:
+        key = pod.key
+        if key not in entries:
+            placed.add(pod, names[n])
+            overlay.on_undo(_unplace(placed, key, entries[key]))
+    return placed
+
+
+def _unplace(placed: PodIndex, key: str, entry: Placed) -> Callable[[], None]:
+    def undo() -> None:
+        if placed.entries.get(key) is entry:  # never a pod the store placed since
+            placed.remove(key)
+
+    return undo
 
 
 class _Rule(Constraint):
@@ -237,23 +275,23 @@ class InterPodAffinity(_Rule):
     def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
         """This attempt's pods against the shape (both ways), and placed pods' terms
         against a shape of pods without rules (their masks did not look)."""
-        mine = _overlay(cycle, book, shape)
-        if not mine and (shape.pods[0].rules is not None or not book.placed.anti_terms):
+        others = _others_placed(cycle, shape)
+        if not others and (shape.pods[0].rules is not None or not book.placed.anti_terms):
             return None  # the mask said it all: no attempt pods, no symmetric terms
         table = book.nodes(cycle.store)
         refused = np.zeros(len(table), dtype=bool)
         seen: set[Hashable] = set()
         reasons: list[Verdict] = []
-        with with_overlay(book, cycle, table.names) as placed:
-            for pod in shape.pods:
-                key = (pod.namespace, tuple(sorted(pod.meta.labels.items())))
-                if key in seen:
-                    continue
-                seen.add(key)
-                v = inter_pod_affinity.evaluate(pod, table, placed)
-                if v is not None:
-                    refused |= ~v.mask
-                    reasons.append(v)
+        placed = attempt_placed(book, cycle, table.names)
+        for pod in shape.pods:
+            key = (pod.namespace, tuple(sorted(pod.meta.labels.items())))
+            if key in seen:
+                continue
+            seen.add(key)
+            v = inter_pod_affinity.evaluate(pod, table, placed)
+            if v is not None:
+                refused |= ~v.mask
+                reasons.append(v)
         top = first_refusals(reasons, shape.eligibility.mask)
         self.note(cycle, refused, max(top, key=lambda r: r.nodes).reason if top else ONE_EACH)
         return _caps_from(refused, one_each=False)
@@ -279,13 +317,12 @@ class PodTopologySpread(_Rule):
     def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
         pod = shape.pods[0]
         hard = pod.rules.hard_spread if pod.rules is not None else ()
-        if not hard or not _overlay(cycle, book, shape):
+        if not hard or not _others_placed(cycle, shape):
             return None  # no pods of the attempt yet: the shape's mask said it all
         table = book.nodes(cycle.store)
-        with with_overlay(book, cycle, table.names) as placed:
-            v = topology_spread.evaluate(pod, table, placed)
-            caps = np.where(v.mask if v is not None else True, UNCAPPED, 0).astype(np.int64)
-            self.note(cycle, caps == 0, topology_spread.NOT_MATCH)
+        v = topology_spread.evaluate(pod, table, attempt_placed(book, cycle, table.names))
+        caps = np.where(v.mask if v is not None else True, UNCAPPED, 0).astype(np.int64)
+        self.note(cycle, caps == 0, topology_spread.NOT_MATCH)
         return caps
 
 
@@ -304,7 +341,87 @@ class VolumeBinding(_Rule):
     ) -> Sequence[Verdict]:
         return volumes.evaluate(pod, table, placed, book.storage) or ()
 
+    def node_mask(self, store: ClusterStore, pod: Pod) -> NodeMask | None:
+        """The filter's mask; with every node empty (explain's "can never fit") only a
+        bound PV's node affinity and zone still refuse: PVs not made yet, or held by
+        others, are a wait."""
+        if pod.rules is None:
+            return None
+        book = book_of(store)
+        found = self.verdicts(pod, book.nodes(store), book.placed, book)
+        if not found:
+            return None
+        mask = _mask(store, pod, found)
+        if mask.mask.all():
+            return mask
+        lasting = [volumes.lasting_codes(v) for v in found]
+
+        def empty() -> BoolArray:
+            out = np.ones(len(mask.mask), dtype=bool)
+            for v, codes in zip(found, lasting, strict=True):
+                out &= ~np.isin(v.codes, codes)
+            return out
+
+        return replace(mask, empty=empty)
+
+    def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
+        """Domains reaching fewer free PVs than the gang has claims that only a PV can
+        take (a class without a provisioner) are no candidates: a rack whose local PVs
+        ran out is not tried, and explain says how many it lacks."""
+        holds = self._pool_holds(cycle, ask)
+        if holds is None or not len(domains):
+            return None
+        need, every = holds
+        here = every[domains]
+        kept = here >= need
+        if kept.all():
+            return None
+        values = (("need", need), ("best", int(here.max())))
+        return Candidacy(excluded=kept, refusal=Refusal(self, POOL, int((~kept).sum()), values))
+
+    def _pool_holds(self, cycle: Cycle, ask: Ask) -> tuple[int, IntArray] | None:
+        """(claims needing a PV, free PVs reaching each domain), once per gang and ask."""
+        book = book_of(cycle.store)
+        if not book.awake:
+            return None
+        memo: dict[int, tuple[int, IntArray] | None] = cycle.data.setdefault(POOL, {})
+        key = id(ask.demand)
+        if key not in memo:
+            pods = [p for s in ask.demand.shapes for p in s.pods]
+            found = volumes.local_pool(pods, book.nodes(cycle.store), book.storage)
+            memo[key] = None if found is None else (found[0], _domain_counts(cycle, found[1]))
+        return memo[key]
+
+    def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
+        if refusal.what != POOL:
+            return _Rule.describe(self, refusal, store, domain)
+        return (
+            f"{refusal.count} domain(s) reach fewer free PersistentVolumes than the gang's "
+            f"{refusal.value('need')} claims of classes without a provisioner (the most: "
+            f"{refusal.value('best')}; {self.filter_name}: {contract.CLAIMS})"
+        )
+
+    def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
+        return self._caps(cycle, shape, nodes)
+
+    def full_caps(self, cycle: Cycle, shape: Shape, book: RulesBook) -> IntArray | None:
+        """No node where the PVs the attempt's earlier pods will take (``reserve``, in
+        placement order) leave the shape's claims none: a rack's local PVs run out before
+        its nodes do, and the gang must then go where every member finds one."""
+        before = _overlay(cycle, book, shape)
+        if not before:
+            return None  # the shape's mask said it all
+        table = book.nodes(cycle.store)
+        taken = cycle.data.setdefault(f"{self.name}:taken", volumes.Taken())
+        ok = volumes.bindable_after(shape.pods[0], before, table, book.storage, taken)
+        if ok is None:
+            return None
+        self.note(cycle, ~ok, volumes.BIND_CONFLICT)
+        return _caps_from(~ok, one_each=False)
+
     def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:
+        """Each pod's PVs, in placement order; a pod left without one (its class cannot
+        provision) refuses the attempt, so the gang is placed all or nothing."""
         book = book_of(cycle.store)
         if not book.awake:
             return None
@@ -313,10 +430,27 @@ class VolumeBinding(_Rule):
             if pod.rules is None or not pod.rules.claims:
                 continue
             actions = volumes.decide(pod, n, table, book.storage)
+            if actions is None:
+                why = (("reason", volumes.BIND_CONFLICT),)
+                return Refusal(self, "no persistent volume", 1, why)
             if actions:
                 book.actions[pod.key] = actions
                 cycle.overlay.on_undo(_undo(book, pod.key, [a.volume for a in actions]))
         return None
+
+
+def _domain_counts(cycle: Cycle, reach: BoolArray) -> IntArray:
+    """Per domain of the index: how many rows of ``reach`` (PVs over nodes) reach any of
+    its nodes."""
+    ix = cycle.store.index
+    ptr, idx = ix.real_ptr, ix.real_idx
+    out = np.zeros(len(ptr) - 1, dtype=np.int64)
+    if not len(idx) or not len(reach):
+        return out
+    starts = np.minimum(ptr[:-1], len(idx) - 1)
+    nonempty = ptr[1:] > ptr[:-1]
+    touched = np.maximum.reduceat(reach[:, idx].astype(np.int8), starts, axis=1) > 0
+    return np.asarray((touched & nonempty).sum(axis=0), dtype=np.int64)
 
 
 def _undo(book: RulesBook, key: str, pvs: list[str]) -> Callable[[], None]:

@@ -34,7 +34,7 @@ from tierra.scheduler.podrules import (
     topology_spread_score,
 )
 from tierra.scheduler.podrules.book import RulesBook, book_of
-from tierra.scheduler.podrules.constraints import with_overlay
+from tierra.scheduler.podrules.constraints import attempt_placed
 from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
 
@@ -92,10 +92,8 @@ def _overlay_has_rules(cycle: Cycle) -> bool:
 
 
 def _with_attempt(cycle: Cycle, book: RulesBook, read: Callable[[Any], Any]) -> Any:
-    """``read(placed)`` with this attempt's pods in the index for the while."""
-    table = book.nodes(cycle.store)
-    with with_overlay(book, cycle, table.names) as placed:
-        return read(placed)
+    """``read(placed)`` with this attempt's pods in the index (``attempt_placed``)."""
+    return read(attempt_placed(book, cycle, book.nodes(cycle.store).names))
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ session.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -79,6 +79,8 @@ class Storage:
     # store it reads may hold two tables at once (a node fed meanwhile), and read this
     # from two threads, so an answer is only reused over its own table
     _reach: dict[str, tuple[NodeTable, BoolArray]] = field(default_factory=dict)
+    # per claim, the PVs that match it before reservations (``_candidates``)
+    _matching: dict[str, list[PersistentVolume]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -148,6 +150,7 @@ class Storage:
     def invalidate(self) -> None:
         """Nodes or storage objects changed: what was computed over them is again."""
         self._reach.clear()
+        self._matching.clear()
 
     def reserve(self, pv: str, claim: str) -> None:
         self.reserved[pv] = claim
@@ -185,13 +188,27 @@ def _candidates(
     ``FindMatchingVolume`` filters them: a PV pre-bound to the claim first (alone: no
     other is considered for it), else Available ones of its class, big enough, of its
     volume mode, access modes and VolumeAttributesClass, matching its selector, not
-    reserved for another claim; smallest first."""
+    reserved for another claim; smallest first. All but the reservations is memoized
+    per claim (a gang's caps and reserve ask for the same claims again and again)."""
+    key = f"{claim.key}\0{class_name}"
+    found = storage._matching.get(key)
+    if found is None:
+        found = storage._matching[key] = _matching(claim, class_name, storage)
+    reserved = storage.reserved
+    if not reserved:
+        return found
+    return [pv for pv in found if reserved.get(pv.name, claim.key) == claim.key]
+
+
+def _matching(
+    claim: PersistentVolumeClaim, class_name: str, storage: Storage
+) -> list[PersistentVolume]:
+    """``_candidates`` before the session's reservations (a PV pre-bound to the claim is
+    reserved for no other: only its own claim's ``decide`` picks it)."""
     out = []
     for pv in storage.volumes.values():
         bound_here = pv.bound_to(claim)
         if pv.claim_ref and not bound_here:
-            continue
-        if storage.reserved.get(pv.name, claim.key) != claim.key:
             continue
         if pv.capacity < claim.request or pv.volume_mode != claim.volume_mode:
             continue
@@ -395,26 +412,122 @@ class ClaimAction:
     node: str
 
 
-def decide(pod: Pod, node: int, nodes: NodeTable, storage: Storage) -> tuple[ClaimAction, ...]:
-    """What the chosen node needs for the pod's unbound WaitForFirstConsumer claims, as the
-    filter matched them (``match``: smallest claim first, smallest PV left); the PVs chosen
-    are reserved in ``storage`` (``release`` them if the gang rolls back)."""
+def unbound_delayed(pod: Pod, storage: Storage) -> list[tuple[PersistentVolumeClaim, StorageClass]]:
+    """The pod's unbound WaitForFirstConsumer claims not yet given a node, smallest
+    first: what its reserve must find a PV for, or provision."""
     out = []
-    name = nodes.names[node]
-    delayed = []
     for key in _claim_keys(pod):
         claim = storage.claims.get(key)
         if claim is None or claim.bound or claim.selected_node or claim.volume_name:
             continue
         sc = storage.class_of(claim)
         if sc is not None and sc.binding_mode == WAIT_FOR_FIRST_CONSUMER:
-            delayed.append((claim, sc))
-    for claim, sc in sorted(delayed, key=lambda cs: cs[0].request):
+            out.append((claim, sc))
+    return sorted(out, key=lambda cs: cs[0].request)
+
+
+def decide(
+    pod: Pod, node: int, nodes: NodeTable, storage: Storage
+) -> tuple[ClaimAction, ...] | None:
+    """What the chosen node needs for the pod's unbound WaitForFirstConsumer claims, as the
+    filter matched them (``match``: smallest claim first, smallest PV left); the PVs chosen
+    are reserved in ``storage`` (``release`` them if the gang rolls back).
+
+    None, with nothing reserved, when a claim has no PV left there and its class cannot
+    provision there: the PVs a gang's earlier pods took are gone, and a class without a
+    provisioner (``kubernetes.io/no-provisioner``, local PVs) is never given a selected
+    node -- no one would answer it (``checkVolumeProvisions``)."""
+    out = []
+    fresh: list[str] = []  # PVs this call reserved (not those reserved for the claim before)
+    name = nodes.names[node]
+    for claim, sc in unbound_delayed(pod, storage):
         pv = next(
             (v for v in _candidates(claim, sc.name, storage) if storage.reach(v, nodes)[node]),
             None,
         )
+        if pv is None and not (can_provision(sc) and storage.provisionable(sc, nodes)[node]):
+            for volume in fresh:
+                storage.release(volume)
+            return None
         if pv is not None:
+            if pv.name not in storage.reserved:
+                fresh.append(pv.name)
             storage.reserve(pv.name, claim.key)  # the next claim of the pod sees it taken
         out.append(ClaimAction(claim.key, pv.name if pv is not None else "", name))
     return tuple(out)
+
+
+@dataclass(slots=True)
+class Taken:
+    """The PVs an attempt's pods will take (``decide``, in placement order), for the pods
+    ``done`` so far: each shape's caps go on from where the last one stopped, not from
+    the attempt's first pod (a gang of k pods: k decides, not k * k / 2)."""
+
+    done: list[tuple[str, int]] = field(default_factory=list)  # (pod key, node position)
+    picks: dict[str, str] = field(default_factory=dict)  # PV -> claim
+
+
+def bindable_after(
+    pod: Pod,
+    before: Sequence[tuple[Pod, int]],
+    nodes: NodeTable,
+    storage: Storage,
+    taken: Taken | None = None,
+) -> BoolArray | None:
+    """Nodes where ``pod``'s unbound WaitForFirstConsumer claims still find a PV (or can be
+    provisioned) once ``before`` -- the pods of its gang placed ahead of it in this
+    attempt, each at its node position -- took theirs, as their reserve will take them
+    (``decide``, in the same order): kube-scheduler decides a gang's pods one by one,
+    each after the last one's ``AssumePodVolumes``. None when the pod has no such claim.
+    ``taken`` carries the picks from one call to the next while ``before`` only grows;
+    ``storage`` is left as it was found."""
+    delayed = unbound_delayed(pod, storage)
+    if not delayed:
+        return None
+    taken = taken if taken is not None else Taken()
+    seen = [(p.key, n) for p, n in before[: len(taken.done)]]
+    if seen != taken.done:  # the attempt was rolled back meanwhile: from its start
+        taken.done, taken.picks = [], {}
+    kept = dict(storage.reserved)
+    try:
+        storage.reserved.update(taken.picks)
+        for other, n in before[len(taken.done) :]:
+            decide(other, n, nodes, storage)
+            taken.done.append((other.key, n))
+        taken.picks = {pv: c for pv, c in storage.reserved.items() if pv not in kept}
+        return match(delayed, nodes, storage).bindable
+    finally:
+        storage.reserved.clear()
+        storage.reserved.update(kept)
+
+
+LASTING = frozenset({NODE_CONFLICT, ZONE_CONFLICT})
+"""Refusals that stay however the cluster changes short of the pod's own claims: a bound
+PV's node affinity and zone. The others -- a claim or a PV not made yet, PVs others hold,
+storage or attach slots in use -- are waits, and explain must not say "can never fit"."""
+
+
+def lasting_codes(verdict: Verdict) -> list[int]:
+    """The codes of ``verdict``'s ``LASTING`` reasons."""
+    return [i + 1 for i, why in enumerate(verdict.reasons) if why in LASTING]
+
+
+def local_pool(
+    pods: Iterable[Pod], nodes: NodeTable, storage: Storage
+) -> tuple[int, BoolArray] | None:
+    """How many unbound WaitForFirstConsumer claims ``pods`` (a gang) bring whose class
+    cannot provision, and, one row per free PV that could take any of them, the nodes
+    it reaches: a domain can hold the gang only if at least that many of these PVs reach
+    its nodes (a necessary count, the search's first cut; the caps and ``reserve`` match
+    them one by one). None when the pods bring no such claim."""
+    wanted: dict[str, tuple[PersistentVolumeClaim, StorageClass]] = {}
+    for pod in pods:
+        for claim, sc in unbound_delayed(pod, storage):
+            if not can_provision(sc):
+                wanted[claim.key] = (claim, sc)
+    if not wanted:
+        return None
+    pool = {pv.name: pv for c, sc in wanted.values() for pv in _candidates(c, sc.name, storage)}
+    rows = [storage.reach(pv, nodes) for _, pv in sorted(pool.items())]
+    reach = np.array(rows, dtype=bool) if rows else np.zeros((0, len(nodes)), dtype=bool)
+    return len(wanted), reach

@@ -31,10 +31,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from tierra.api.hypernode import HyperNode
+from tierra.api.kueue import level_keys
 from tierra.api.node import Node
 from tierra.api.snapshot import Snapshot
+from tierra.api.tierra_annotations import annotation_levels
 from tierra.bulk import building
 from tierra.errors import Problem
+from tierra.scheduler.constraints.kueue_resolve import wanted_forest
 from tierra.scheduler.podrules.book import StorageObject, book_of
 from tierra.scheduler.state.assume import Assuming
 from tierra.scheduler.state.clock import EventClock
@@ -84,6 +87,12 @@ class ClusterStore(Objects, Topology, Ledgers, Assuming, EventClock, Extensions,
                 store.upsert_priority_class(pc.name, pc.value)
             for q in snapshot.queues:
                 store.upsert_queue(q)
+            levels = level_keys(snapshot.pods) | annotation_levels(
+                pg.meta.annotations for pg in snapshot.podgroups
+            )
+            forest = wanted_forest(store, levels) if levels else []
+            if forest:  # Kueue's levels from the nodes' labels (``kueue_resolve``)
+                store.set_hypernodes([*snapshot.hypernodes, *forest])
             for pg in snapshot.podgroups:
                 store.upsert_podgroup(pg)
             store._add_pods(snapshot.pods)

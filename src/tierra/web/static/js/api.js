@@ -26,3 +26,10 @@ export function gangPath(key) {
   const [ns, name] = key.split('/');
   return `/api/gangs/${enc(ns)}/${enc(name)}`;
 }
+
+// What the page calls a HyperNode named in a `hyperNode` field (an achieved domain, an explain
+// candidate): the name, or `group/name` where the JSON adds `hyperNodeGroup` (both API groups
+// hold the name), as the topology's `domains.name` and /api/hypernodes/ call it.
+export function hyperNodeOf(o) {
+  return o.hyperNodeGroup ? `${o.hyperNodeGroup}/${o.hyperNode}` : o.hyperNode;
+}

@@ -2,7 +2,7 @@
 // follows the location hash (#hypernode=, #node=, #gang=) and refetches on every change the
 // server announces on /api/events.
 
-import { get, enc, gangPath } from './api.js';
+import { get, enc, gangPath, hyperNodeOf } from './api.js';
 import { h, clear, fmt, plural } from './dom.js';
 import { Icicle } from './icicle.js';
 import { explainTables, gangPanel, hyperNodePanel, link, nodePanel } from './panels.js';
@@ -127,7 +127,7 @@ async function showSelection() {
       if (token !== state.token) return;
       icicle.setHighlight(Object.keys(doc.domains), Object.fromEntries(doc.nodes.map((n) => [n, 1])));
       icicle.select(-1);
-      const where = doc.achieved ? contextOf(doc.achieved.hyperNode) : ROOT;
+      const where = doc.achieved ? contextOf(hyperNodeOf(doc.achieved)) : ROOT;
       await focusOn(where, token);
       if (token !== state.token) return;
       clear(panel).append(...gangPanel(doc, go));
@@ -175,7 +175,7 @@ function renderGangs() {
   h('td', { class: `status ${g.status}` }, g.status),
   h('td', { class: 'num' }, `${fmt(g.pods.bound)}/${fmt(g.pods.total)}`),
   h('td', {}, g.constraint),
-  h('td', {}, g.achieved ? `${g.achieved.hyperNode === ROOT ? 'whole cluster' : g.achieved.hyperNode} (tier ${g.achieved.tier})` : '–'),
+  h('td', {}, g.achieved ? `${hyperNodeOf(g.achieved) === ROOT ? 'whole cluster' : hyperNodeOf(g.achieved)} (tier ${g.achieved.tier})` : '–'),
   h('td', { class: g.reason ? 'reason' : 'muted' }, g.reason || (g.wouldPlace ? `would be bound within ${g.wouldPlace}` : ''))))));
 }
 

@@ -1,5 +1,6 @@
 // The side panel: a HyperNode's figures, a node, or a gang (with tierra explain's tables).
 
+import { hyperNodeOf } from './api.js';
 import { h, fmt, plural } from './dom.js';
 
 export function link(text, onclick, attrs = {}) {
@@ -149,8 +150,9 @@ export function gangPanel(doc, go) {
 }
 
 function achieved(a, go) {
-  const where = a.hyperNode === '<cluster>' ? 'the whole cluster' : a.hyperNode;
-  return [link(where, () => go.hyperNode(a.hyperNode)), ` · tier ${a.tier}${a.tierName ? ` (${a.tierName})` : ''}`];
+  const name = hyperNodeOf(a);
+  const where = name === '<cluster>' ? 'the whole cluster' : name;
+  return [link(where, () => go.hyperNode(name)), ` · tier ${a.tier}${a.tierName ? ` (${a.tierName})` : ''}`];
 }
 
 export function explainTables(doc, go) {
@@ -162,8 +164,8 @@ export function explainTables(doc, go) {
     out.push(h('table', { class: 'tier' },
       h('caption', { class: 'muted' }, `tier ${t.tier} · ${t.scope}`),
       h('thead', {}, h('tr', {}, h('th', {}, 'HyperNode'), h('th', {}, 'outcome'), h('th', { class: 'num' }, 'score'), h('th', {}, 'detail'))),
-      h('tbody', {}, t.candidates.map((c) => h('tr', {},
-        h('td', {}, c.hyperNode === '<cluster>' ? 'whole cluster' : link(c.hyperNode, () => go.hyperNode(c.hyperNode))),
+      h('tbody', {}, t.candidates.map((c) => [c, hyperNodeOf(c)]).map(([c, name]) => h('tr', {},
+        h('td', {}, name === '<cluster>' ? 'whole cluster' : link(name, () => go.hyperNode(name))),
         h('td', { class: `outcome ${c.outcome}` }, c.outcome),
         h('td', { class: 'num' }, c.score === undefined ? '' : c.score.toFixed(1)),
         h('td', {}, c.detail))),
