@@ -13,7 +13,8 @@ and undos, and what adapters fed between sessions):
 * a node placed on or released gets its fit count and score again;
 * so does every node of a domain above it, except domains holding the whole region
   (``Policy.node_scores``: a node's score reads only its own row and its domains' rows,
-  and a domain holding the whole region changes every node alike).
+  and a domain holding the whole region changes every node alike), unless it cannot take
+  a pod (its score is -inf whatever the policies say).
 
 That is exactly what scoring from scratch would give, so the placements do not change
 (``tests/scheduler/test_sched_flat_state.py`` compares with a pod-by-pod reference).
@@ -138,8 +139,13 @@ class FlatStates:
             return
         if 2 * len(at) > len(state.nodes):  # most of them: one call over all is cheaper
             at = np.arange(len(state.nodes), dtype=np.int64)
-        fresh = self.score(shape.vec, state.nodes[at], region)
-        state.live[at] = np.where(state.counts[at] > 0, fresh, -np.inf)
+        # nodes that cannot take a pod score -inf whatever their score: only the rest are
+        # scored (a filling spine's full nodes are half of it on average)
+        room = state.counts[at] > 0
+        state.live[at[~room]] = -np.inf
+        at = at[room]
+        if len(at):
+            state.live[at] = self.score(shape.vec, state.nodes[at], region)
 
     def _afresh(self, state: FlatState, shape: Shape, region: int) -> None:
         """Count and score every node of ``state`` again, reading the ledger's log from now."""

@@ -71,23 +71,68 @@ def fill_after(
     """Volcano's weighted binpack: ``sum w*(used+req)/alloc / sum w``, 0 when over.
 
     Rows are domains (or nodes); only resources with a weight and some allocatable
-    count. A row that cannot take ``request`` at all scores 0. (Hot: the flat path calls
-    it for every pod, on a few rows, so it is written in as few array operations as it
-    can be; resources without a weight add exact zeros to the sums.)
+    count. A row that cannot take ``request`` at all scores 0. A row's score never
+    depends on the rows asked with it: the weighted sums add the columns one by one,
+    left to right (a matrix product's order of additions changes with the number of
+    rows: one row alone came out one bit apart), so the flat path's kept scores and
+    fills, refreshed a row at a time, equal scores from scratch. (Hot: the flat path
+    calls it for every pod, on a few rows; resources without a weight add exact zeros,
+    so they are skipped.)
     """
     if len(alloc) == 0:
         return np.zeros(0, dtype=np.float64)
     after = used + request
     positive = alloc > 0
     frac = np.divide(after, alloc, out=np.zeros(after.shape), where=positive)
-    num = frac @ weights
-    den = positive @ weights
-    asked = np.where((weights > 0) & (request > 0), 1.0, 0.0)
-    over = (after > alloc) @ asked > 0
+    num = np.zeros(len(frac), dtype=np.float64)
+    den = np.zeros(len(frac), dtype=np.float64)
+    for j in np.flatnonzero(weights).tolist():
+        w = weights[j]
+        num += frac[:, j] * w
+        den += np.where(positive[:, j], w, 0.0)
+    asked = (weights > 0) & (request > 0)
+    over = (after[:, asked] > alloc[:, asked]).any(axis=1)
     score: FloatArray = np.divide(num, den, out=np.zeros(len(num)), where=den > 0)
     np.minimum(score, 1.0, out=score)
     score[over] = 0.0
     return score
+
+
+FillTerms = tuple[list[tuple[int, float, int]], list[tuple[int, int]]]
+
+
+def fill_terms(request: IntArray, weights: FloatArray) -> FillTerms:
+    """What ``fill_row`` reads of a request and weights: the weighted columns (index,
+    weight, amount asked) and the asked ones (index, amount) that must fit."""
+    req = request.tolist()
+    cols = [(j, float(w), req[j]) for j, w in enumerate(weights.tolist()) if w]
+    return cols, [(j, r) for j, w, r in cols if w > 0 and r > 0]
+
+
+def fill_row(alloc: list[int], used: list[int], terms: FillTerms) -> float:
+    """``fill_after`` of one row, in Python floats: the same IEEE operations in the same
+    order (each amount converted to a float, divided, weighted and added column by
+    column), so the same value, without a dozen array calls. The flat path refreshes a
+    placed node's fill and its domains' this way after every lone pod."""
+    cols, asked = terms
+    for j, r in asked:
+        if used[j] + r > alloc[j]:
+            return 0.0
+    num = den = 0.0
+    for j, w, r in cols:
+        a = alloc[j]
+        if a > 0:
+            num += float(used[j] + r) / float(a) * w
+            den += w
+    return min(num / den, 1.0) if den > 0 else 0.0
+
+
+def fill_rows(
+    alloc: IntArray, used: IntArray, request: IntArray, weights: FloatArray
+) -> list[float]:
+    """``fill_row`` of each row (``fill_after`` for a few rows)."""
+    terms = fill_terms(request, weights)
+    return [fill_row(a, u, terms) for a, u in zip(alloc.tolist(), used.tolist(), strict=True)]
 
 
 def resource_weights(
