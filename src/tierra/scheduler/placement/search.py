@@ -49,7 +49,6 @@ import numpy as np
 
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints.protocol import Ask, Candidacy, Constraint, Cycle, Refusal
-from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.constraints.tier_limit import TierLimit
 from tierra.scheduler.explain.reasons import (
     Miss,
@@ -186,7 +185,7 @@ class Search:
     def __post_init__(self) -> None:
         cap, ix = self.cache.capacity, self.cache.index
         self.ask = Ask(self.demand, self.limit, self.region, self.sticky, self.new_gang, self.scope)
-        self.candidacy = hooks(self.config.constraints).candidates
+        self.candidacy = self.cycle.hooks.candidates
         nodes = None if self.region == ix.root else ix.real_nodes[self.region]
         for shape in self.demand.shapes:
             if nodes is None:
