@@ -89,6 +89,12 @@ class NvlinkCliques(Constraint):
     def alone_alike(self, cycle: Cycle) -> bool:
         return True  # candidacy only: the flat path asks none
 
+    def applies(self, cycle: Cycle) -> bool:
+        """Only where some node is in a known clique (kept per index: cheap)."""
+        data = cycle.data.setdefault(self.name, {})
+        cliques = data["cliques"] = node_cliques(cycle.store)
+        return bool((cliques >= 0).any())
+
     def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
         if not ask.new_gang or not len(domains):
             return None
