@@ -8,13 +8,23 @@ byte); these tests pin what is skipped and what is not.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from unittest.mock import patch
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.scheduler.helpers import add
 
 from tierra.api.labels import LabelSelector
 from tierra.api.pod import Pod
-from tierra.api.pod_rules import PlacementRules, PodAffinityTerm
+from tierra.api.pod_rules import (
+    DO_NOT_SCHEDULE,
+    HostPort,
+    PlacementRules,
+    PodAffinityTerm,
+    SpreadConstraint,
+)
+from tierra.api.podgroup import PodGroup
 from tierra.scheduler import ClusterStore, SchedulerConfig, run_session
 from tierra.scheduler.constraints.protocol import Constraint, Cycle, Refusal
 from tierra.scheduler.constraints.registry import DEFAULT
@@ -70,7 +80,7 @@ def apart(name: str, app: str, *, group: str | None = None, on: str = "") -> Pod
     return replace(p, rules=PlacementRules(anti_affinity=(term,)))
 
 
-def plain(name: str, size: int, app: str = "") -> list[object]:
+def plain(name: str, size: int, app: str = "") -> list[Pod | PodGroup]:
     labels = {"app": app} if app else {}
     pods = [make_pod(f"{name}-{i}", group=name, gpu=1, labels=labels) for i in range(size)]
     return [podgroup(name, size, network_topology=topology(tier=2)), *pods]
@@ -148,3 +158,66 @@ def test_a_gang_with_rules_is_asked_by_every_pod_rule() -> None:
     assert len({b.node for b in result.bindings}) == 3
     names = asked(spy, "default/job")
     assert {"node-ports", "inter-pod-affinity", "pod-topology-spread", "volume-binding"} <= names
+
+
+RULES = {
+    "none": None,
+    "apart": lambda app: PlacementRules(
+        anti_affinity=(PodAffinityTerm(HOST, LabelSelector({"app": app})),)
+    ),
+    "near": lambda app: PlacementRules(
+        preferred_affinity=(PodAffinityTerm(HOST, LabelSelector({"app": app}), weight=50),)
+    ),
+    "spread": lambda app: PlacementRules(
+        spread=(SpreadConstraint(1, HOST, DO_NOT_SCHEDULE, LabelSelector({"app": app})),)
+    ),
+    "port": lambda app: PlacementRules(host_ports=(HostPort(8080),)),
+}
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> list[Pod | PodGroup]:
+    """Placed pods with or without rules, then gangs with or without them (some with
+    members beyond their minimum), labelled so one's rules may reach another's pods."""
+    objs: list[Pod | PodGroup] = []
+    apps = ("a", "b")
+    for i in range(draw(st.integers(0, 4))):
+        kind = draw(st.sampled_from(sorted(RULES)))
+        app = draw(st.sampled_from(apps))
+        p = make_pod(f"placed-{i}", gpu=1, labels={"app": app}, node_name=f"node-{i}")
+        rules = RULES[kind]
+        objs.append(p if rules is None else replace(p, rules=rules(app)))
+    for g in range(draw(st.integers(1, 4))):
+        name = f"g{g}"
+        size = draw(st.integers(1, 4))
+        kind = draw(st.sampled_from(sorted(RULES)))
+        app = draw(st.sampled_from(apps))
+        tier = draw(st.sampled_from([None, 1, 2]))
+        nt = topology(tier=tier) if tier is not None else None
+        objs.append(podgroup(name, draw(st.integers(1, size)), network_topology=nt))
+        for i in range(size):
+            gpu = draw(st.sampled_from([1, 2, 4]))
+            p = make_pod(f"{name}-{i}", group=name, gpu=gpu, labels={"app": app})
+            rules = RULES[kind]
+            objs.append(p if rules is None else replace(p, rules=rules(app)))
+    return objs
+
+
+def decide(objs: list[Pod | PodGroup]) -> tuple[object, ...]:
+    cache = store()
+    add(cache, *objs)
+    result = run_session(cache)
+    return (
+        sorted((b.pod, b.node) for b in result.bindings),
+        sorted((u.podgroup, u.status.code, u.status.reason) for u in result.unschedulable),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(workloads())
+def test_skipping_changes_no_decision(objs: list[Pod | PodGroup]) -> None:
+    """The same decisions and reasons with every constraint asked at every hook."""
+    skipping = decide(objs)
+    with patch("tierra.scheduler.placement.allocate.applying", lambda c: c.hooks):
+        asking_all = decide(objs)
+    assert skipping == asking_all
