@@ -54,7 +54,6 @@ import numpy as np
 
 from tierra.api.snapshot import Snapshot
 from tierra.scheduler.config import SchedulerConfig
-from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.constraints.tier_limit import resolve
 from tierra.scheduler.eviction.evict import Evictor
 from tierra.scheduler.eviction.preemption import queue_of
@@ -112,7 +111,6 @@ class _Session:
         self.preempted: set[str] = set()  # gangs that lost pods in this session
         self.txn = Transaction(store.capacity)
         self.demands = Demands(store, config.constraints)
-        self.admitters = hooks(config.constraints).admit
         self.allocator = Allocator(store, config, self.txn, self.demands)
         self.lone = LoneRuns(store, config, self.allocator, self.demands)
         self.explain: str | None = None
@@ -277,7 +275,7 @@ class _Session:
         if isinstance(plan, Status):
             return plan
         cycle = self.allocator.begin(gang, book, waited=self.requeue.waited(gang.key))
-        for c in self.admitters:
+        for c in cycle.hooks.admit:
             refused = c.admit(cycle, plan.demand)
             if refused is not None:
                 return refused

@@ -292,6 +292,10 @@ class BalancedPlacement(Constraint):
     def alone_alike(self, cycle: Cycle) -> bool:
         return True  # caps Kueue gangs' pods only: a lone pod has no Kueue shape
 
+    def applies(self, cycle: Cycle) -> bool:
+        gang = cycle.gang
+        return gang is None or gang.kueue is not None
+
     def _caps(self, cycle: Cycle, gang: Gang) -> _Caps | None:
         """The plan as caps over every node."""
         ask = _asked(gang)

@@ -135,6 +135,11 @@ class BoundedWait(Constraint):
     def alone_alike(self, cycle: Cycle) -> bool:
         return True  # reads the PodGroup only: a lone pod has none
 
+    def applies(self, cycle: Cycle) -> bool:
+        """Only for a PodGroup asking for a bounded wait (or asking wrongly: ``admit``)."""
+        gang = cycle.gang
+        return gang is None or wait_spec(gang.podgroup) is not None
+
     def admit(self, cycle: Cycle, demand: Demand) -> Status | None:
         gang = cycle.gang
         if gang is None or gang.podgroup is None:

@@ -221,6 +221,9 @@ class Contention(Constraint):
     def alone_alike(self, cycle: Cycle) -> bool:
         return True  # domain scores only: the flat path asks none
 
+    def applies(self, cycle: Cycle) -> bool:
+        return cycle.config.contention > 0
+
     def domain_scores(
         self, cycle: Cycle, request: IntArray, domains: IntArray, sticky: int | None
     ) -> FloatArray | None:

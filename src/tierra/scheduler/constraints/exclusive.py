@@ -193,6 +193,15 @@ class ExclusiveDomains(Constraint):
     def alone_alike(self, cycle: Cycle) -> bool:
         return True  # held domains, not the gang, cap a pod without the annotation
 
+    def applies(self, cycle: Cycle) -> bool:
+        """For a gang asking for whole domains, or while any PodGroup does (its domains
+        are held from the others); the store's PodGroups do not change in an attempt."""
+        gang, store = cycle.gang, cycle.store
+        pg = gang.podgroup if gang is not None else None
+        if gang is None or (pg is not None and EXCLUSIVE_TIER in pg.meta.annotations):
+            return True
+        return bool(_exclusive_gangs(store, _memo(store).held))
+
     def admit(self, cycle: Cycle, demand: Demand) -> Status | None:
         gang = cycle.gang
         if gang is None or gang.podgroup is None:

@@ -41,6 +41,9 @@ class DegradedDomains(Constraint):
     def alone_alike(self, cycle: Cycle) -> bool:
         return True  # candidacy only: the flat path asks none
 
+    def applies(self, cycle: Cycle) -> bool:
+        return cycle.config.degraded is not DegradedMode.IGNORE
+
     def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
         mode = cycle.config.degraded if ask.new_gang else DegradedMode.IGNORE
         if mode is DegradedMode.IGNORE or tier == cycle.store.layouts.root_tier:

@@ -59,6 +59,18 @@ class NodeRepair(Constraint):
     def alone_alike(self, cycle: Cycle) -> bool:
         return True  # candidacy only: the flat path asks none
 
+    def applies(self, cycle: Cycle) -> bool:
+        """For a gang with running pods (its caps, its candidacy) or, without sub-group
+        policies, with pods beyond its minimum: those extras are searched near the pods
+        just placed (a ``sticky`` ask) although none runs yet."""
+        gang = cycle.gang
+        if gang is None or gang.running:
+            return True
+        pg = gang.podgroup
+        if pg is not None and pg.sub_group_policies:
+            return False  # candidacy says nothing to sub-groups; caps need running pods
+        return len(gang.pending) > gang.min_member
+
     def candidates(self, cycle: Cycle, ask: Ask, tier: int, domains: IntArray) -> Candidacy | None:
         sticky, gang = ask.sticky, cycle.gang
         if sticky is None or gang is None:

@@ -10,6 +10,10 @@ gangs and domains:
 =================  ==========================================  =========================
 hook               asked                                        kube-scheduler
 =================  ==========================================  =========================
+``applies``        once per gang attempt, when its ``Cycle``    PreFilter's ``Skip``
+                   is made: False leaves the constraint out of
+                   every hook below for this gang (but
+                   ``node_mask``, ``node_scores``)
 ``admit``          once per gang, after its plan                PreFilter
 ``node_mask``      once per pod shape (pods with equal          Filter (static part),
                    ``mask_key``), when the plan is made         cached per shape
@@ -27,6 +31,17 @@ hook               asked                                        kube-scheduler
                    be placed in one flat pass                   batching)
 ``describe``       only by ``explain``, to word a ``Refusal``   Status message
 =================  ==========================================  =========================
+
+A constraint that has nothing to say for most gangs (pod rules for a gang without any,
+devices for pods without claims, Kueue's levels for a gang without its annotations)
+answers ``applies`` False for them, as kube-scheduler's PreFilter returns ``Skip``: the
+cycle's ``hooks`` (``registry.applying``) then leave it out, and the hot path does not ask
+it at every tier and node count only to hear None. ``applies`` must be exact: False only
+where every hook it defines would say nothing (None, no cap, no reservation) for every
+step of this gang's attempt, whatever the attempt places or evicts -- it is asked once,
+before any. ``node_mask`` (asked per pod shape when the plan is made, before the cycle)
+and ``node_scores`` (the flat path keeps node scores from gang to gang) are asked of the
+whole registry regardless.
 
 Rules every hook keeps:
 
@@ -52,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tierra.api.pod import Pod
     from tierra.scheduler.config import SchedulerConfig
+    from tierra.scheduler.constraints.registry import Hooks
     from tierra.scheduler.constraints.tier_limit import TierLimit
     from tierra.scheduler.gang import Gang
     from tierra.scheduler.placement.demand import Demand, Shape
@@ -158,6 +174,9 @@ class Cycle:
     config: SchedulerConfig
     overlay: Transaction
     view: View  # what the session scores with (link rates, shape mix), fixed for it
+    # the constraints asked at each hook for this gang: the registry's, less those whose
+    # ``applies`` said False (``registry.applying``, when the attempt begins)
+    hooks: Hooks
     gang: Gang | None = None  # the gang being placed (None only between gangs)
     queues: QueueBook | None = None  # the session's queue book (``admit`` reads it)
     data: dict[str, Any] = field(default_factory=dict)
@@ -178,6 +197,13 @@ class Constraint:
 
     __slots__ = ()
     name: str = "constraint"
+
+    def applies(self, cycle: Cycle) -> bool:
+        """Whether this constraint may have anything to say for ``cycle.gang`` (False:
+        none of its hooks is asked for it, but ``node_mask`` and ``node_scores``). Asked
+        once per attempt, when the cycle is made (``cycle.hooks`` is then the whole
+        registry's); False only where it is exactly so (module docstring)."""
+        return True
 
     def admit(self, cycle: Cycle, demand: Demand) -> Status | None:
         """Whether the gang may be placed at all now (None: yes); before any search."""

@@ -27,6 +27,12 @@ class QueueCapability(Constraint):
         book, gang = cycle.queues, cycle.gang
         return book is None or gang is None or not book.has_limits(gang.queue)
 
+    def applies(self, cycle: Cycle) -> bool:
+        """Only where the gang's queue (or a queue above it) has a limit, or others'
+        guarantees hold room back (``QueueBook.has_limits``); else ``admit`` says yes."""
+        book, gang = cycle.queues, cycle.gang
+        return book is not None and (gang is None or book.has_limits(gang.queue))
+
     def admit(self, cycle: Cycle, demand: Demand) -> Status | None:
         book = cycle.queues
         if book is None or cycle.gang is None:

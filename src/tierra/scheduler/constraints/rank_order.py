@@ -45,6 +45,10 @@ class RankOrder(Constraint):
     def alone_alike(self, cycle: Cycle) -> bool:
         return True  # reserves for Kueue's ranks only: a lone pod has none
 
+    def applies(self, cycle: Cycle) -> bool:
+        gang = cycle.gang
+        return gang is None or (gang.kueue is not None and bool(gang.kueue.ranks))
+
     def reserve(self, cycle: Cycle, placed: Sequence[tuple[Pod, int]]) -> Refusal | None:
         gang = cycle.gang
         shape = gang.kueue if gang is not None else None

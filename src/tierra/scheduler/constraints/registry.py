@@ -4,13 +4,16 @@ Nothing registers itself on import: a constraint is used when it is in the tuple
 ``SchedulerConfig`` carries (``constraints``, ``DEFAULT`` unless a caller passes its
 own, as a test does with a constraint of its own). ``hooks`` sorts a registry by the
 hooks each constraint defines, once per registry, so the hot path loops only over the
-constraints that have something to say there.
+constraints that have something to say there; ``applying`` narrows that, once per gang
+attempt, to the constraints whose ``applies`` says they may say anything for the gang
+(kube-scheduler's PreFilter ``Skip``), and the cycle carries it (``Cycle.hooks``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
+from typing import TYPE_CHECKING
 
 from tierra.scheduler.constraints.bounded_wait import BoundedWait
 from tierra.scheduler.constraints.contention import Contention
@@ -29,6 +32,9 @@ from tierra.scheduler.devices.constraint import DeviceClaims
 from tierra.scheduler.podrules.constraints import CONSTRAINTS as POD_RULES
 from tierra.scheduler.podrules.nominated import NominatedRoom
 from tierra.scheduler.podrules.preferences import PREFERENCES as POD_PREFERENCES
+
+if TYPE_CHECKING:
+    from tierra.scheduler.constraints.protocol import Cycle
 
 DEFAULT: tuple[Constraint, ...] = (
     QueueCapability(),
@@ -96,3 +102,42 @@ def hooks(registry: tuple[Constraint, ...]) -> Hooks:
     sorted_ = _sorted(registry)
     _BY_ID[id(registry)] = (registry, sorted_)
     return sorted_
+
+
+def _asking(registry: tuple[Constraint, ...]) -> tuple[tuple[int, Constraint], ...]:
+    """The constraints of ``registry`` that define ``applies`` (the others always do),
+    with their positions; kept per registry like ``hooks``."""
+    found = _ASKING.get(id(registry))
+    if found is not None and found[0] is registry:
+        return found[1]
+    asking = tuple((i, c) for i, c in enumerate(registry) if _defines(c, "applies"))
+    _ASKING[id(registry)] = (registry, asking)
+    return asking
+
+
+_ASKING: dict[int, tuple[tuple[Constraint, ...], tuple[tuple[int, Constraint], ...]]] = {}
+_NARROWED: dict[tuple[int, tuple[int, ...]], tuple[tuple[Constraint, ...], Hooks]] = {}
+
+
+def applying(cycle: Cycle) -> Hooks:
+    """The registry's hooks less the constraints whose ``applies`` says False for this
+    attempt's gang (PreFilter's ``Skip``): asked once per attempt, when it begins, so the
+    hot path asks only constraints that may answer. A few gang kinds share a handful of
+    narrowed registries, each sorted once."""
+    registry = cycle.config.constraints
+    skipped = tuple(i for i, c in _asking(registry) if not c.applies(cycle))
+    if not skipped:
+        return hooks(registry)
+    key = (id(registry), skipped)
+    found = _NARROWED.get(key)
+    if found is not None and found[0] is registry:
+        return found[1]
+    left = set(skipped)
+    full = hooks(registry)
+    narrowed = replace(  # asked per pod shape, and kept from gang to gang: the registry's
+        _sorted(tuple(c for i, c in enumerate(registry) if i not in left)),
+        node_mask=full.node_mask,
+        node_scores=full.node_scores,
+    )
+    _NARROWED[key] = (registry, narrowed)
+    return narrowed

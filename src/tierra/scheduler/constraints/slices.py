@@ -151,6 +151,10 @@ class InnerSlices(Constraint):
     def alone_alike(self, cycle: Cycle) -> bool:
         return True  # reserves for Kueue's slices only: a lone pod has none
 
+    def applies(self, cycle: Cycle) -> bool:
+        gang = cycle.gang
+        return gang is None or gang.kueue is not None  # Kueue's annotations made one
+
     def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
         gang = cycle.gang
         if gang is None or gang.kueue is None or not gang.kueue.hosts:

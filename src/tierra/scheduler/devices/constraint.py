@@ -78,6 +78,13 @@ class DeviceClaims(Constraint):
     def alone_alike(self, cycle: Cycle) -> bool:
         return True  # masks and reserves for pods with claims only
 
+    def applies(self, cycle: Cycle) -> bool:
+        """Only for a gang with a pod with claims: the PodGroup's claims a pod shares are
+        among its own (``group_reach`` reads only pods with claims), and ``reserve``
+        allocates only pods with claims (``node_mask`` is asked regardless)."""
+        gang = cycle.gang
+        return gang is None or any(p.resource_claims for p in gang.pending)
+
     def mask_key(self, pod: Pod) -> Hashable:
         # Each pod with claims has claims of its own: its own mask (pods sharing one
         # claim still differ in what else they hold).

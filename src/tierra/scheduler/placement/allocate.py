@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints.protocol import Cycle, Refusal
-from tierra.scheduler.constraints.registry import hooks
+from tierra.scheduler.constraints.registry import applying, hooks
 from tierra.scheduler.constraints.tier_limit import TierLimit
 from tierra.scheduler.explain.misses import worded
 from tierra.scheduler.explain.reasons import Trace, domain_name
@@ -96,7 +96,6 @@ class Allocator:
         self.demands = demands
         self.view = cache.view
         self.nodes = NodeChoice(cache, config, txn)
-        self.reservers = hooks(config.constraints).reserve
 
     @property
     def cycle(self) -> Cycle:
@@ -111,8 +110,13 @@ class Allocator:
     def begin(
         self, gang: Gang, queues: QueueBook | None = None, *, waited: float | None = None
     ) -> Cycle:
-        """A fresh attempt for ``gang``: the per-gang state every constraint shares."""
-        cycle = Cycle(self.cache, self.config, self.txn, self.view, gang, queues, waited=waited)
+        """A fresh attempt for ``gang``: the per-gang state every constraint shares, and
+        the constraints that apply to it (``registry.applying``: asked here, once)."""
+        every = hooks(self.config.constraints)
+        cycle = Cycle(
+            self.cache, self.config, self.txn, self.view, every, gang, queues, waited=waited
+        )
+        cycle.hooks = applying(cycle)
         self.nodes.cycle = cycle
         return cycle
 
@@ -120,10 +124,11 @@ class Allocator:
         """Ask every reserving constraint for the pods placed since ``start``; the first
         refusal, with nothing reserved by the others left behind (rolled back by the
         caller with the attempt)."""
-        if not self.reservers:
+        reservers = self.cycle.hooks.reserve
+        if not reservers:
             return None
         placed = [(p, n) for p, n, _ in self.txn.assigned[start.assigned :]]
-        for c in self.reservers:
+        for c in reservers:
             refusal = c.reserve(self.cycle, placed)
             if refusal is not None:
                 return refusal

@@ -1,7 +1,8 @@
 """Asking a gang's constraints on the hot path: per-node caps and the score shares.
 
-Both loop over the few constraints that define the hook (``registry.hooks``), each
-answering for every node or domain at once with one array.
+Both loop over the few constraints that define the hook and apply to the gang
+(``Cycle.hooks``: ``registry.applying``), each answering for every node or domain at
+once with one array.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from tierra.scheduler.constraints.protocol import Constraint, Cycle, Refusal
-from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.placement.demand import Shape
 from tierra.topology.arrays import FloatArray
 from tierra.topology.index import IntArray
@@ -20,7 +20,7 @@ def domain_scores(
 ) -> FloatArray:
     """Every scoring constraint's share of each domain's score, summed."""
     total: FloatArray | None = None
-    for c in hooks(cycle.config.constraints).domain_scores:
+    for c in cycle.hooks.domain_scores:
         part = c.domain_scores(cycle, request, domains, sticky)
         if part is not None:
             total = part if total is None else total + part
@@ -36,7 +36,7 @@ def capped(cycle: Cycle, shape: Shape, nodes: IntArray, counts: IntArray) -> lis
 def caps_for(cycle: Cycle, shape: Shape, nodes: IntArray) -> list[tuple[Constraint, IntArray]]:
     """The caps the constraints give ``shape`` on ``nodes`` (those that give one)."""
     out = []
-    for c in hooks(cycle.config.constraints).node_caps:
+    for c in cycle.hooks.node_caps:
         caps = c.node_caps(cycle, shape, nodes)
         if caps is not None:
             out.append((c, caps))
@@ -62,7 +62,7 @@ def apply_caps(
 def node_scores(cycle: Cycle, request: IntArray, nodes: IntArray, region: int) -> FloatArray:
     """Every scoring constraint's share of each node's score, summed (the flat path)."""
     total: FloatArray | None = None
-    for c in hooks(cycle.config.constraints).node_scores:
+    for c in cycle.hooks.node_scores:
         part = c.node_scores(cycle, request, nodes, region)
         if part is not None:
             total = part if total is None else total + part

@@ -79,14 +79,12 @@ class NodeChoice:
         self.config = config
         self.txn = txn
         # the gang's attempt (the allocator starts one per gang); scores read its view
-        self.cycle = Cycle(cache, config, txn, view or cache.view)
-        self.caps = hooks(config.constraints).node_caps
-        self.scorers = hooks(config.constraints).pod_scores
+        self.cycle = Cycle(cache, config, txn, view or cache.view, hooks(config.constraints))
         # the node caps that kept the last shape ``place_in`` could not place short
         self.refused: list[Refusal] = []
         self._capped: list[Refusal] = []
         self.flat = FlatStates(cache, self.node_scores)
-        self._node_scorers = hooks(config.constraints).node_scores
+        self._node_scorers = hooks(config.constraints).node_scores  # every gang's
         self._scoring_of: tuple[object, tuple[Hashable, ...]] = (None, ())
 
     @property
@@ -104,13 +102,13 @@ class NodeChoice:
         full = np.zeros(len(ix.node_names), dtype=np.int64)
         if h == ix.root:
             full = self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask)
-            if self.caps:
+            if self.cycle.hooks.node_caps:
                 nodes = np.arange(len(full), dtype=np.int64)
                 self._capped = capped(self.cycle, shape, nodes, full)
             return full
         nodes = ix.real_nodes[h]
         counts = self.cache.capacity.fit_counts(shape.vec, shape.eligibility.mask, nodes)
-        if self.caps:
+        if self.cycle.hooks.node_caps:
             self._capped = capped(self.cycle, shape, nodes, counts)
         full[nodes] = counts
         return full
@@ -235,7 +233,7 @@ class NodeChoice:
 
     def _prefs(self, shape: Shape, h: int, per_node: IntArray) -> FloatArray | None:
         """The pods' own share over ``h``'s nodes (None: they prefer nothing)."""
-        if not self.scorers:
+        if not self.cycle.hooks.pod_scores:
             return None
         ix = self.cache.index
         nodes = np.arange(len(ix.node_names), dtype=np.int64) if h == ix.root else ix.real_nodes[h]
@@ -279,7 +277,7 @@ class NodeChoice:
     def _limits(self, state: FlatState, shape: Shape) -> tuple[IntArray, FloatArray]:
         """The flat state's counts and scores under the node caps (the state's own arrays
         when no constraint caps nodes: the state is kept between gangs, caps are not)."""
-        given = caps_for(self.cycle, shape, state.nodes) if self.caps else []
+        given = caps_for(self.cycle, shape, state.nodes) if self.cycle.hooks.node_caps else []
         if not given:  # no constraint caps this shape: the kept arrays as they are
             self._capped = []
             return state.counts, state.live
@@ -292,7 +290,7 @@ class NodeChoice:
     ) -> tuple[IntArray, FloatArray, bool]:
         """The flat path's counts and scores with the pods' own share added (a new
         array: the kept state is not touched), and whether there was one."""
-        if not self.scorers:
+        if not self.cycle.hooks.pod_scores:
             return counts, live, False
         share = preferences.pod_scores(self.cycle, shape, nodes, counts > 0)
         if share is None:

@@ -16,7 +16,8 @@ room for the pod. The session uses it in three places (``docs/scheduling-contrac
   most preferred -- so preferences pick the nodes inside the domain, never a unit that
   would split the gang further.
 
-A gang whose pods prefer nothing pays one call per constraint, answered None.
+A gang whose pods prefer nothing, beside placed pods whose terms score none, pays
+nothing: their ``applies`` leave these constraints out of its cycle.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import numpy as np
 
 from tierra.scheduler.constraints.protocol import Cycle
-from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.placement.demand import Demand, Shape
 from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
@@ -35,7 +35,7 @@ def pod_scores(
 ) -> FloatArray | None:
     """Every ``pod_scores`` constraint's share for ``shape`` on ``nodes``, summed."""
     total: FloatArray | None = None
-    for c in hooks(cycle.config.constraints).pod_scores:
+    for c in cycle.hooks.pod_scores:
         part = c.pod_scores(cycle, shape, nodes, feasible)
         if part is not None:
             total = part if total is None else total + part
@@ -45,7 +45,7 @@ def pod_scores(
 def over(cycle: Cycle, shape: Shape, nodes: IntArray, per_node: IntArray) -> FloatArray | None:
     """``shape``'s share on ``nodes`` as an array over every node of the index (0 off
     them), feasible where ``per_node`` (counts over every node) has room; None: none."""
-    if not hooks(cycle.config.constraints).pod_scores:
+    if not cycle.hooks.pod_scores:
         return None
     found = pod_scores(cycle, shape, nodes, per_node[nodes] > 0)
     if found is None:

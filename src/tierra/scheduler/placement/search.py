@@ -49,7 +49,6 @@ import numpy as np
 
 from tierra.scheduler.config import SchedulerConfig
 from tierra.scheduler.constraints.protocol import Ask, Candidacy, Constraint, Cycle, Refusal
-from tierra.scheduler.constraints.registry import hooks
 from tierra.scheduler.constraints.tier_limit import TierLimit
 from tierra.scheduler.explain.reasons import (
     Miss,
@@ -186,21 +185,25 @@ class Search:
     def __post_init__(self) -> None:
         cap, ix = self.cache.capacity, self.cache.index
         self.ask = Ask(self.demand, self.limit, self.region, self.sticky, self.new_gang, self.scope)
-        self.candidacy = hooks(self.config.constraints).candidates
+        hooks = self.cycle.hooks  # the constraints that apply to this gang
+        self.candidacy = hooks.candidates
         nodes = None if self.region == ix.root else ix.real_nodes[self.region]
         for shape in self.demand.shapes:
             if nodes is None:
                 full = cap.fit_counts(shape.vec, shape.eligibility.mask)
-                self.capped += capped(self.cycle, shape, np.arange(len(full)), full)
+                if hooks.node_caps:
+                    self.capped += capped(self.cycle, shape, np.arange(len(full)), full)
             else:
                 full = np.zeros(len(ix.node_names), dtype=np.int64)
                 counts = cap.fit_counts(shape.vec, shape.eligibility.mask, nodes)
-                self.capped += capped(self.cycle, shape, nodes, counts)
+                if hooks.node_caps:
+                    self.capped += capped(self.cycle, shape, nodes, counts)
                 full[nodes] = counts
             self.per_node.append(full)
-        everywhere = np.arange(len(ix.node_names), dtype=np.int64) if nodes is None else nodes
-        preferring = Preferring(self.cycle, self.demand, self.per_node, everywhere)
-        self.preferring = preferring if preferring.any else None
+        if hooks.pod_scores:  # else no share: nothing the pods prefer is asked
+            everywhere = np.arange(len(ix.node_names), dtype=np.int64) if nodes is None else nodes
+            preferring = Preferring(self.cycle, self.demand, self.per_node, everywhere)
+            self.preferring = preferring if preferring.any else None
 
     # -- the walk ---------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tierra.api.pod import Pod
@@ -35,6 +36,7 @@ from tierra.scheduler.podrules.state import NodeTable, PodIndex
 from tierra.scheduler.podrules.volumes import ClaimAction, Storage
 
 if TYPE_CHECKING:
+    from tierra.scheduler.constraints.protocol import Cycle
     from tierra.scheduler.state.store import ClusterStore
 
 NAME = "podrules"
@@ -249,3 +251,52 @@ def book_of(store: ClusterStore) -> RulesBook:
     if any(p.rules is not None for p in store.pods.values()):
         book.wake(store)
     return book
+
+
+@dataclass(frozen=True, slots=True)
+class Reads:
+    """What the pod rules could read for one gang's attempt: the constraints' ``applies``
+    (kube-scheduler's PreFilter ``Skip``: a plugin with nothing to check for the pod).
+
+    A pod without rules is masked by no filter, and its caps and scores come only from
+    the rules of others: placed pods' required anti-affinity (the symmetric direction,
+    ``PodIndex.anti_terms``), placed pods' scoring terms (``SoftTerms``), the room held
+    for nominated pods -- and its own gang's pods placed before it, which have rules
+    only if ``own``. Neither the attempt's placements (the gang's pods) nor its
+    evictions (which only take terms away) can add a term it did not see here."""
+
+    own: bool  # a pending pod of the gang has rules
+    anti: bool  # placed pods hold required anti-affinity terms
+    soft: bool  # placed pods hold terms that score other pods
+    held: bool  # nominated pods hold room on their nodes
+
+    @property
+    def any(self) -> bool:
+        return self.own or self.anti or self.soft or self.held
+
+
+READS = "podrules:reads"  # the attempt's ``Reads``, in ``Cycle.data``
+NOTHING = Reads(own=False, anti=False, soft=False, held=False)
+EVERYTHING = Reads(own=True, anti=True, soft=True, held=True)
+
+
+def reads(cycle: Cycle) -> Reads:
+    """The pod rules' ``Reads`` for this attempt (made on its first ``applies``)."""
+    found: Reads | None = cycle.data.get(READS)
+    if found is not None:
+        return found
+    book, gang = book_of(cycle.store), cycle.gang
+    if gang is None:
+        found = EVERYTHING  # no gang known: nothing may be skipped
+    elif not book.awake:
+        found = NOTHING  # no pod anywhere has rules
+    else:
+        placed = book.placed
+        found = Reads(
+            own=any(p.rules is not None for p in gang.pending),
+            anti=bool(placed.anti_terms),
+            soft=bool(placed.soft.terms),
+            held=bool(book.nominations.holds),
+        )
+    cycle.data[READS] = found
+    return found

@@ -54,7 +54,7 @@ from tierra.scheduler.podrules import (
     topology_spread,
     volumes,
 )
-from tierra.scheduler.podrules.book import RulesBook, book_of
+from tierra.scheduler.podrules.book import READS, Reads, RulesBook, book_of, reads
 from tierra.scheduler.podrules.state import NodeTable, Placed, PodIndex
 from tierra.scheduler.podrules.verdict import Verdict, allowed, first_refusals
 from tierra.topology.arrays import BoolArray
@@ -160,6 +160,11 @@ class _Rule(Constraint):
 
     def mask_key(self, pod: Pod) -> Hashable:
         return rules_key(pod)
+
+    def applies(self, cycle: Cycle) -> bool:
+        """Only for a gang whose pods have rules (``node_mask``, asked regardless, reads
+        the pod's own): its caps, candidacy and reservations read the pod's rules."""
+        return bool((cycle.data.get(READS) or reads(cycle)).own)
 
     def alone_alike(self, cycle: Cycle) -> bool:
         """Alike while no pod has rules (the book asleep): a pod without rules is then
@@ -268,6 +273,12 @@ class InterPodAffinity(_Rule):
     ) -> Sequence[Verdict]:
         v = inter_pod_affinity.evaluate(pod, table, placed)
         return () if v is None else (v,)
+
+    def applies(self, cycle: Cycle) -> bool:
+        """Also for a gang without rules while placed pods hold required anti-affinity:
+        their terms refuse its pods (the symmetric direction, ``full_caps``)."""
+        found: Reads = cycle.data.get(READS) or reads(cycle)
+        return found.own or found.anti
 
     def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
         return self._caps(cycle, shape, nodes)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tierra.scheduler.constraints.protocol import Constraint, Cycle, Refusal
-from tierra.scheduler.podrules.book import book_of
+from tierra.scheduler.podrules.book import READS, Reads, book_of, reads
 from tierra.scheduler.podrules.nominations import Nominations, nominated_node
 from tierra.topology.arrays import BoolArray, FloatArray, fit_counts
 from tierra.topology.index import IntArray
@@ -91,6 +91,12 @@ class NominatedRoom(Constraint):
             free = cap.node_alloc[n] - cap.node_used[n] - held[n]
             caps[i] = int(fit_counts(free[None, :], shape.vec, unlimited=cap.unlimited)[0])
         return caps
+
+    def applies(self, cycle: Cycle) -> bool:
+        """For a gang whose pods have rules (a nomination is one), or while nominated
+        pods hold room anywhere (the caps)."""
+        found: Reads = cycle.data.get(READS) or reads(cycle)
+        return found.own or found.held
 
     def cap_refusal(self, cycle: Cycle, capped: int) -> Refusal | None:
         return Refusal(self, "nominated", capped)

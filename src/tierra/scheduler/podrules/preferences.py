@@ -33,7 +33,7 @@ from tierra.scheduler.podrules import (
     node_affinity_score,
     topology_spread_score,
 )
-from tierra.scheduler.podrules.book import RulesBook, book_of
+from tierra.scheduler.podrules.book import READS, Reads, RulesBook, book_of, reads
 from tierra.scheduler.podrules.constraints import attempt_placed
 from tierra.topology.arrays import BoolArray, FloatArray
 from tierra.topology.index import IntArray
@@ -62,6 +62,10 @@ class _Preference(Constraint):
     def share(self, counted: Any, nodes: IntArray, feasible: BoolArray) -> IntArray:
         """The plugin's normalized scores of ``nodes`` (0-100)."""
         raise NotImplementedError
+
+    def applies(self, cycle: Cycle) -> bool:
+        """Only for a gang whose pods have rules (the plugins' own preferences)."""
+        return bool((cycle.data.get(READS) or reads(cycle)).own)
 
     def alone_alike(self, cycle: Cycle) -> bool:
         """Alike while no pod has rules (the book asleep): no pod then prefers anything
@@ -116,6 +120,11 @@ class InterPodAffinityScore(_Preference):
     name = "inter-pod-affinity-score"
     weight: int = DEFAULT_WEIGHT
     hard_pod_affinity_weight: int = inter_pod_affinity_score.HARD_POD_AFFINITY_WEIGHT
+
+    def applies(self, cycle: Cycle) -> bool:
+        """Also for a gang without rules while placed pods' terms score others (``wants``)."""
+        found: Reads = cycle.data.get(READS) or reads(cycle)
+        return found.own or found.soft
 
     def wants(self, pod: Pod, cycle: Cycle, book: RulesBook) -> bool:
         rules = pod.rules
