@@ -410,6 +410,12 @@ def shape_table(runs: list[dict[str, Any]], policies: list[str]) -> list[str]:
     return lines
 
 
+def before_share(before: dict[str, Any]) -> float:
+    """The structured share an earlier run's workloads were drawn with (runs from before
+    the share existed had none)."""
+    return float(before.get("structured_share") or 0.0)
+
+
 def before_after(
     scen: dict[tuple[str, float], list[dict[str, Any]]],
     before: dict[tuple[str, float], list[dict[str, Any]]],
@@ -728,12 +734,20 @@ def grid_sections(doc: dict[str, Any], before: dict[str, Any] | None) -> list[st
     if "firstfit" in policies and "firstfit-strict" in policies:
         out += hard_limit_section(scen)
     if before is not None:
+        share, was = float(doc.get("structured_share") or 0.0), before_share(before)
+        same = "the same seeds and workloads" if share == was else "the same seeds"
+        differs = (
+            ""
+            if share == was
+            else f" The workloads differ: the structured share was {was:g} before and is"
+            f" {share:g} now, so the same seed draws other jobs."
+        )
         out += [
-            "## Before and after (tierra, the same seeds and workloads)",
+            f"## Before and after (tierra, {same})",
             "",
             f"Before: {before['command']} ({before['when']}, label {before.get('label')!r})."
             " before / after > 1: jobs finish sooner now. The last two columns: the worst"
-            " baseline's ratio against tierra before and after.",
+            f" baseline's ratio against tierra before and after.{differs}",
             "",
             *before_after(scen, by_scenario(before["runs"]), baselines),
             "",
