@@ -410,12 +410,6 @@ def shape_table(runs: list[dict[str, Any]], policies: list[str]) -> list[str]:
     return lines
 
 
-def before_share(before: dict[str, Any]) -> float:
-    """The structured share an earlier run's workloads were drawn with (runs from before
-    the share existed had none)."""
-    return float(before.get("structured_share") or 0.0)
-
-
 def before_after(
     scen: dict[tuple[str, float], list[dict[str, Any]]],
     before: dict[tuple[str, float], list[dict[str, Any]]],
@@ -734,14 +728,15 @@ def grid_sections(doc: dict[str, Any], before: dict[str, Any] | None) -> list[st
     if "firstfit" in policies and "firstfit-strict" in policies:
         out += hard_limit_section(scen)
     if before is not None:
-        share, was = float(doc.get("structured_share") or 0.0), before_share(before)
-        same = "the same seeds and workloads" if share == was else "the same seeds"
-        differs = (
-            ""
-            if share == was
-            else f" The workloads differ: the structured share was {was:g} before and is"
-            f" {share:g} now, so the same seed draws other jobs."
-        )
+        share = float(doc.get("structured_share") or 0.0)
+        was = float(before.get("structured_share") or 0.0)  # none before the share existed
+        same, differs = "the same seeds and workloads", ""
+        if share != was:
+            same = "the same seeds"
+            differs = (
+                f" The workloads differ: the structured share was {was:g} before and is"
+                f" {share:g} now, so the same seed draws other jobs."
+            )
         out += [
             f"## Before and after (tierra, {same})",
             "",
