@@ -11,9 +11,10 @@ attempt, to the constraints whose ``applies`` says they may say anything for the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tierra.scheduler.constraints.bounded_wait import BoundedWait
 from tierra.scheduler.constraints.contention import Contention
@@ -35,6 +36,8 @@ from tierra.scheduler.podrules.preferences import PREFERENCES as POD_PREFERENCES
 
 if TYPE_CHECKING:
     from tierra.scheduler.constraints.protocol import Cycle
+
+_T = TypeVar("_T")
 
 DEFAULT: tuple[Constraint, ...] = (
     QueueCapability(),
@@ -90,33 +93,36 @@ def _sorted(registry: tuple[Constraint, ...]) -> Hooks:
     return Hooks(*(tuple(c for c in registry if _defines(c, h)) for h in HOOKS))
 
 
-_BY_ID: dict[int, tuple[tuple[Constraint, ...], Hooks]] = {}
+Registry = tuple[Constraint, ...]
+_BY_ID: dict[Hashable, tuple[Registry, Any]] = {}  # per registry (by identity): what it gave
 
 
-def hooks(registry: tuple[Constraint, ...]) -> Hooks:
+def _kept(key: Hashable, registry: Registry, make: Callable[[], _T]) -> _T:
+    """``make()`` kept per ``registry``, looked up by identity (``key`` holds ``id``) and
+    checked against it, so the hot path finds it without hashing every constraint."""
+    found = _BY_ID.get(key)
+    if found is not None and found[0] is registry:
+        kept: _T = found[1]
+        return kept
+    made = make()
+    _BY_ID[key] = (registry, made)
+    return made
+
+
+def hooks(registry: Registry) -> Hooks:
     """``registry`` sorted by hook: kept per registry by value, and looked up by identity
     first (the hot path asks once per search, without hashing every constraint)."""
-    found = _BY_ID.get(id(registry))
-    if found is not None and found[0] is registry:
-        return found[1]
-    sorted_ = _sorted(registry)
-    _BY_ID[id(registry)] = (registry, sorted_)
-    return sorted_
+    return _kept(id(registry), registry, lambda: _sorted(registry))
 
 
-def _asking(registry: tuple[Constraint, ...]) -> tuple[tuple[int, Constraint], ...]:
+def _asking(registry: Registry) -> tuple[tuple[int, Constraint], ...]:
     """The constraints of ``registry`` that define ``applies`` (the others always do),
     with their positions; kept per registry like ``hooks``."""
-    found = _ASKING.get(id(registry))
-    if found is not None and found[0] is registry:
-        return found[1]
-    asking = tuple((i, c) for i, c in enumerate(registry) if _defines(c, "applies"))
-    _ASKING[id(registry)] = (registry, asking)
-    return asking
-
-
-_ASKING: dict[int, tuple[tuple[Constraint, ...], tuple[tuple[int, Constraint], ...]]] = {}
-_NARROWED: dict[tuple[int, tuple[int, ...]], tuple[tuple[Constraint, ...], Hooks]] = {}
+    return _kept(
+        ("applies", id(registry)),
+        registry,
+        lambda: tuple((i, c) for i, c in enumerate(registry) if _defines(c, "applies")),
+    )
 
 
 def applying(cycle: Cycle) -> Hooks:
@@ -128,16 +134,14 @@ def applying(cycle: Cycle) -> Hooks:
     skipped = tuple(i for i, c in _asking(registry) if not c.applies(cycle))
     if not skipped:
         return hooks(registry)
-    key = (id(registry), skipped)
-    found = _NARROWED.get(key)
-    if found is not None and found[0] is registry:
-        return found[1]
-    left = set(skipped)
-    full = hooks(registry)
-    narrowed = replace(  # asked per pod shape, and kept from gang to gang: the registry's
-        _sorted(tuple(c for i, c in enumerate(registry) if i not in left)),
-        node_mask=full.node_mask,
-        node_scores=full.node_scores,
-    )
-    _NARROWED[key] = (registry, narrowed)
-    return narrowed
+
+    def narrowed() -> Hooks:
+        left = set(skipped)
+        full = hooks(registry)
+        return replace(  # asked per pod shape, and kept from gang to gang: the registry's
+            _sorted(tuple(c for i, c in enumerate(registry) if i not in left)),
+            node_mask=full.node_mask,
+            node_scores=full.node_scores,
+        )
+
+    return _kept(("skipped", id(registry), skipped), registry, narrowed)
