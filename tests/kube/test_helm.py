@@ -328,7 +328,11 @@ def test_the_namespace_helm_template_or_create_namespace_makes(
     made = json.loads(plane.kubectl("get", "namespace", ns, "-o", "json").stdout)
     assert made["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert f"{ns}/serviceaccount/tierra-scheduler" in leftovers(plane, ns)
-    plane.kubectl("delete", "-f", "-", "--wait=true", input=text)
+    # The namespace is the slow part: kube-controller-manager's namespace controller waits 5 s
+    # first, then retries with a backoff doubling up to 60 s while the chart's own CRDs
+    # (PodGroups are namespaced) vanish from discovery under it. On a loaded 2-core CI
+    # machine that took more than 60 s once; a cluster gives it minutes, and so does this.
+    plane.kubectl("delete", "-f", "-", "--wait=true", "--timeout=240s", input=text, timeout=300)
     assert leftovers(plane, ns) == []
 
     ns = "tierra-own"
