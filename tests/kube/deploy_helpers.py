@@ -7,6 +7,7 @@ real ServiceAccounts: running a component with its own token proves its roles.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -158,3 +159,32 @@ def leftovers(plane: ControlPlane, *namespaces: str) -> list[str]:
             and not n.startswith("event")
         ]
     return sorted(set(left))
+
+
+def wait_gone(
+    plane: ControlPlane, namespace: str, *, namespace_too: bool, timeout: float = 240
+) -> None:
+    """Wait until :func:`leftovers` finds nothing in ``namespace`` (and, with
+    ``namespace_too``, the namespace itself is gone); else fail saying what is left.
+
+    A namespace is removed by kube-controller-manager's namespace controller, which waits
+    5 s, then retries with a backoff doubling up to 60 s while anything in it fails (the
+    chart's namespaced PodGroup CRD leaving discovery under it). On a loaded 2-core CI
+    machine that once took over 60 s; a cluster gives it minutes, and so does this."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = leftovers(plane, namespace)
+        status = plane.kubectl("get", "namespace", namespace, "-o", "json", check=False)
+        still = namespace_too and status.returncode == 0
+        if not left and not still:
+            return
+        if time.monotonic() > deadline:
+            log = plane.workdir / "kube-controller-manager.log"
+            tail = log.read_text().splitlines()[-20:] if log.exists() else []
+            conditions = json.loads(status.stdout)["status"] if still else {}
+            raise AssertionError(
+                f"after {timeout:.0f} s still there: {left}, namespace {namespace} "
+                f"{conditions if still else 'gone'}; kube-controller-manager's log ends:\n"
+                + "\n".join(tail)
+            )
+        time.sleep(1)

@@ -26,6 +26,7 @@ from deploy_helpers import (
     leftovers,
     service_account_kubeconfig,
     stand_in_crd,
+    wait_gone,
 )
 from e2e_cluster import TIERRA, Fabric, volcano_gang, wait_bound
 from kube_helpers import kube_for
@@ -274,8 +275,8 @@ def test_helm_install_run_and_uninstall(managed_plane: ControlPlane, tmp_path: P
     assert (
         "customresourcedefinition.apiextensions.k8s.io/hypernodes.topology.tierra.dev" in installed
     )
-    helm(plane, "uninstall", "tierra", f"--namespace={ns}", "--wait")
-    assert leftovers(plane, ns) == []
+    helm(plane, "uninstall", "tierra", f"--namespace={ns}")
+    wait_gone(plane, ns, namespace_too=False)
 
 
 def test_helm_template_with_namespace_create_is_kustomizes_namespace_too(
@@ -328,12 +329,8 @@ def test_the_namespace_helm_template_or_create_namespace_makes(
     made = json.loads(plane.kubectl("get", "namespace", ns, "-o", "json").stdout)
     assert made["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert f"{ns}/serviceaccount/tierra-scheduler" in leftovers(plane, ns)
-    # The namespace is the slow part: kube-controller-manager's namespace controller waits 5 s
-    # first, then retries with a backoff doubling up to 60 s while the chart's own CRDs
-    # (PodGroups are namespaced) vanish from discovery under it. On a loaded 2-core CI
-    # machine that took more than 60 s once; a cluster gives it minutes, and so does this.
-    plane.kubectl("delete", "-f", "-", "--wait=true", "--timeout=240s", input=text, timeout=300)
-    assert leftovers(plane, ns) == []
+    plane.kubectl("delete", "-f", "-", "--wait=false", input=text)
+    wait_gone(plane, ns, namespace_too=True)
 
     ns = "tierra-own"
     helm(
@@ -346,6 +343,6 @@ def test_the_namespace_helm_template_or_create_namespace_makes(
         "--set=webhook.enabled=false",
     )
     assert f"{ns}/serviceaccount/tierra-scheduler" in leftovers(plane, ns)
-    helm(plane, "uninstall", "tierra", f"--namespace={ns}", "--wait")
-    assert leftovers(plane, ns) == []
+    helm(plane, "uninstall", "tierra", f"--namespace={ns}")
+    wait_gone(plane, ns, namespace_too=False)
     assert plane.kubectl("get", "namespace", ns, "-o", "name").stdout.strip() == (f"namespace/{ns}")
