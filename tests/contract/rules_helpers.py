@@ -60,3 +60,37 @@ def term(key: str, labels: Mapping[str, str] | None = None, **extra: Any) -> dic
 
 def expr_term(key: str, *exprs: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"topologyKey": key, "labelSelector": {"matchExpressions": list(exprs)}, **extra}
+
+
+FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
+
+
+def spread(
+    skew: int,
+    key: str,
+    selector: dict[str, Any] | None = FOO,
+    when: str = "DoNotSchedule",
+    **extra: Any,
+) -> dict[str, Any]:
+    """One topologySpreadConstraint as podtopologyspread's tests write them (``foo``
+    exists, unless another selector or none is given)."""
+    out: dict[str, Any] = {
+        "maxSkew": skew,
+        "topologyKey": key,
+        "whenUnsatisfiable": when,
+        **extra,
+    }
+    if selector is not None:
+        out["labelSelector"] = selector
+    return out
+
+
+def incoming(*constraints: dict[str, Any], labels: dict[str, str] | None = None, **kw: Any) -> Pod:
+    """The pod being placed: it carries ``foo`` (so it counts itself) unless told otherwise."""
+    return make_pod(
+        "p",
+        labels={"foo": ""} if labels is None else labels,
+        topologySpreadConstraints=list(constraints),
+        **kw,
+    )

@@ -3,41 +3,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from tests.contract.rules_helpers import allowed_nodes, make_node, make_pod
+from tests.contract.rules_helpers import (
+    BAR,
+    allowed_nodes,
+    incoming,
+    make_node,
+    make_pod,
+    spread,
+)
 
 from tierra.api.node import Node
 from tierra.api.pod import Pod
 from tierra.scheduler.podrules import topology_spread as pts
 from tierra.scheduler.podrules.verdict import summary
-
-FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
-BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
-
-
-def spread(
-    skew: int, key: str, selector: dict[str, Any] | None = FOO, **extra: Any
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "maxSkew": skew,
-        "topologyKey": key,
-        "whenUnsatisfiable": "DoNotSchedule",
-        **extra,
-    }
-    if selector is not None:
-        out["labelSelector"] = selector
-    return out
-
-
-def incoming(*constraints: dict[str, Any], labels: dict[str, str] | None = None, **kw: Any) -> Pod:
-    return make_pod(
-        "p",
-        labels={"foo": ""} if labels is None else labels,
-        topologySpreadConstraints=list(constraints),
-        **kw,
-    )
 
 
 def four_nodes() -> list[Node]:

@@ -7,39 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.contract.rules_helpers import make_pod
+from tests.contract.rules_helpers import BAR, FOO, incoming, make_pod, spread
 from tests.contract.score_helpers import bare_node, topology_spread
 
 from tierra.api.node import Node
 from tierra.api.pod import Pod
 
 HOST = "kubernetes.io/hostname"
-FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
-BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
 TAINT = [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
 
 
 def soft(
     skew: int, key: str, selector: dict[str, Any] | None = FOO, **extra: Any
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "maxSkew": skew,
-        "topologyKey": key,
-        "whenUnsatisfiable": "ScheduleAnyway",
-        **extra,
-    }
-    if selector is not None:
-        out["labelSelector"] = selector
-    return out
-
-
-def incoming(*constraints: dict[str, Any], labels: dict[str, str] | None = None, **kw: Any) -> Pod:
-    return make_pod(
-        "p",
-        labels={"foo": ""} if labels is None else labels,
-        topologySpreadConstraints=list(constraints),
-        **kw,
-    )
+    return spread(skew, key, selector, "ScheduleAnyway", **extra)
 
 
 _n = iter(range(100_000))

@@ -505,17 +505,20 @@ def test_csi_storage_capacity_picks_the_node_with_room(
     run(control_plane, body)
 
 
+@pytest.mark.parametrize("when", ["DoNotSchedule", "ScheduleAnyway"])
 def test_topology_spread_goes_to_the_emptier_zone(
-    control_plane: ControlPlane, schedulers: None
+    control_plane: ControlPlane, schedulers: None, when: str
 ) -> None:
     """podtopologyspread ``TestSingleConstraint`` "pods spread across zones as 3/3, all
-    nodes fit" turned 1/0: the new pod must go to the empty zone."""
-    cases = both(control_plane, "spread")
+    nodes fit" turned 1/0 (DoNotSchedule: the filter), and ``TestPodTopologySpreadScore``
+    "one constraint on zone" (ScheduleAnyway: the score): either way the new pod must go
+    to the zone without matching pods."""
+    cases = both(control_plane, "spread" if when == "DoNotSchedule" else "spreadsoft")
     spread = [
         {
             "maxSkew": 1,
             "topologyKey": ZONE,
-            "whenUnsatisfiable": "DoNotSchedule",
+            "whenUnsatisfiable": when,
             "labelSelector": {"matchLabels": {"app": "s"}},
         }
     ]
@@ -746,35 +749,6 @@ def test_preferred_pod_affinity_and_placed_pods_terms(
         for c in (*near, *sym):
             await eventually(lambda c=c: _has(c, kube, "web"), 15, f"{c.scheduler} binds")
             assert (await c.bound(kube))["web"] == f"{c.name}-n1", (c.name, c.scheduler)
-
-    run(control_plane, body)
-
-
-def test_schedule_anyway_spread_prefers_the_emptier_zone(
-    control_plane: ControlPlane, schedulers: None
-) -> None:
-    """podtopologyspread ``TestPodTopologySpreadScore`` "one constraint on zone": with
-    ScheduleAnyway the new pod goes to the zone without matching pods."""
-    cases = both(control_plane, "spreadsoft")
-    spread = [
-        {
-            "maxSkew": 1,
-            "topologyKey": ZONE,
-            "whenUnsatisfiable": "ScheduleAnyway",
-            "labelSelector": {"matchLabels": {"app": "s"}},
-        }
-    ]
-
-    async def body(kube: Kube) -> None:
-        for c in cases:
-            await c.create(kube, 2, zones=2)
-            old = c.pod("old", labels={"app": "s"})
-            old["spec"]["nodeName"] = f"{c.name}-n0"
-            await c.post(kube, old)
-            await c.post(kube, c.pod("new", labels={"app": "s"}, topologySpreadConstraints=spread))
-        for c in cases:
-            await eventually(lambda c=c: _has(c, kube, "new"), 15, f"{c.scheduler} binds")
-            assert (await c.bound(kube))["new"] == f"{c.name}-n1", c.scheduler
 
     run(control_plane, body)
 
