@@ -10,75 +10,23 @@ from unittest.mock import patch
 
 from tests.scheduler.dra_builders import (
     GPU,
-    GPU_CLASS_SELECTOR,
     NIC,
     claim,
-    device_class,
     exactly,
     gpu,
-    nic,
     slice_,
 )
+from tests.scheduler.dra_scenarios import CLASSES, ROOT, pcie_pairs, scheduled_reason
 
 from tierra.api.pod import PodClaim
 from tierra.api.resource import Allocation, DeviceResult
-from tierra.scheduler import ClusterStore, run_session
-from tierra.scheduler.devices.constraint import EXTENSION
-from tierra.scheduler.devices.placement import device_snapshot
 from tierra.scheduler.testing import gang, hypernode, node, snapshot, topology
-
-ROOT = "resource.kubernetes.io/pcieRoot"
-CLASSES = (device_class(GPU, GPU_CLASS_SELECTOR), device_class(NIC, f"device.driver == '{NIC}'"))
-
-
-def _reason(snap) -> str:  # type: ignore[no-untyped-def]
-    seen, devices, _ = device_snapshot(snap, ("tierra",))
-    store = ClusterStore.from_snapshot(seen)
-    store.extensions[EXTENSION] = devices
-    (waiting,) = run_session(store).unschedulable
-    return waiting.reason
 
 
 def test_the_closest_node_and_the_pairing_that_failed_there_are_named() -> None:
     # Each pod: 4 claims of one GPU and one NIC under one PCIe root. Every node has 8 of
     # each, but only 2 (node-5: 3) NICs share a GPU's root.
-    pg, pods = gang("job", 2, network_topology=topology(tier=1))
-    pods = [
-        replace(p, resource_claims=tuple(PodClaim(f"pair{k}", f"c{i}-{k}") for k in range(4)))
-        for i, p in enumerate(pods)
-    ]
-    same_root = [{"matchAttribute": ROOT}]
-    claims = [
-        claim(
-            f"c{i}-{k}",
-            exactly("g", GPU),
-            exactly("n", NIC),
-            constraints=same_root,
-            namespace="default",
-        )
-        for i in range(2)
-        for k in range(4)
-    ]
-    nodes = [node(f"node-{i}", gpu=0) for i in range(6)]
-    racks = [
-        hypernode(f"r{j + 1}", 1, nodes=[f"node-{2 * j}", f"node-{2 * j + 1}"]) for j in range(3)
-    ]
-    slices = []
-    for i in range(6):
-        aligned = 3 if i == 5 else 2
-        gpus = [gpu(f"gpu-{k}", f"pci{k}") for k in range(8)]
-        nics = [nic(f"nic-{k}", f"pci{k}" if k < aligned else f"pci-x{k}") for k in range(8)]
-        slices += [
-            slice_(f"g{i}", GPU, gpus, node=f"node-{i}"),
-            slice_(f"n{i}", NIC, nics, node=f"node-{i}"),
-        ]
-    snap = replace(
-        snapshot(nodes, racks, pods, [pg]),
-        device_classes=CLASSES,
-        resource_claims=tuple(claims),
-        resource_slices=tuple(slices),
-    )
-    reason = _reason(snap)
+    reason = scheduled_reason(pcie_pairs())
     assert "node-5 comes closest: 3 of the pod's 4 claims" in reason, reason
     assert (
         f"ResourceClaim/default/c0-3: matchAttribute {ROOT}: no value on node node-5 has 1 {GPU}"
@@ -105,7 +53,7 @@ def test_devices_held_by_others_now_are_not_never() -> None:
         resource_claims=claims,
         resource_slices=(slice_("s", GPU, [gpu(f"gpu-{k}", "x") for k in range(5)], node="n1"),),
     )
-    reason = _reason(snap)
+    reason = scheduled_reason(snap)
     assert "never" not in reason, reason
     assert f"1 of 2 devices of class {GPU} free on node n1 (n1 comes closest)" in reason, reason
     assert "short of cpu" not in reason, reason

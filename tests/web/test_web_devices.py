@@ -9,86 +9,23 @@ from dataclasses import replace
 
 from tests.scheduler.dra_builders import (
     GPU,
-    GPU_CLASS_SELECTOR,
     NIC,
-    claim,
-    device_class,
-    exactly,
-    gpu,
     nic,
     slice_,
 )
+from tests.scheduler.dra_scenarios import pcie_pairs, scheduled_reason
 
-from tierra.api.pod import PodClaim
-from tierra.api.snapshot import Snapshot
-from tierra.scheduler import ClusterStore, run_session
-from tierra.scheduler.devices.constraint import EXTENSION
-from tierra.scheduler.devices.placement import device_snapshot
-from tierra.scheduler.testing import gang, hypernode, node, snapshot, topology
+from tierra.scheduler.testing import node
 from tierra.web.model import Dashboard, Source
-
-ROOT = "resource.kubernetes.io/pcieRoot"
-
-
-def _snapshot() -> Snapshot:
-    """2 pods, each 4 claims of a GPU and a NIC under one PCIe root; node-5 has 3 such
-    pairs, the others 2: nowhere fits."""
-    pg, pods = gang("job", 2, network_topology=topology(tier=1))
-    pods = [
-        replace(p, resource_claims=tuple(PodClaim(f"pair{k}", f"c{i}-{k}") for k in range(4)))
-        for i, p in enumerate(pods)
-    ]
-    same_root = [{"matchAttribute": ROOT}]
-    claims = [
-        claim(
-            f"c{i}-{k}",
-            exactly("g", GPU),
-            exactly("n", NIC),
-            constraints=same_root,
-            namespace="default",
-        )
-        for i in range(2)
-        for k in range(4)
-    ]
-    nodes = [node(f"node-{i}", gpu=0) for i in range(6)]
-    racks = [
-        hypernode(f"r{j + 1}", 1, nodes=[f"node-{2 * j}", f"node-{2 * j + 1}"]) for j in range(3)
-    ]
-    slices = []
-    for i in range(6):
-        aligned = 3 if i == 5 else 2
-        gpus = [gpu(f"gpu-{k}", f"pci{k}") for k in range(8)]
-        nics = [nic(f"nic-{k}", f"pci{k}" if k < aligned else f"pci-x{k}") for k in range(8)]
-        slices += [
-            slice_(f"g{i}", GPU, gpus, node=f"node-{i}"),
-            slice_(f"n{i}", NIC, nics, node=f"node-{i}"),
-        ]
-    return replace(
-        snapshot(nodes, racks, pods, [pg]),
-        device_classes=(
-            device_class(GPU, GPU_CLASS_SELECTOR),
-            device_class(NIC, f"device.driver == '{NIC}'"),
-        ),
-        resource_claims=tuple(claims),
-        resource_slices=tuple(slices),
-    )
-
-
-def _scheduled_reason(snap: Snapshot) -> str:
-    seen, devices, _ = device_snapshot(snap, ("tierra",))
-    store = ClusterStore.from_snapshot(seen)
-    store.extensions[EXTENSION] = devices
-    (waiting,) = run_session(store).unschedulable
-    return waiting.reason
 
 
 def test_a_pending_gang_shows_its_device_reason_as_schedule_gives_it() -> None:
-    snap = _snapshot()
+    snap = pcie_pairs()
     dash = Dashboard.from_snapshot(snap, source=Source("snapshot", "t"))
     dash.analyse()
     row = {r["key"]: r for r in dash.gangs_doc()["gangs"]}["default/job"]
     assert row["status"] == "pending"
-    assert row["reason"] == _scheduled_reason(snap)
+    assert row["reason"] == scheduled_reason(snap)
     assert "node-5 comes closest: 3 of the pod's 4 claims" in row["reason"]
     _, doc = dash.dry.explain("default/job", 3)
     assert "node-5 comes closest" in json.dumps(doc)
@@ -105,7 +42,7 @@ def test_a_pending_gang_shows_its_device_reason_as_schedule_gives_it() -> None:
 def test_a_dra_change_reaches_the_reason_without_a_rebuild() -> None:
     """A NIC under a GPU's root appears on node-5 (its slice is republished): 4 pairs
     there, so one pod of the gang fits; the other still waits, and says so."""
-    snap = _snapshot()
+    snap = pcie_pairs()
     dash = Dashboard.from_snapshot(snap, source=Source("snapshot", "t"))
     dash.analyse()
     cache_before = dash.dry._cache
@@ -119,7 +56,7 @@ def test_a_dra_change_reaches_the_reason_without_a_rebuild() -> None:
         snap,
         resource_slices=tuple(fresh if s.meta.name == "n5" else s for s in snap.resource_slices),
     )
-    assert row["reason"] == _scheduled_reason(changed)
+    assert row["reason"] == scheduled_reason(changed)
     assert "node-5 comes closest" not in row["reason"]
 
 
