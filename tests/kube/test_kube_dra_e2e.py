@@ -120,16 +120,19 @@ class Case:
         self.label = {"tierra.dev/dra": self.prefix}
 
 
-def scheduled(
-    plane: ControlPlane, tmp_path: Path, case: Case, body: Callable[[Kube], Awaitable[Any]]
-) -> Any:
+def bound_then_claims(
+    plane: ControlPlane, tmp_path: Path, case: Case, namespace: str, pods: int, *claims: str
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """Run the case's scheduler until ``pods`` pods are bound; then where they went and the
+    named claims as the API server holds them."""
     process, _ = start_scheduler(plane, tmp_path, case.scheduler)
     try:
+        placed = run(plane, lambda kube: wait_bound(kube, namespace, pods, 60, process))
 
-        async def with_process(kube: Kube) -> Any:
-            return await body(kube)
+        async def read(kube: Kube) -> list[dict[str, Any]]:
+            return [await claim(kube, namespace, name) for name in claims]
 
-        return run(plane, with_process), process
+        return placed, run(plane, read)
     finally:
         process.stop()
 
@@ -209,12 +212,7 @@ def test_n_devices_with_a_cel_selector_go_where_the_selector_holds(
         await pod_with(kube, namespace, "p", case.scheduler, case.label, gpus="three")
 
     run(control_plane, setup)
-    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
-    try:
-        placed = run(control_plane, lambda kube: wait_bound(kube, namespace, 1, 60, process))
-        got = run(control_plane, lambda kube: claim(kube, namespace, "three"))
-    finally:
-        process.stop()
+    placed, (got,) = bound_then_claims(control_plane, tmp_path, case, namespace, 1, "three")
     assert placed == {"p": f"{case.prefix}-big"}
     results = got["status"]["allocation"]["devices"]["results"]
     assert len({r["device"] for r in results}) == 3
@@ -249,12 +247,7 @@ def test_gpu_and_nic_on_one_pcie_root_avoid_the_node_that_cannot(
         await pod_with(kube, namespace, "p", case.scheduler, case.label, pair="pair")
 
     run(control_plane, setup)
-    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
-    try:
-        placed = run(control_plane, lambda kube: wait_bound(kube, namespace, 1, 60, process))
-        got = run(control_plane, lambda kube: claim(kube, namespace, "pair"))
-    finally:
-        process.stop()
+    placed, (got,) = bound_then_claims(control_plane, tmp_path, case, namespace, 1, "pair")
     assert placed == {"p": f"{case.prefix}-b"}
     results = {r["request"]: r["device"] for r in got["status"]["allocation"]["devices"]["results"]}
     assert results == {"gpu": "gpu-1", "nic": "nic-0"}  # both under pci0000:b0
@@ -398,16 +391,8 @@ def test_a_gang_whose_pods_claim_devices_is_placed_in_one_rack_with_every_claim_
         await device_gang(kube, namespace, "g", 4, case, gpus_each=4)
 
     run(crds, setup)
-    process, _ = start_scheduler(crds, tmp_path, case.scheduler)
-    try:
-        placed = run(crds, lambda kube: wait_bound(kube, namespace, 4, 60, process))
-
-        async def claims(kube: Kube) -> list[dict[str, Any]]:
-            return [await claim(kube, namespace, f"g-{i}") for i in range(4)]
-
-        got = run(crds, claims)
-    finally:
-        process.stop()
+    names = [f"g-{i}" for i in range(4)]
+    placed, got = bound_then_claims(crds, tmp_path, case, namespace, 4, *names)
     assert len({fabric.rack_of(n) for n in placed.values()}) == 1
     used: list[tuple[str, str]] = []
     for i, c in enumerate(got):
@@ -495,12 +480,7 @@ def test_tierra_schedule_on_a_snapshot_allocates_the_devices_the_live_scheduler_
     assert offline.returncode == 0, offline.stderr
     (binding,) = json.loads(offline.stdout)["bindings"]
     (planned,) = binding["devices"]
-    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
-    try:
-        placed = run(control_plane, lambda kube: wait_bound(kube, namespace, 1, 60, process))
-        got = run(control_plane, lambda kube: claim(kube, namespace, "pair"))
-    finally:
-        process.stop()
+    placed, (got,) = bound_then_claims(control_plane, tmp_path, case, namespace, 1, "pair")
     assert placed == {"p": binding["node"]}
     live = [
         {k: r[k] for k in ("request", "driver", "pool", "device")}
@@ -546,16 +526,9 @@ def test_after_a_crash_between_allocation_and_binding_the_pod_is_bound_where_its
         await pod_with(kube, namespace, "q", case.scheduler, case.label, gpu="other")
 
     run(control_plane, setup)
-    process, _ = start_scheduler(control_plane, tmp_path, case.scheduler)
-    try:
-        placed = run(control_plane, lambda kube: wait_bound(kube, namespace, 2, 60, process))
-
-        async def both(kube: Kube) -> tuple[dict[str, Any], dict[str, Any]]:
-            return await claim(kube, namespace, "kept"), await claim(kube, namespace, "other")
-
-        kept, other = run(control_plane, both)
-    finally:
-        process.stop()
+    placed, (kept, other) = bound_then_claims(
+        control_plane, tmp_path, case, namespace, 2, "kept", "other"
+    )
     assert placed == {"p": node_b, "q": node_b}
     assert [r["device"] for r in kept["status"]["allocation"]["devices"]["results"]] == ["gpu-1"]
     assert [r["device"] for r in other["status"]["allocation"]["devices"]["results"]] == ["gpu-0"]
