@@ -153,11 +153,22 @@ def order(repeat: int, phase: str) -> list[str]:
     return who
 
 
+SCALED = ("plain_pods", "gang_pods", "rules_pods")
+
+
+def scaled(count: int, nodes: int, main_nodes: int) -> int:
+    """``count`` at ``main_nodes`` nodes, in proportion at ``nodes`` (gangs stay whole: 8s)."""
+    return max(8, round(count * nodes / main_nodes / 8) * 8)
+
+
 async def run_size(
     plane: ControlPlane, args: argparse.Namespace, nodes: int, repeats: int, workdir: Path
 ) -> dict[str, Any]:
     config = plane.client_configuration()
     runs: list[dict[str, Any]] = []
+    # The saturation phases fill the same share of every size (at 1,000 nodes 10,000 plain
+    # pods of one GPU would not fit in 8,000 GPUs); the live phases keep their rate and count.
+    pods = {k: scaled(getattr(args, k), nodes, args.nodes) for k in SCALED}
     async with Kube(config, Limits(max_in_flight=CONCURRENCY + 8)) as kube:
         per_rack = max(1, nodes // args.racks)
         node_s = await populate_nodes(kube, nodes, per_rack, workdir)
@@ -171,16 +182,16 @@ async def run_size(
                         phase=phase,
                         who=who,
                         ns=f"r{repeat}-{phase}-{who}",
-                        plain_pods=args.plain_pods,
+                        plain_pods=pods["plain_pods"],
                         live_pods=args.live_pods,
-                        gang_sizes=gang_plan(args.gang_pods, args.seed + repeat),
+                        gang_sizes=gang_plan(pods["gang_pods"], args.seed + repeat),
                         live_gang_sizes=gang_plan(args.live_gang_pods, args.seed + repeat),
                         plain_rate=args.plain_rate,
                         gang_rate=args.gang_rate,
                         timeout=args.volume_timeout if phase == "gangs-volumes" else args.timeout,
                         per_rack=per_rack,
                         racks=-(-nodes // per_rack),
-                        rules_pods=args.rules_pods,
+                        rules_pods=pods["rules_pods"],
                         volume_gang_sizes=gang_plan(args.volume_gang_pods, args.seed + repeat),
                         wave_gang_sizes=[8] * (args.wave_gang_pods // 8),
                         profile=args.profile / f"tierra-{nodes}-{phase}-r{repeat}.prof"
@@ -196,6 +207,7 @@ async def run_size(
                         print(f"bench:   stopped: {res['stopped'][:2000]}", flush=True)
     return {
         "nodes": nodes,
+        "pods": pods,
         "create_nodes_s": round(node_s, 1),
         "runs": runs,
         "apiserver_peak_rss_mib": round(peak_rss_mib(plane.processes[1].pid) or 0, 1),
@@ -434,6 +446,54 @@ def size_section(size: dict[str, Any], args: argparse.Namespace) -> str:
     return "\n".join(parts)
 
 
+def curve_section(sizes: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    """Every size side by side (``--curve``): one repeat each but the main size, which
+    gives its median."""
+    if len(sizes) < 2:
+        return ""
+
+    def fig(agg: dict[str, Any], phase: str, who: str, key: str, scale: float = 1) -> str:
+        got = agg.get(phase, {}).get(who, {}).get(key)
+        return "—" if not got else f"{got['median'] * scale:,.0f}"
+
+    def peak(agg: dict[str, Any], who: str) -> str:
+        got = [
+            f["peak_rss_mib"]["max"]
+            for f in (p.get(who) for p in agg.values())
+            if f and f["peak_rss_mib"]
+        ]
+        return f"{max(got):,.0f}" if got else "—"
+
+    rows = []
+    for size in sorted(sizes, key=lambda s: s["nodes"]):
+        agg, pods = size["aggregate"], size.get("pods", {})
+        for who in ("kube-scheduler", "tierra"):
+            rows.append(
+                f"| {size['nodes']:,} | {who} | {pods.get('plain_pods', args.plain_pods):,} | "
+                f"{fig(agg, 'plain', who, 'pods_per_s')} | "
+                f"{fig(agg, 'plain', 'noop', 'pods_per_s')} | "
+                f"{fig(agg, 'gangs', who, 'pods_per_s')} | "
+                f"{fig(agg, 'plain-live', who, 'latency_p50_s', 1000)} / "
+                f"{fig(agg, 'plain-live', who, 'latency_p99_s', 1000)} | "
+                f"{fig(agg, 'gangs-live', who, 'latency_p50_s', 1000)} / "
+                f"{fig(agg, 'gangs-live', who, 'latency_p99_s', 1000)} | "
+                f"{fig(agg, 'plain', who, 'first_bind_after_start_s', 1000)} | "
+                f"{peak(agg, who)} | {size['apiserver_peak_rss_mib']:,.0f} |"
+            )
+    head = (
+        "| nodes | scheduler | plain pods | plain pods/s | no-op pods/s | gang pods/s | "
+        "plain at a rate p50 / p99 (ms) | gangs at a rate p50 / p99 (ms) | first bind (ms) | "
+        "its peak RSS (MiB) | API server peak RSS (MiB) |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
+    return (
+        "## The scaling curve\n\nThe saturation phases fill the same share of every size "
+        "(plain, gang and rules pods in proportion to the nodes); the live phases keep their "
+        f"rate ({args.plain_rate:g} plain pods/s, {args.gang_rate:g} gang pods/s) and count. "
+        "Peak RSS is the largest over the size's phases.\n\n" + head + "\n" + "\n".join(rows) + "\n"
+    )
+
+
 def requests(r: dict[str, str]) -> str:
     return ", ".join(f"{k} {v}" for k, v in r.items())
 
@@ -443,7 +503,9 @@ def write(result: dict[str, Any], out_dir: Path) -> None:
     (out_dir / "kube_scheduler_compare.json").write_text(json.dumps(result, indent=2) + "\n")
     args = argparse.Namespace(**result["setup"])
     m = result["machine"]
-    sizes = "\n".join(size_section(s, args) for s in result["sizes"])
+    sizes = curve_section(result["sizes"], args) + "\n".join(
+        size_section(s, args) for s in result["sizes"]
+    )
     md = f"""# tierra scheduler beside kube-scheduler, one API server, one run
 
 Commit `{result["commit"]}`, {result["date"]}. {result["setup"]["repeats"]} repeats per
