@@ -77,6 +77,7 @@ class DeviceCluster:
     _inside_at: tuple[int, int] = (-1, -1)
     _in_use: set[DeviceId] = field(default_factory=set, repr=False, compare=False)
     _in_use_at: int = -1
+    _in_use_owned: bool = field(default=False, repr=False, compare=False)  # not shared
     _node_names: tuple[object, tuple[str, ...], int] = field(
         default=(None, (), 0), repr=False, compare=False
     )
@@ -136,8 +137,26 @@ class DeviceCluster:
             allocation = self.allocation_of(key)
             if allocation is not None:
                 out.update(r.device_id for r in allocation.results if not r.admin_access)
-        self._in_use, self._in_use_at = out, self.generation
+        self._in_use, self._in_use_at, self._in_use_owned = out, self.generation, True
         return out
+
+    def assume(self, allocations: Sequence[ClaimAllocation]) -> None:
+        """Keep the session's allocations of claims not allocated yet as assumed: a
+        change, after which the devices in use are the ones before plus theirs (added
+        in place rather than gathered again from every claim: a gang's reserve assumes
+        pod after pod, and each plan reads the devices in use)."""
+        fresh = [a for a in allocations if self.allocation_of(a.claim) is None]
+        current = self._in_use_at == self.generation
+        for a in allocations:
+            self.assumed[a.claim] = a.allocation
+        self.changed()
+        if not current or len(fresh) != len({a.claim for a in allocations}):
+            return
+        if not self._in_use_owned:  # shared with a fork or a view: copied once
+            self._in_use, self._in_use_owned = set(self._in_use), True
+        for a in fresh:
+            self._in_use.update(r.device_id for r in a.allocation.results if not r.admin_access)
+        self._in_use_at = self.generation
 
     def claims_of(self, pod: Pod) -> list[ResourceClaim] | DeviceRefusal:
         out = []
@@ -308,6 +327,7 @@ class DeviceCluster:
                 _in_use=self._in_use,
                 _in_use_at=self._in_use_at,
             )
+            self._in_use_owned = False  # the twin reads the same set
         return twin
 
     def replay(self, fork: DeviceCluster, pods: Sequence[Pod]) -> None:

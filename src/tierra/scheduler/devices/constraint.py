@@ -175,10 +175,8 @@ class DeviceClaims(Constraint):
                 if isinstance(plan, DeviceRefusal):
                     undo()
                     return Refusal(self, "devices", 1, (("pod", pod.key), ("reason", str(plan))))
-                for a in plan:
-                    devices.assumed[a.claim] = a.allocation
-                    taken.append(a.claim)
-                devices.changed()
+                devices.assume(plan)
+                taken.extend(a.claim for a in plan)
         cycle.overlay.on_undo(undo)
         return None
 
