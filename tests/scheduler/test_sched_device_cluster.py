@@ -95,6 +95,15 @@ def test_assumed_allocations_add_to_the_devices_in_use_as_a_recount_finds_them()
     assert dc.in_use() == kept and len(kept) == 2
 
 
+def test_a_view_shares_the_devices_in_use_but_the_emptied_one_counts_again() -> None:
+    dc = cluster(claim("one", exactly("r", GPU)), claim("two", exactly("r", GPU)))
+    dc.assume([ClaimAllocation("ns/one", on("b"))])
+    two = pod(PodClaim("g", "two"))
+    assert dc.eligible_unlocked(two, [node("a"), node("b"), node("c")])[0] == ("a",)
+    assert dc.eligible_unlocked(two, [node("b")], empty=True)[0] == ("b",)
+    assert dc.in_use() == {(GPU, "b", "gpu-0")}  # the emptied view's count stays its own
+
+
 def test_devices_as_room_per_class_for_nodes_pending_pods_and_holders() -> None:
     dc = cluster(claim("two", exactly("r", GPU, 2)))
     key = "devices.tierra.dev/gpu.nvidia.com"

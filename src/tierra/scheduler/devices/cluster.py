@@ -38,6 +38,7 @@ from tierra.scheduler.devices.group_claims import group_claim, group_of, reserve
 from tierra.scheduler.devices.matrix import Counted, DeviceMatrix, count_claims
 from tierra.scheduler.devices.pools import DeviceId, NodeInfo
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
+from tierra.topology.arrays import BoolArray
 from tierra.topology.inside import InsideIndex
 
 MAX_RESERVED_FOR = 256  # resourceapi.ResourceClaimReservedForMaxSize
@@ -80,6 +81,15 @@ class DeviceCluster:
     _in_use_owned: bool = field(default=False, repr=False, compare=False)  # not shared
     _node_names: tuple[object, tuple[str, ...], int] = field(
         default=(None, (), 0), repr=False, compare=False
+    )
+    # per (nodes' token, device generation): where the nodes a slice names stand
+    _device_positions: tuple[object, list[int] | None] = field(
+        default=(None, None), repr=False, compare=False
+    )
+    # the last node mask made (``constraint._marked``): the eligible names it is of,
+    # the node index it is over, the mask, how many nodes it leaves out
+    mask_memo: tuple[tuple[str, ...], object, BoolArray, int] | None = field(
+        default=None, repr=False, compare=False
     )
     # The session's thread reads (and reserves) while the adapter's binder writes.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
@@ -270,6 +280,10 @@ class DeviceCluster:
         with self.lock:
             if self.generation == view.generation:
                 self._remember(pod, key, found)
+                if not empty and view._in_use_at == self.generation != self._in_use_at:
+                    # what the view counted holds here too (shared: neither changes it)
+                    self._in_use, self._in_use_at = view._in_use, view._in_use_at
+                    self._in_use_owned = view._in_use_owned = False
         return found
 
     def _emptied(self, pod: Pod) -> DeviceCluster:
@@ -281,10 +295,13 @@ class DeviceCluster:
             for k, c in view.claims.items()
         }
         view.assumed = {k: a for k, a in view.assumed.items() if k in own}
+        view._in_use, view._in_use_at = set(), -1  # counted again without the others
         return view
 
     def view(self) -> DeviceCluster:
-        """A copy of the state's objects that later events do not change (same allocator)."""
+        """A copy of the state's objects that later events do not change (same allocator,
+        and the devices in use as long as nothing changes)."""
+        self._in_use_owned = False  # the view reads the same set
         return DeviceCluster(
             classes=dict(self.classes),
             claims=dict(self.claims),
@@ -297,6 +314,10 @@ class DeviceCluster:
             generation=self.generation,
             device_generation=self.device_generation,
             _allocator=self.allocator,
+            _in_use=self._in_use,
+            _in_use_at=self._in_use_at,
+            _node_names=self._node_names,
+            _device_positions=self._device_positions,
         )
 
     # -- a session's view (``state/extensions.py``: ``Versioned``) --------------------
@@ -326,6 +347,8 @@ class DeviceCluster:
                 _inside_at=self._inside_at,
                 _in_use=self._in_use,
                 _in_use_at=self._in_use_at,
+                _node_names=self._node_names,
+                _device_positions=self._device_positions,
             )
             self._in_use_owned = False  # the twin reads the same set
         return twin
@@ -418,13 +441,8 @@ class DeviceCluster:
         claims = self.claims_of(pod)
         if isinstance(claims, DeviceRefusal):
             return (), claims
-        local = self._nodes_with_devices()
         needs = self._needs_devices(claims)
-        candidates = [
-            node
-            for node in nodes
-            if (local is None or node.name in local or not needs) and _allowed(pod, node)
-        ]
+        candidates = [node for node in self._device_nodes(nodes, needs) if _allowed(pod, node)]
         counted = self._counted(claims, needs, nodes)
         names: list[str] = []
         first: DeviceRefusal | None = None
@@ -522,6 +540,23 @@ class DeviceCluster:
 
     def _needs_devices(self, claims: list[ResourceClaim]) -> bool:
         return any(self.allocation_of(c.key) is None for c in claims)
+
+    def _device_nodes(self, nodes: Sequence[Node], needs: bool) -> Sequence[Node]:
+        """Of ``nodes``, in their order, those a slice names (all of them when the pod
+        needs no devices or a slice selects its nodes): where they stand in the list is
+        kept per list of names and slices, so a gang at 100,000 nodes walks the few
+        thousand with devices, not every node."""
+        if not needs:
+            return nodes
+        token = self._nodes_token(nodes)
+        at, positions = self._device_positions
+        if at != (token, self.device_generation):
+            local = self._nodes_with_devices()
+            positions = (
+                None if local is None else [i for i, node in enumerate(nodes) if node.name in local]
+            )
+            self._device_positions = ((token, self.device_generation), positions)
+        return nodes if positions is None else [nodes[i] for i in positions]
 
     def _nodes_with_devices(self) -> set[str] | None:
         """Nodes named by a slice; None when a slice may serve any node (selector, all)."""

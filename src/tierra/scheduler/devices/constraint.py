@@ -101,8 +101,7 @@ class DeviceClaims(Constraint):
                 mask, (("without DRA state (no DeviceClasses, claims, slices)", len(names)),)
             )
         ok, refusal = devices.eligible_unlocked(pod, store.nodes)
-        _mark(mask, ok, store.index.node_ix)
-        excluded = len(names) - int(mask.sum())
+        mask, excluded = _marked(devices, ok, store.index.node_ix, len(names))
         if not excluded:
             return NodeMask(mask)
         why = (
@@ -194,6 +193,22 @@ class DeviceClaims(Constraint):
             most = f": at most {best} fit in any such place" if best is not None else ""
             return f"{where}{most} ({refusal.count} nodes or domains ruled out)"
         return f"{refusal.count} pods with claims and no DRA state"
+
+
+def _marked(
+    devices: DeviceCluster, ok: tuple[str, ...], ix: Mapping[str, int], n: int
+) -> tuple[BoolArray, int]:
+    """The mask of the nodes ``ok`` names and how many it leaves out: a gang's pods with
+    equal claims share one remembered answer (the same tuple), so it is marked once per
+    gang, not once per pod (a copy each: masks are narrowed in place downstream)."""
+    memo = devices.mask_memo
+    if memo is not None and memo[0] is ok and memo[1] is ix:
+        return memo[2].copy(), memo[3]
+    mask = np.zeros(n, dtype=bool)
+    _mark(mask, ok, ix)
+    excluded = n - int(mask.sum())
+    devices.mask_memo = (ok, ix, mask, excluded)
+    return mask.copy(), excluded
 
 
 def _mark(mask: np.ndarray, names: Sequence[str], ix: Mapping[str, int]) -> None:
