@@ -35,6 +35,7 @@ from tierra.scheduler.devices import counts
 from tierra.scheduler.devices.allocator import DeviceAllocator
 from tierra.scheduler.devices.closest import closest_refusal
 from tierra.scheduler.devices.group_claims import group_claim, group_of, reserved_for_pod
+from tierra.scheduler.devices.in_use import InUseLedger
 from tierra.scheduler.devices.matrix import Counted, DeviceMatrix, count_claims
 from tierra.scheduler.devices.pools import DeviceId, NodeInfo
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
@@ -78,7 +79,7 @@ class DeviceCluster:
     _inside_at: tuple[int, int] = (-1, -1)
     _in_use: set[DeviceId] = field(default_factory=set, repr=False, compare=False)
     _in_use_at: int = -1
-    _in_use_owned: bool = field(default=False, repr=False, compare=False)  # not shared
+    _ledger: InUseLedger | None = field(default=None, repr=False, compare=False)  # our own
     _node_names: tuple[object, tuple[str, ...], int] = field(
         default=(None, (), 0), repr=False, compare=False
     )
@@ -142,31 +143,27 @@ class DeviceCluster:
         remembered until anything changes (every pod's eligibility reads it)."""
         if self._in_use_at == self.generation:
             return self._in_use
-        out: set[DeviceId] = set()
-        for key in {*self.claims, *self.assumed}:
-            allocation = self.allocation_of(key)
-            if allocation is not None:
-                out.update(r.device_id for r in allocation.results if not r.admin_access)
-        self._in_use, self._in_use_at, self._in_use_owned = out, self.generation, True
-        return out
+        if self._ledger is None:
+            self._ledger = InUseLedger()
+        self._ledger.sync({*self.claims, *self.assumed}, self.allocation_of)
+        self._in_use, self._in_use_at = self._ledger.devices, self.generation
+        return self._in_use
 
     def assume(self, allocations: Sequence[ClaimAllocation]) -> None:
         """Keep the session's allocations of claims not allocated yet as assumed: a
         change, after which the devices in use are the ones before plus theirs (added
         in place rather than gathered again from every claim: a gang's reserve assumes
         pod after pod, and each plan reads the devices in use)."""
-        fresh = [a for a in allocations if self.allocation_of(a.claim) is None]
-        current = self._in_use_at == self.generation
+        ledger = self._ledger
+        current = self._in_use_at == self.generation and ledger is not None
         for a in allocations:
             self.assumed[a.claim] = a.allocation
         self.changed()
-        if not current or len(fresh) != len({a.claim for a in allocations}):
+        if ledger is None or not current:
             return
-        if not self._in_use_owned:  # shared with a fork or a view: copied once
-            self._in_use, self._in_use_owned = set(self._in_use), True
-        for a in fresh:
-            self._in_use.update(r.device_id for r in a.allocation.results if not r.admin_access)
-        self._in_use_at = self.generation
+        for a in allocations:
+            ledger.set(a.claim, self.allocation_of(a.claim))
+        self._in_use, self._in_use_at = ledger.devices, self.generation
 
     def claims_of(self, pod: Pod) -> list[ResourceClaim] | DeviceRefusal:
         out = []
@@ -275,15 +272,14 @@ class DeviceCluster:
             found = self._remembered(pod, key)
             if found is not None:
                 return found
+            if not empty:
+                self.in_use()  # brought up to date here, where the ledger is kept
             view = self.view() if not empty else self._emptied(pod)
         found = view._eligible_now(pod, nodes)
         with self.lock:
             if self.generation == view.generation:
                 self._remember(pod, key, found)
-                if not empty and view._in_use_at == self.generation != self._in_use_at:
-                    # what the view counted holds here too (shared: neither changes it)
-                    self._in_use, self._in_use_at = view._in_use, view._in_use_at
-                    self._in_use_owned = view._in_use_owned = False
+                self._node_names, self._device_positions = view._node_names, view._device_positions
         return found
 
     def _emptied(self, pod: Pod) -> DeviceCluster:
@@ -301,7 +297,7 @@ class DeviceCluster:
     def view(self) -> DeviceCluster:
         """A copy of the state's objects that later events do not change (same allocator,
         and the devices in use as long as nothing changes)."""
-        self._in_use_owned = False  # the view reads the same set
+        self._share_in_use()
         return DeviceCluster(
             classes=dict(self.classes),
             claims=dict(self.claims),
@@ -350,7 +346,7 @@ class DeviceCluster:
                 _node_names=self._node_names,
                 _device_positions=self._device_positions,
             )
-            self._in_use_owned = False  # the twin reads the same set
+            self._share_in_use()
         return twin
 
     def replay(self, fork: DeviceCluster, pods: Sequence[Pod]) -> None:
@@ -383,6 +379,12 @@ class DeviceCluster:
                     kept = True
             if kept:
                 self.changed()
+
+    def _share_in_use(self) -> None:
+        """A view or fork reads our set of devices in use: the ledger copies it before
+        changing it (theirs is counted afresh, by a ledger of their own, when stale)."""
+        if self._ledger is not None:
+            self._ledger.shared = True
 
     def _key(self, pod: Pod, nodes: Sequence[Node]) -> Hashable:
         return (
