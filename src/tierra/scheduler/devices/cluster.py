@@ -83,6 +83,9 @@ class DeviceCluster:
     _node_names: tuple[object, tuple[str, ...], int] = field(
         default=(None, (), 0), repr=False, compare=False
     )
+    _spec_texts: dict[int, tuple[object, str]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
     # per (nodes' token, device generation): where the nodes a slice names stand
     _device_positions: tuple[object, list[int] | None] = field(
         default=(None, None), repr=False, compare=False
@@ -245,9 +248,21 @@ class DeviceCluster:
             parts.append(
                 ("allocated", allocation.node_selector)
                 if allocation is not None
-                else ("spec", repr(c.spec))
+                else ("spec", self._spec_text(c))
             )
         return tuple(parts)
+
+    def _spec_text(self, claim: ResourceClaim) -> str:
+        """``repr`` of the claim's spec, kept per spec object: every pod of a gang asks
+        its signature once per mask, and a spec's text was most of it."""
+        found = self._spec_texts.get(id(claim.spec))
+        if found is not None and found[0] is claim.spec:
+            return found[1]
+        if len(self._spec_texts) > 2 * len(self.claims) + 1024:
+            self._spec_texts.clear()  # specs of claims long gone
+        text = repr(claim.spec)
+        self._spec_texts[id(claim.spec)] = (claim.spec, text)
+        return text
 
     def eligible(
         self, pod: Pod, nodes: Sequence[Node]
@@ -449,11 +464,11 @@ class DeviceCluster:
         names: list[str] = []
         first: DeviceRefusal | None = None
         trusted = False  # counts exact and one full search agreed: the rest by counts
+        ix, passing = (counted[0].node_ix, counted[1].passes.tolist()) if counted else ({}, [])
         for node in candidates:
             if counted is not None:
-                matrix, verdict = counted
-                i = matrix.node_ix.get(node.name)
-                if i is None or not verdict.passes[i]:
+                i = ix.get(node.name)
+                if i is None or not passing[i]:
                     continue  # short of devices: a reason is made below only if none fits
                 if trusted:
                     names.append(node.name)

@@ -109,12 +109,10 @@ class DeviceClaims(Constraint):
             if refusal
             else "cannot allocate the pod's claims"
         )
-        nodes, ix = store.nodes, store.index.node_ix
+        nodes, ix, n = store.nodes, store.index.node_ix, len(names)
 
         def empty() -> BoolArray:  # nothing running: no device in use (explain asks)
-            out = np.zeros(len(names), dtype=bool)
-            _mark(out, devices.eligible_unlocked(pod, nodes, empty=True)[0], ix)
-            return out
+            return _marked(devices, devices.eligible_unlocked(pod, nodes, empty=True)[0], ix, n)[0]
 
         return NodeMask(mask, ((why, excluded),), empty)
 
