@@ -35,7 +35,7 @@ from tierra.scheduler.devices import counts
 from tierra.scheduler.devices.allocator import DeviceAllocator
 from tierra.scheduler.devices.closest import closest_refusal
 from tierra.scheduler.devices.group_claims import group_claim, group_of, reserved_for_pod
-from tierra.scheduler.devices.in_use import InUseLedger
+from tierra.scheduler.devices.in_use import InUseLedger, Journal
 from tierra.scheduler.devices.matrix import Counted, DeviceMatrix, count_claims
 from tierra.scheduler.devices.pools import DeviceId, NodeInfo
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
@@ -80,6 +80,8 @@ class DeviceCluster:
     _in_use: set[DeviceId] = field(default_factory=set, repr=False, compare=False)
     _in_use_at: int = -1
     _ledger: InUseLedger | None = field(default=None, repr=False, compare=False)  # our own
+    # a view's: the journal's place for the set it was handed (``_journal``)
+    _shared_journal: Journal | None = field(default=None, repr=False, compare=False)
     _node_names: tuple[object, tuple[str, ...], int] = field(
         default=(None, (), 0), repr=False, compare=False
     )
@@ -307,12 +309,13 @@ class DeviceCluster:
         }
         view.assumed = {k: a for k, a in view.assumed.items() if k in own}
         view._in_use, view._in_use_at = set(), -1  # counted again without the others
+        view._shared_journal = None
         return view
 
     def view(self) -> DeviceCluster:
         """A copy of the state's objects that later events do not change (same allocator,
         and the devices in use as long as nothing changes)."""
-        self._share_in_use()
+        journal = self._share_in_use()
         return DeviceCluster(
             classes=dict(self.classes),
             claims=dict(self.claims),
@@ -327,6 +330,7 @@ class DeviceCluster:
             _allocator=self.allocator,
             _in_use=self._in_use,
             _in_use_at=self._in_use_at,
+            _shared_journal=journal,
             _node_names=self._node_names,
             _device_positions=self._device_positions,
         )
@@ -395,11 +399,24 @@ class DeviceCluster:
             if kept:
                 self.changed()
 
-    def _share_in_use(self) -> None:
+    def _share_in_use(self) -> Journal | None:
         """A view or fork reads our set of devices in use: the ledger copies it before
-        changing it (theirs is counted afresh, by a ledger of their own, when stale)."""
-        if self._ledger is not None:
-            self._ledger.shared = True
+        changing it (theirs is counted afresh, by a ledger of their own, when stale).
+        The journal's place for that set, when it is the ledger's and current."""
+        ledger = self._ledger
+        if ledger is None:
+            return None
+        ledger.shared = True
+        return ledger.tail() if self._journal() is not None else None
+
+    def _journal(self) -> Journal | None:
+        """Where the in-use ledger's journal stands for ``_in_use`` (None: unknown)."""
+        if self._in_use_at != self.generation:
+            return None
+        ledger = self._ledger
+        if ledger is not None and ledger.devices is self._in_use:
+            return ledger.tail()
+        return self._shared_journal
 
     def _key(self, pod: Pod, nodes: Sequence[Node]) -> Hashable:
         return (
@@ -496,7 +513,8 @@ class DeviceCluster:
         if not needs or any(self.allocation_of(c.key) is not None for c in claims):
             return None
         matrix = self.allocator.matrix(nodes)
-        counted = count_claims(matrix, self.allocator, claims, self.in_use())
+        in_use = self.in_use()
+        counted = count_claims(matrix, self.allocator, claims, in_use, self._journal())
         return None if counted is None else (matrix, counted)
 
     def _eligible_searched(

@@ -21,6 +21,15 @@ from tierra.api.resource import Allocation
 from tierra.scheduler.devices.pools import DeviceId
 
 
+@dataclass(frozen=True, slots=True)
+class Journal:
+    """The devices whose use changed, ``entries[:length]`` of them, under ``token``."""
+
+    token: object
+    entries: list[DeviceId]
+    length: int
+
+
 @dataclass(slots=True)
 class InUseLedger:
     devices: set[DeviceId] = field(default_factory=set)
@@ -28,6 +37,14 @@ class InUseLedger:
     held: dict[str, tuple[Allocation, tuple[DeviceId, ...]]] = field(default_factory=dict)
     counts: dict[DeviceId, int] = field(default_factory=dict)  # counted holders per device
     shared: bool = False  # ``devices`` is read elsewhere: copy before changing it
+    # every device that came into use or left it, in order (``Journal``): a free-device
+    # vector kept beside it replays the tail instead of reading every device again
+    journal: list[DeviceId] = field(default_factory=list)
+    token: object = field(default_factory=object)  # a new one when the journal restarts
+
+    def tail(self) -> Journal:
+        """Where the journal stands now, for a reader of ``devices`` as it is now."""
+        return Journal(self.token, self.journal, len(self.journal))
 
     def share(self) -> set[DeviceId]:
         self.shared = True
@@ -35,6 +52,8 @@ class InUseLedger:
 
     def sync(self, keys: Iterable[str], allocation_of: Callable[[str], Allocation | None]) -> None:
         """Count each claim of ``keys`` with its allocation now; forget claims gone."""
+        if len(self.journal) > 4 * len(self.devices) + 65536:
+            self.journal, self.token = [], object()  # readers keep the old list they hold
         seen: set[str] = set()
         for key in keys:
             seen.add(key)
@@ -57,6 +76,7 @@ class InUseLedger:
                 else:
                     del self.counts[d]
                     self.devices.discard(d)
+                    self.journal.append(d)
         if allocation is None:
             return
         ids = tuple(r.device_id for r in allocation.results if not r.admin_access)
@@ -66,6 +86,7 @@ class InUseLedger:
             self.counts[d] = n + 1
             if not n:
                 self.devices.add(d)
+                self.journal.append(d)
 
     def _own(self) -> None:
         if self.shared:
