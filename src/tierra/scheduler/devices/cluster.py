@@ -144,8 +144,9 @@ class DeviceCluster:
         return self.assumed.get(key)
 
     def in_use(self) -> set[DeviceId]:
-        """Every device an allocated or assumed claim holds (admin access aside),
-        remembered until anything changes (every pod's eligibility reads it)."""
+        """Every device an allocated or assumed claim holds (admin access aside): every
+        pod's eligibility and plan reads it, so the ledger (``in_use.py``) brings it up
+        to date claim by claim after a change rather than gathering it again."""
         if self._in_use_at == self.generation:
             return self._in_use
         if self._ledger is None:
