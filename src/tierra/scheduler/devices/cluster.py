@@ -477,7 +477,9 @@ class DeviceCluster:
         if isinstance(claims, DeviceRefusal):
             return (), claims
         needs = self._needs_devices(claims)
-        candidates = [node for node in self._device_nodes(nodes, needs) if _allowed(pod, node)]
+        candidates = self._device_nodes(nodes, needs)
+        if pod.node_selector or pod.affinity_terms:
+            candidates = [node for node in candidates if _allowed(pod, node)]
         counted = self._counted(claims, needs, nodes)
         names: list[str] = []
         first: DeviceRefusal | None = None
