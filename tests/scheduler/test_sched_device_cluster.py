@@ -21,7 +21,7 @@ from tierra.api.node import Node
 from tierra.api.pod import NodeSelectorTerm, Pod, PodClaim
 from tierra.api.resource import Allocation, ConsumerRef, DeviceResult
 from tierra.scheduler.devices.cluster import DeviceCluster
-from tierra.scheduler.devices.refusal import DeviceRefusal
+from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
 
 
 def node(name: str) -> Node:
@@ -78,6 +78,30 @@ def test_devices_in_use_count_assumed_allocations_and_skip_admin_access() -> Non
     assert dc.in_use() == {(GPU, "b", "gpu-0")}
     names, _ = dc.eligible(pod(PodClaim("g", "other")), [node("a")])
     assert names == ()  # claim "other" does not exist
+
+
+def test_assumed_allocations_add_to_the_devices_in_use_as_a_recount_finds_them() -> None:
+    dc = cluster(claim("one", exactly("r", GPU)), claim("two", exactly("r", GPU)))
+    assert dc.in_use() == set()
+    twin = dc.fork()  # shares the set until either side changes it
+    dc.assume([ClaimAllocation("ns/one", on("b"))])
+    assert dc.in_use() == {(GPU, "b", "gpu-0")}
+    assert twin.in_use() == set()  # the fork's set is its own
+    plan = dc.plan(pod(PodClaim("g", "two")), node("a"))
+    assert not isinstance(plan, DeviceRefusal)
+    dc.assume(plan)
+    kept = set(dc.in_use())
+    dc.changed()  # forget the kept set: a recount from every claim agrees
+    assert dc.in_use() == kept and len(kept) == 2
+
+
+def test_a_view_shares_the_devices_in_use_but_the_emptied_one_counts_again() -> None:
+    dc = cluster(claim("one", exactly("r", GPU)), claim("two", exactly("r", GPU)))
+    dc.assume([ClaimAllocation("ns/one", on("b"))])
+    two = pod(PodClaim("g", "two"))
+    assert dc.eligible_unlocked(two, [node("a"), node("b"), node("c")])[0] == ("a",)
+    assert dc.eligible_unlocked(two, [node("b")], empty=True)[0] == ("b",)
+    assert dc.in_use() == {(GPU, "b", "gpu-0")}  # the emptied view's count stays its own
 
 
 def test_devices_as_room_per_class_for_nodes_pending_pods_and_holders() -> None:

@@ -189,3 +189,29 @@ def test_a_shared_pool_is_one_set_of_devices_however_many_nodes_see_it() -> None
     assert matrix.room(ok).tolist() == [2] * 50
     ok[0] = False
     assert matrix.room(ok).tolist() == [1] * 50
+
+
+def test_free_devices_kept_through_the_ledger_journal_match_a_recount() -> None:
+    rng = random.Random(11)
+    dc = _cluster(rng, 8)
+    nodes = [Node(meta=ObjectMeta(name=f"n{i}")) for i in range(8)]
+    matrix = dc.allocator.matrix(nodes)
+    gpus = [c.id for c in matrix.candidates if c.id[0] == GPU]
+    for step in range(60):
+        key = f"ns/c{rng.randrange(6)}"
+        if rng.random() < 0.3:
+            dc.assumed.pop(key, None)
+        else:
+            held = rng.sample(gpus, rng.randint(1, 3))
+            results = tuple(
+                DeviceResult(request="g", driver=d, pool=p, device=n) for d, p, n in held
+            )
+            dc.assumed[key] = Allocation(results=results)
+        dc.changed()
+        dc.in_use()  # up to date before a view is taken, as eligible_unlocked does
+        reader = dc.view() if step % 3 else dc  # a session's view reads the same journal
+        in_use = reader.in_use()
+        got = matrix.free(in_use, reader._journal())
+        want = np.array([c.id not in in_use for c in matrix.candidates])
+        assert np.array_equal(got, want), step
+    assert matrix._free is not None  # kept, not recounted, along the way

@@ -35,9 +35,11 @@ from tierra.scheduler.devices import counts
 from tierra.scheduler.devices.allocator import DeviceAllocator
 from tierra.scheduler.devices.closest import closest_refusal
 from tierra.scheduler.devices.group_claims import group_claim, group_of, reserved_for_pod
+from tierra.scheduler.devices.in_use import InUseLedger, Journal
 from tierra.scheduler.devices.matrix import Counted, DeviceMatrix, count_claims
 from tierra.scheduler.devices.pools import DeviceId, NodeInfo
 from tierra.scheduler.devices.refusal import ClaimAllocation, DeviceRefusal
+from tierra.topology.arrays import BoolArray
 from tierra.topology.inside import InsideIndex
 
 MAX_RESERVED_FOR = 256  # resourceapi.ResourceClaimReservedForMaxSize
@@ -77,8 +79,23 @@ class DeviceCluster:
     _inside_at: tuple[int, int] = (-1, -1)
     _in_use: set[DeviceId] = field(default_factory=set, repr=False, compare=False)
     _in_use_at: int = -1
+    _ledger: InUseLedger | None = field(default=None, repr=False, compare=False)  # our own
+    # a view's: the journal's place for the set it was handed (``_journal``)
+    _shared_journal: Journal | None = field(default=None, repr=False, compare=False)
     _node_names: tuple[object, tuple[str, ...], int] = field(
         default=(None, (), 0), repr=False, compare=False
+    )
+    _spec_texts: dict[int, tuple[object, str]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    # per (nodes' token, device generation): where the nodes a slice names stand
+    _device_positions: tuple[object, list[int] | None] = field(
+        default=(None, None), repr=False, compare=False
+    )
+    # the last node mask made (``constraint._marked``): the eligible names it is of,
+    # the node index it is over, the mask, how many nodes it leaves out
+    mask_memo: tuple[tuple[str, ...], object, BoolArray, int] | None = field(
+        default=None, repr=False, compare=False
     )
     # The session's thread reads (and reserves) while the adapter's binder writes.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
@@ -127,17 +144,32 @@ class DeviceCluster:
         return self.assumed.get(key)
 
     def in_use(self) -> set[DeviceId]:
-        """Every device an allocated or assumed claim holds (admin access aside),
-        remembered until anything changes (every pod's eligibility reads it)."""
+        """Every device an allocated or assumed claim holds (admin access aside): every
+        pod's eligibility and plan reads it, so the ledger (``in_use.py``) brings it up
+        to date claim by claim after a change rather than gathering it again."""
         if self._in_use_at == self.generation:
             return self._in_use
-        out: set[DeviceId] = set()
-        for key in {*self.claims, *self.assumed}:
-            allocation = self.allocation_of(key)
-            if allocation is not None:
-                out.update(r.device_id for r in allocation.results if not r.admin_access)
-        self._in_use, self._in_use_at = out, self.generation
-        return out
+        if self._ledger is None:
+            self._ledger = InUseLedger()
+        self._ledger.sync({*self.claims, *self.assumed}, self.allocation_of)
+        self._in_use, self._in_use_at = self._ledger.devices, self.generation
+        return self._in_use
+
+    def assume(self, allocations: Sequence[ClaimAllocation]) -> None:
+        """Keep the session's allocations of claims not allocated yet as assumed: a
+        change, after which the devices in use are the ones before plus theirs (added
+        in place rather than gathered again from every claim: a gang's reserve assumes
+        pod after pod, and each plan reads the devices in use)."""
+        ledger = self._ledger
+        current = self._in_use_at == self.generation and ledger is not None
+        for a in allocations:
+            self.assumed[a.claim] = a.allocation
+        self.changed()
+        if ledger is None or not current:
+            return
+        for a in allocations:
+            ledger.set(a.claim, self.allocation_of(a.claim))
+        self._in_use, self._in_use_at = ledger.devices, self.generation
 
     def claims_of(self, pod: Pod) -> list[ResourceClaim] | DeviceRefusal:
         out = []
@@ -219,9 +251,21 @@ class DeviceCluster:
             parts.append(
                 ("allocated", allocation.node_selector)
                 if allocation is not None
-                else ("spec", repr(c.spec))
+                else ("spec", self._spec_text(c))
             )
         return tuple(parts)
+
+    def _spec_text(self, claim: ResourceClaim) -> str:
+        """``repr`` of the claim's spec, kept per spec object: every pod of a gang asks
+        its signature once per mask, and a spec's text was most of it."""
+        found = self._spec_texts.get(id(claim.spec))
+        if found is not None and found[0] is claim.spec:
+            return found[1]
+        if len(self._spec_texts) > 2 * len(self.claims) + 1024:
+            self._spec_texts.clear()  # specs of claims long gone
+        text = repr(claim.spec)
+        self._spec_texts[id(claim.spec)] = (claim.spec, text)
+        return text
 
     def eligible(
         self, pod: Pod, nodes: Sequence[Node]
@@ -246,11 +290,14 @@ class DeviceCluster:
             found = self._remembered(pod, key)
             if found is not None:
                 return found
+            if not empty:
+                self.in_use()  # brought up to date here, where the ledger is kept
             view = self.view() if not empty else self._emptied(pod)
         found = view._eligible_now(pod, nodes)
         with self.lock:
             if self.generation == view.generation:
                 self._remember(pod, key, found)
+                self._node_names, self._device_positions = view._node_names, view._device_positions
         return found
 
     def _emptied(self, pod: Pod) -> DeviceCluster:
@@ -262,10 +309,14 @@ class DeviceCluster:
             for k, c in view.claims.items()
         }
         view.assumed = {k: a for k, a in view.assumed.items() if k in own}
+        view._in_use, view._in_use_at = set(), -1  # counted again without the others
+        view._shared_journal = None
         return view
 
     def view(self) -> DeviceCluster:
-        """A copy of the state's objects that later events do not change (same allocator)."""
+        """A copy of the state's objects that later events do not change (same allocator,
+        and the devices in use as long as nothing changes)."""
+        journal = self._share_in_use()
         return DeviceCluster(
             classes=dict(self.classes),
             claims=dict(self.claims),
@@ -278,6 +329,11 @@ class DeviceCluster:
             generation=self.generation,
             device_generation=self.device_generation,
             _allocator=self.allocator,
+            _in_use=self._in_use,
+            _in_use_at=self._in_use_at,
+            _shared_journal=journal,
+            _node_names=self._node_names,
+            _device_positions=self._device_positions,
         )
 
     # -- a session's view (``state/extensions.py``: ``Versioned``) --------------------
@@ -307,7 +363,10 @@ class DeviceCluster:
                 _inside_at=self._inside_at,
                 _in_use=self._in_use,
                 _in_use_at=self._in_use_at,
+                _node_names=self._node_names,
+                _device_positions=self._device_positions,
             )
+            self._share_in_use()
         return twin
 
     def replay(self, fork: DeviceCluster, pods: Sequence[Pod]) -> None:
@@ -340,6 +399,25 @@ class DeviceCluster:
                     kept = True
             if kept:
                 self.changed()
+
+    def _share_in_use(self) -> Journal | None:
+        """A view or fork reads our set of devices in use: the ledger copies it before
+        changing it (theirs is counted afresh, by a ledger of their own, when stale).
+        The journal's place for that set, when it is the ledger's and current."""
+        ledger = self._ledger
+        if ledger is None:
+            return None
+        ledger.shared = True
+        return ledger.tail() if self._journal() is not None else None
+
+    def _journal(self) -> Journal | None:
+        """Where the in-use ledger's journal stands for ``_in_use`` (None: unknown)."""
+        if self._in_use_at != self.generation:
+            return None
+        ledger = self._ledger
+        if ledger is not None and ledger.devices is self._in_use:
+            return ledger.tail()
+        return self._shared_journal
 
     def _key(self, pod: Pod, nodes: Sequence[Node]) -> Hashable:
         return (
@@ -398,22 +476,19 @@ class DeviceCluster:
         claims = self.claims_of(pod)
         if isinstance(claims, DeviceRefusal):
             return (), claims
-        local = self._nodes_with_devices()
         needs = self._needs_devices(claims)
-        candidates = [
-            node
-            for node in nodes
-            if (local is None or node.name in local or not needs) and _allowed(pod, node)
-        ]
+        candidates = self._device_nodes(nodes, needs)
+        if pod.node_selector or pod.affinity_terms:
+            candidates = [node for node in candidates if _allowed(pod, node)]
         counted = self._counted(claims, needs, nodes)
         names: list[str] = []
         first: DeviceRefusal | None = None
         trusted = False  # counts exact and one full search agreed: the rest by counts
+        ix, passing = (counted[0].node_ix, counted[1].passes.tolist()) if counted else ({}, [])
         for node in candidates:
             if counted is not None:
-                matrix, verdict = counted
-                i = matrix.node_ix.get(node.name)
-                if i is None or not verdict.passes[i]:
+                i = ix.get(node.name)
+                if i is None or not passing[i]:
                     continue  # short of devices: a reason is made below only if none fits
                 if trusted:
                     names.append(node.name)
@@ -441,7 +516,8 @@ class DeviceCluster:
         if not needs or any(self.allocation_of(c.key) is not None for c in claims):
             return None
         matrix = self.allocator.matrix(nodes)
-        counted = count_claims(matrix, self.allocator, claims, self.in_use())
+        in_use = self.in_use()
+        counted = count_claims(matrix, self.allocator, claims, in_use, self._journal())
         return None if counted is None else (matrix, counted)
 
     def _eligible_searched(
@@ -502,6 +578,23 @@ class DeviceCluster:
 
     def _needs_devices(self, claims: list[ResourceClaim]) -> bool:
         return any(self.allocation_of(c.key) is None for c in claims)
+
+    def _device_nodes(self, nodes: Sequence[Node], needs: bool) -> Sequence[Node]:
+        """Of ``nodes``, in their order, those a slice names (all of them when the pod
+        needs no devices or a slice selects its nodes): where they stand in the list is
+        kept per list of names and slices, so a gang at 100,000 nodes walks the few
+        thousand with devices, not every node."""
+        if not needs:
+            return nodes
+        token = self._nodes_token(nodes)
+        at, positions = self._device_positions
+        if at != (token, self.device_generation):
+            local = self._nodes_with_devices()
+            positions = (
+                None if local is None else [i for i, node in enumerate(nodes) if node.name in local]
+            )
+            self._device_positions = ((token, self.device_generation), positions)
+        return nodes if positions is None else [nodes[i] for i in positions]
 
     def _nodes_with_devices(self) -> set[str] | None:
         """Nodes named by a slice; None when a slice may serve any node (selector, all)."""

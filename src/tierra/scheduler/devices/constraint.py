@@ -101,8 +101,7 @@ class DeviceClaims(Constraint):
                 mask, (("without DRA state (no DeviceClasses, claims, slices)", len(names)),)
             )
         ok, refusal = devices.eligible_unlocked(pod, store.nodes)
-        _mark(mask, ok, store.index.node_ix)
-        excluded = len(names) - int(mask.sum())
+        mask, excluded = _marked(devices, ok, store.index.node_ix, len(names))
         if not excluded:
             return NodeMask(mask)
         why = (
@@ -110,12 +109,10 @@ class DeviceClaims(Constraint):
             if refusal
             else "cannot allocate the pod's claims"
         )
-        nodes, ix = store.nodes, store.index.node_ix
+        nodes, ix, n = store.nodes, store.index.node_ix, len(names)
 
         def empty() -> BoolArray:  # nothing running: no device in use (explain asks)
-            out = np.zeros(len(names), dtype=bool)
-            _mark(out, devices.eligible_unlocked(pod, nodes, empty=True)[0], ix)
-            return out
+            return _marked(devices, devices.eligible_unlocked(pod, nodes, empty=True)[0], ix, n)[0]
 
         return NodeMask(mask, ((why, excluded),), empty)
 
@@ -175,10 +172,8 @@ class DeviceClaims(Constraint):
                 if isinstance(plan, DeviceRefusal):
                     undo()
                     return Refusal(self, "devices", 1, (("pod", pod.key), ("reason", str(plan))))
-                for a in plan:
-                    devices.assumed[a.claim] = a.allocation
-                    taken.append(a.claim)
-                devices.changed()
+                devices.assume(plan)
+                taken.extend(a.claim for a in plan)
         cycle.overlay.on_undo(undo)
         return None
 
@@ -196,6 +191,22 @@ class DeviceClaims(Constraint):
             most = f": at most {best} fit in any such place" if best is not None else ""
             return f"{where}{most} ({refusal.count} nodes or domains ruled out)"
         return f"{refusal.count} pods with claims and no DRA state"
+
+
+def _marked(
+    devices: DeviceCluster, ok: tuple[str, ...], ix: Mapping[str, int], n: int
+) -> tuple[BoolArray, int]:
+    """The mask of the nodes ``ok`` names and how many it leaves out: a gang's pods with
+    equal claims share one remembered answer (the same tuple), so it is marked once per
+    gang, not once per pod (a copy each: masks are narrowed in place downstream)."""
+    memo = devices.mask_memo
+    if memo is not None and memo[0] is ok and memo[1] is ix:
+        return memo[2].copy(), memo[3]
+    mask = np.zeros(n, dtype=bool)
+    _mark(mask, ok, ix)
+    excluded = n - int(mask.sum())
+    devices.mask_memo = (ok, ix, mask, excluded)
+    return mask.copy(), excluded
 
 
 def _mark(mask: np.ndarray, names: Sequence[str], ix: Mapping[str, int]) -> None:

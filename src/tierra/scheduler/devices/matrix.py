@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tierra.api.resource import ALLOCATION_RESULTS_MAX_SIZE, AllocationMode, ExactRequest
+from tierra.scheduler.devices.in_use import Journal
 from tierra.scheduler.devices.pools import Candidate, DeviceId, NodeInfo
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ class DeviceMatrix:
     position: Mapping[DeviceId, int]
     reach: Reach | None = None
     _vectors: dict[tuple[object, ...], BoolArray | None] = field(default_factory=dict)
+    _free: tuple[object, int, BoolArray] | None = None  # (journal token, length, vector)
 
     @classmethod
     def of(cls, allocator: DeviceAllocator, nodes: Sequence[NodeInfo]) -> DeviceMatrix:
@@ -123,12 +125,28 @@ class DeviceMatrix:
         self._vectors[key] = vector
         return vector
 
-    def free(self, in_use: Set[DeviceId]) -> BoolArray:
+    def free(self, in_use: Set[DeviceId], journal: Journal | None = None) -> BoolArray:
+        """The devices not in ``in_use``. With the in-use ledger's ``journal`` (where it
+        stood when ``in_use`` was as it is), the vector made last time is brought up to
+        date from the journal's tail: the devices whose use changed since, not every
+        device in use (a read-only answer: the next call changes it)."""
+        kept = self._free
+        if journal is not None and kept is not None:
+            token, at, out = kept
+            if token is journal.token and at <= journal.length:
+                position = self.position
+                for d in journal.entries[at : journal.length]:
+                    i = position.get(d)
+                    if i is not None:
+                        out[i] = d not in in_use
+                self._free = (token, journal.length, out)
+                return out
         out = np.ones(len(self.candidates), dtype=bool)
         for d in in_use:
             i = self.position.get(d)
             if i is not None:
                 out[i] = False
+        self._free = None if journal is None else (journal.token, journal.length, out)
         return out
 
     def room(self, ok: BoolArray) -> IntArray:
@@ -172,6 +190,7 @@ def count_claims(
     allocator: DeviceAllocator,
     claims: Sequence[ResourceClaim],
     in_use: Set[DeviceId],
+    journal: Journal | None = None,
 ) -> Counted | None:
     """The nodes whose free devices can cover every request (None: not countable)."""
     wanted: list[tuple[BoolArray, int]] = []
@@ -196,7 +215,7 @@ def count_claims(
                 break
         else:
             groups.append((vector, n))
-    free = matrix.free(in_use)
+    free = matrix.free(in_use, journal)
     passes = np.ones(len(matrix.nodes), dtype=bool)
     found = np.zeros(len(matrix.nodes), dtype=np.int64)
     for vector, n in groups:
