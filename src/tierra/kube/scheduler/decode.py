@@ -31,6 +31,7 @@ from tierra.api.priority import decode_priority_class
 from tierra.api.queue import Queue, decode_queue
 from tierra.api.workload import decode_workload_podgroup
 from tierra.errors import Problem, Severity
+from tierra.kube.scheduler import pod_templates
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=api_decode.HasMeta)
@@ -84,8 +85,15 @@ def node(raw: dict[str, Any]) -> Node:
 
 
 def pod(raw: dict[str, Any]) -> LivePod:
+    """A pod of a template seen before is made from it (``pod_templates``)."""
     md = raw.get("metadata") or {}
-    decoded = _decoded(decode_pod, raw)[0]
+    key = pod_templates.template_key(raw)
+    decoded = pod_templates.from_template(key, raw)
+    if decoded is None:
+        decoded, problems = _decoded(decode_pod, raw)
+        pod_templates.remember(key, decoded, problems)
+    else:
+        _report(f"{raw.get('kind')}/{md.get('namespace', '')}/{md.get('name')}", [])
     return LivePod(
         decoded,
         _time(md.get("creationTimestamp")),

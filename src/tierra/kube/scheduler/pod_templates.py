@@ -1,0 +1,115 @@
+"""Pods made from one template are decoded once: the rest reuse what their spec gave.
+
+A cluster's pods come by the thousand from a few templates (a Deployment's ReplicaSet, a
+DaemonSet, a Job): their specs differ in ``nodeName`` and, on clusters with the
+ServiceAccount admission plugin, in the name of the projected token volume and its
+mounts, none of which the scheduler reads. Decoding a spec (requests, tolerations,
+affinity, rules) was most of a listed pod's cost (a million pods: about half of the time
+to the first decision), so a pod whose spec, once the parts nobody reads are left out,
+matches one decoded before without a problem takes that pod's spec-derived fields and
+decodes only its metadata, node and phase.
+
+What is left out of the key, and why that cannot change the decoded pod:
+
+* ``spec.nodeName``: set on the pod from the pod itself;
+* ``spec.volumes`` when every volume is node-local (``pod_rules``: a ConfigMap, a Secret,
+  the token, ...), and then the containers' ``volumeMounts``: such volumes give the pod no
+  rules (``decode_rules`` reads only claims and volumes it cannot follow).
+
+A template is kept only if its pod has no placement rules (the rules read the pod's name
+and labels, which are not in the key), no resource claims, no nominated node, and
+decoding it found no problem (problems are reported with each pod that has them). A pod
+whose metadata or phase has a problem, or that is in a Kueue pod group (whose problems
+come from its annotations), is decoded in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields, replace
+from typing import Any
+
+import msgspec
+
+from tierra.api import decode as api_decode
+from tierra.api.fields import Fields, Report
+from tierra.api.kueue import read_topology
+from tierra.api.kueue_pod_group import in_group as in_kueue_group
+from tierra.api.meta import decode_meta, object_ref
+from tierra.api.pod import Phase, Pod
+from tierra.api.pod_rules import _NODE_LOCAL_VOLUMES
+from tierra.errors import Problem
+
+_KEPT = 4096  # templates kept; a cluster has far fewer (then the table starts over)
+_LOCAL = _NODE_LOCAL_VOLUMES | {"name"}
+_PHASES = {p.value: p for p in Phase}
+_encode = msgspec.json.Encoder().encode
+# the template pod's init fields by name (``dataclasses.replace`` looks them up anew for
+# every pod: a third of a shared pod's cost)
+_templates: dict[bytes, dict[str, Any]] = {}
+_INIT = tuple(f.name for f in fields(Pod) if f.init)
+
+
+def template_key(raw: Mapping[str, Any]) -> bytes | None:
+    """The key of ``raw``'s template, or None when the pod is not one to share."""
+    spec = raw.get("spec")
+    status = raw.get("status")
+    if not isinstance(spec, dict) or (
+        isinstance(status, Mapping)
+        and (status.get("nominatedNodeName") or status.get("resourceClaimStatuses"))
+    ):
+        return None
+    rest = {k: v for k, v in spec.items() if k != "nodeName"}
+    volumes = rest.get("volumes")
+    if isinstance(volumes, list) and all(
+        isinstance(v, Mapping) and _LOCAL.issuperset(v) for v in volumes
+    ):
+        del rest["volumes"]
+        for group in ("containers", "initContainers"):
+            items = rest.get(group)
+            if isinstance(items, list):
+                rest[group] = [
+                    {k: v for k, v in c.items() if k != "volumeMounts"}
+                    if isinstance(c, dict)
+                    else c
+                    for c in items
+                ]
+    try:
+        return _encode(rest)
+    except (TypeError, msgspec.EncodeError):  # not JSON (a test's odd value): no sharing
+        return None
+
+
+def remember(key: bytes | None, pod: Pod, problems: tuple[Problem, ...]) -> None:
+    """Keep ``pod`` as its template's, if it may be shared (see the module's docstring)."""
+    if key is None or problems or pod.rules is not None or pod.resource_claims:
+        return
+    if len(_templates) >= _KEPT:
+        _templates.clear()
+    _templates[key] = {name: getattr(pod, name) for name in _INIT}
+
+
+def from_template(key: bytes | None, raw: Mapping[str, Any]) -> Pod | None:
+    """The pod ``raw`` decodes to, made from its template; None when there is none or the
+    pod needs a full decode (its metadata, node or phase has a problem; a Kueue group)."""
+    template = _templates.get(key) if key is not None else None
+    if template is None:
+        return None
+    trimmed = api_decode.trim(raw)
+    sink: list[Problem] = []
+    f = Fields(trimmed, "", Report(None, object_ref(trimmed, "Pod", namespaced=True), sink))
+    meta = decode_meta(f, namespaced=True)
+    if sink or read_topology(meta.annotations)[1] or in_kueue_group(meta):
+        return None
+    status = raw.get("status")
+    if status is None:
+        status = {}
+    elif not isinstance(status, Mapping):
+        return None
+    phase = _PHASES.get(status.get("phase", "Pending"))
+    node = raw["spec"].get("nodeName", "")
+    if phase is None or not isinstance(node, str):
+        return None
+    if meta.extra:
+        meta = replace(meta, extra={})
+    return Pod(**{**template, "meta": meta, "node_name": node, "phase": phase})
