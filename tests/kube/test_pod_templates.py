@@ -95,7 +95,8 @@ spec_parts = st.fixed_dictionaries(
 metas = st.fixed_dictionaries(
     {},
     optional={
-        "labels": st.sampled_from([{"app": "x"}, {"app": "y", "zone": "a"}]),
+        "labels": st.sampled_from([{"app": "x"}, {"app": "y", "zone": "a"}, {"n": 3}, [], None]),
+        "namespace": st.sampled_from(["team", None, 7]),
         "annotations": st.sampled_from(
             [
                 {"scheduling.k8s.io/group-name": "g"},
@@ -103,8 +104,11 @@ metas = st.fixed_dictionaries(
                 {"kueue.x-k8s.io/podset-required-topology": "zone"},
             ]
         ),
-        "creationTimestamp": st.sampled_from(["2026-01-01T00:00:00Z", "yesterday"]),
-        "uid": st.just("u-1"),
+        "creationTimestamp": st.sampled_from(
+            ["2026-01-01T00:00:00Z", "2026-01-01t00:00:01z", "2026-01-01T00:00:02", "yesterday", 5]
+        ),
+        "uid": st.sampled_from(["u-1", 1]),
+        "managedFields": st.just([{"manager": "kubectl"}]),
     },
 )
 statuses = st.one_of(

@@ -68,13 +68,22 @@ def _decoded(
     return obj, problems
 
 
+_times: dict[str, float] = {}  # creationTimestamp -> seconds: a list's pods share a few
+
+
 def _time(text: object) -> float:
     if not isinstance(text, str) or not text:
         return 0.0
+    if (seen := _times.get(text)) is not None:
+        return seen
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        out = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        return 0.0
+        out = 0.0
+    if len(_times) >= 4096:
+        _times.clear()
+    _times[text] = out
+    return out
 
 
 decoded = _decoded  # for the other kinds' feeds (``storage_feed.py``)
