@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tierra.api import pod_templates
 from tierra.api.pod import decode_pod
-from tierra.kube.scheduler import decode, pod_templates
+from tierra.api.snapshot import load_snapshot
+from tierra.kube.scheduler import decode
 
 TOKEN = {"projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
 SPEC_PARTS: dict[str, list[Any]] = {
@@ -194,3 +198,31 @@ def test_pods_with_rules_claims_or_problems_keep_no_template(
 ) -> None:
     decode.pod(raw_pod("p1", "n1", parts, volumes, {}, None))
     assert pod_templates._templates == {}
+
+
+def test_a_snapshot_loads_the_same_pods_origins_and_problems_with_templates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = [
+        raw_pod(f"p{i}", f"n{i % 2}", parts, vol, meta, status)
+        for i, (parts, vol, meta, status) in enumerate(
+            [
+                ({}, "token", {"labels": {"a": "b"}}, {"phase": "Running"}),
+                ({}, "token", {"managedFields": [{"m": 1}]}, {"phase": "Running"}),
+                ({}, "token", {"creationTimestamp": "yesterday"}, None),
+                ({"tolerations": SPEC_PARTS["tolerations"][1]}, None, {}, None),
+                ({"tolerations": SPEC_PARTS["tolerations"][1]}, None, {}, None),
+                ({}, "token", {}, {"phase": "Sleeping"}),
+                ({}, "token", {"uid": "u"}, {"phase": "Succeeded"}),
+            ]
+        )
+    ]
+    path = tmp_path / "pods.yaml"
+    path.write_text(yaml.safe_dump_all([{"apiVersion": "v1", "kind": "Pod", **d} for d in docs]))
+    shared = load_snapshot([path])
+    monkeypatch.setattr(pod_templates, "_templates", {})
+    monkeypatch.setattr(pod_templates, "remember", lambda key, pod, problems: None)
+    alone = load_snapshot([path])
+    assert shared.pods == alone.pods and shared.problems == alone.problems
+    assert [p.origin for p in shared.pods] == [p.origin for p in alone.pods]
+    assert [p.meta.extra for p in shared.pods] == [p.meta.extra for p in alone.pods]

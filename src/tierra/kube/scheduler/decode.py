@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
 from tierra.api import decode as api_decode
+from tierra.api import pod_templates
 from tierra.api.hypernode import HyperNode, decode_hypernode
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import Pod, decode_pod
@@ -31,7 +32,6 @@ from tierra.api.priority import decode_priority_class
 from tierra.api.queue import Queue, decode_queue
 from tierra.api.workload import decode_workload_podgroup
 from tierra.errors import Problem, Severity
-from tierra.kube.scheduler import pod_templates
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=api_decode.HasMeta)

@@ -7,7 +7,9 @@ mounts, none of which the scheduler reads. Decoding a spec (requests, toleration
 affinity, rules) was most of a listed pod's cost (a million pods: about half of the time
 to the first decision), so a pod whose spec, once the parts nobody reads are left out,
 matches one decoded before without a problem takes that pod's spec-derived fields and
-decodes only its metadata, node and phase.
+decodes only its metadata, node and phase. Used where pods come by the hundred
+thousand: the live scheduler's lists (``kube.scheduler.decode``, lean metadata) and
+snapshot files (``snapshot.load_snapshot``, all of it).
 
 What is left out of the key, and why that cannot change the decoded pod:
 
@@ -36,9 +38,9 @@ from tierra.api.fields import Fields, Report
 from tierra.api.kueue import read_topology
 from tierra.api.kueue_pod_group import in_group as in_kueue_group
 from tierra.api.meta import ObjectMeta, decode_meta, object_ref, parse_time
-from tierra.api.pod import Phase, Pod
+from tierra.api.pod import Phase, Pod, decode_pod
 from tierra.api.pod_rules import _NODE_LOCAL_VOLUMES
-from tierra.errors import Problem
+from tierra.errors import Origin, Problem
 
 _KEPT = 4096  # templates kept; a cluster has far fewer (then the table starts over)
 _LOCAL = _NODE_LOCAL_VOLUMES | {"name"}
@@ -90,20 +92,26 @@ def remember(key: bytes | None, pod: Pod, problems: tuple[Problem, ...]) -> None
     _templates[key] = {name: getattr(pod, name) for name in _INIT}
 
 
-def from_template(key: bytes | None, raw: Mapping[str, Any]) -> Pod | None:
+def from_template(
+    key: bytes | None, raw: Mapping[str, Any], origin: Origin | None = None, *, lean: bool = True
+) -> Pod | None:
     """The pod ``raw`` decodes to, made from its template; None when there is none or the
-    pod needs a full decode (its metadata, node or phase has a problem; a Kueue group)."""
+    pod needs a full decode (its metadata, node or phase has a problem; a Kueue group).
+    ``lean``: its metadata as ``api.decode.Meta.LEAN`` keeps it (the live scheduler);
+    otherwise all of it, as a snapshot file's (``ObjectMeta.extra`` included)."""
     template = _templates.get(key) if key is not None else None
     if template is None:
         return None
-    meta = _plain_meta(raw.get("metadata"))
+    meta = _plain_meta(raw.get("metadata")) if lean else None
     if meta is None:
-        trimmed = api_decode.trim(raw)
+        trimmed = api_decode.trim(raw) if lean else raw
         sink: list[Problem] = []
-        report = Report(None, object_ref(trimmed, "Pod", namespaced=True), sink)
+        report = Report(origin, object_ref(trimmed, "Pod", namespaced=True), sink)
         meta = decode_meta(Fields(trimmed, "", report), namespaced=True)
         if sink:
             return None
+        if lean and meta.extra:
+            meta = replace(meta, extra={})
     if read_topology(meta.annotations)[1] or in_kueue_group(meta):
         return None
     status = raw.get("status")
@@ -115,9 +123,18 @@ def from_template(key: bytes | None, raw: Mapping[str, Any]) -> Pod | None:
     node = raw["spec"].get("nodeName", "")
     if phase is None or not isinstance(node, str):
         return None
-    if meta.extra:
-        meta = replace(meta, extra={})
-    return Pod(**{**template, "meta": meta, "node_name": node, "phase": phase})
+    return Pod(**{**template, "meta": meta, "node_name": node, "phase": phase, "origin": origin})
+
+
+def decode_pod_shared(raw: Mapping[str, Any], origin: Origin | None, sink: list[Problem]) -> Pod:
+    """``decode_pod``, a pod of a template seen before made from it (a snapshot's)."""
+    key = template_key(raw)
+    pod = from_template(key, raw, origin, lean=False)
+    if pod is None:
+        before = len(sink)
+        pod = decode_pod(raw, origin, sink)
+        remember(key, pod, tuple(sink[before:]))
+    return pod
 
 
 def _plain_meta(md: object) -> ObjectMeta | None:
