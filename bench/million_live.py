@@ -406,8 +406,12 @@ async def run_on_standin(args: argparse.Namespace, tmp: Path, data: Path) -> dic
             await asyncio.sleep(0.1)
         served_before = cpu_seconds(server.pid)
         running = start(
-            SimpleNamespace(kubeconfig=tmp / "standin.kubeconfig"), tmp, "tierra", gangs=False
-        )  # type: ignore[arg-type]
+            SimpleNamespace(kubeconfig=tmp / "standin.kubeconfig"),  # type: ignore[arg-type]
+            tmp,
+            "tierra",
+            gangs=False,
+            profile=args.profile,
+        )
         try:
             ready = await wait_ready(running, args.timeout)
             ready_cpu = cpu_seconds(running.process.pid)
@@ -533,6 +537,12 @@ def main(argv: list[str] | None = None) -> int:
         "kube-scheduler its probe pods)",
     )
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="(stand-in only) run tierra under cProfile and write its stats to this file",
+    )
     args = parser.parse_args(argv)
     args.contenders = [c for c in args.contenders.split(",") if c]
     try:

@@ -125,3 +125,23 @@ def test_an_object_the_typed_decoder_refuses_is_decoded_the_ordinary_way() -> No
     odd["metadata"]["labels"] = {"app": 7}  # never from an API server; still no crash
     body = page(odd)
     assert wire.decode_page(body) == decode_json(body)
+
+
+def test_a_pod_page_keeps_of_the_status_only_what_is_read_and_decodes_alike() -> None:
+    running = copy.deepcopy(POD)
+    running["status"] |= {
+        "podIP": "10.1.2.3",
+        "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0}],
+        "nominatedNodeName": "n2",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    body = page(running)
+    lean, plain = wire.decode_page(body, pods=True), decode_json(body)
+    assert set(lean["items"][0]["status"]) == {"phase", "conditions", "nominatedNodeName"}
+    assert decode.pod(lean["items"][0]) == decode.pod(plain["items"][0])
+    line = msgspec.json.encode({"type": "MODIFIED", "object": running})
+    event = wire.decode_event(line, pods=True)
+    assert decode.pod(event["object"]) == decode.pod(plain["items"][0])
+    odd = copy.deepcopy(running)
+    odd["status"] = ["not", "an", "object"]  # refused by the typed decoder: the plain one
+    assert wire.decode_page(page(odd), pods=True) == decode_json(page(odd))

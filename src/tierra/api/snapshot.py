@@ -26,7 +26,8 @@ from tierra.api.kueue import PREFIX as KUEUE_PREFIX
 from tierra.api.kueue_pod_group import podset_of
 from tierra.api.kueue_pod_group import snapshot_problems as pod_group_problems
 from tierra.api.node import Node, decode_node
-from tierra.api.pod import Pod, decode_pod
+from tierra.api.pod import Pod
+from tierra.api.pod_templates import decode_pod_shared
 from tierra.api.podgroup import PodGroup, decode_podgroup
 from tierra.api.priority import GROUP as PRIORITY_GROUP
 from tierra.api.priority import PriorityClass, decode_priority_class
@@ -170,7 +171,7 @@ def _decoder_for(api_version: str, kind: str) -> tuple[str, Decoder] | None:
     if kind == "Node" and group == "":
         return "nodes", decode_node
     if kind == "Pod" and group == "":
-        return "pods", decode_pod
+        return "pods", decode_pod_shared
     if kind == "HyperNode" and group in HYPERNODE_GROUPS:
         return "hypernodes", decode_hypernode
     if kind == "PodGroup" and group == "scheduling.volcano.sh":

@@ -225,7 +225,8 @@ class Informer(Generic[T]):
         try:
             if self.lean:
                 return wire.decode_page(
-                    await self.kube.request_bytes("GET", self.path, query=query, what=what)
+                    await self.kube.request_bytes("GET", self.path, query=query, what=what),
+                    pods=self.resource.kind == "Pod",
                 )
             return await self.kube.get(self.path, query=query, what=what)
         except ApiError as exc:
@@ -286,7 +287,11 @@ class Informer(Generic[T]):
             raise
 
     def _on_line(self, line: bytes) -> None:
-        event = wire.decode_event(line) if self.lean else decode_json(line)
+        event = (
+            wire.decode_event(line, pods=self.resource.kind == "Pod")
+            if self.lean
+            else decode_json(line)
+        )
         kind = event.get("type")
         raw = event.get("object") or {}
         if kind == "ERROR":

@@ -45,10 +45,33 @@ class Item(msgspec.Struct):
     status: Any = None
 
 
+class PodStatus(msgspec.Struct):
+    """What is read of a pod's status (``api.pod``, ``kube.scheduler.decode``); its
+    container statuses, IPs and times, a third of a running pod's JSON, are skipped."""
+
+    phase: Any = None
+    nominatedNodeName: Any = None
+    resourceClaimStatuses: Any = None
+    conditions: Any = None
+
+
+class PodItem(msgspec.Struct):
+    apiVersion: str | None = None
+    kind: str | None = None
+    metadata: Meta | None = None
+    spec: Any = None
+    status: PodStatus | None = None
+
+
 class Page(msgspec.Struct):
     """One page of a LIST."""
 
     items: list[Item] = msgspec.field(default_factory=list)
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class PodPage(msgspec.Struct):
+    items: list[PodItem] = msgspec.field(default_factory=list)
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
@@ -57,12 +80,20 @@ class WatchEvent(msgspec.Struct):
     object: Item | None = None
 
 
+class PodWatchEvent(msgspec.Struct):
+    type: str = ""
+    object: PodItem | None = None
+
+
 _META_FIELDS = Meta.__struct_fields__
+_STATUS_FIELDS = PodStatus.__struct_fields__
 _PAGE = msgspec.json.Decoder(Page)
+_POD_PAGE = msgspec.json.Decoder(PodPage)
 _EVENT = msgspec.json.Decoder(WatchEvent)
+_POD_EVENT = msgspec.json.Decoder(PodWatchEvent)
 
 
-def as_raw(item: Item) -> dict[str, Any]:
+def as_raw(item: Item | PodItem) -> dict[str, Any]:
     """The dict an ordinary decode would give, less the metadata nobody reads."""
     out: dict[str, Any] = {}
     if item.apiVersion is not None:
@@ -73,26 +104,29 @@ def as_raw(item: Item) -> dict[str, Any]:
         out["metadata"] = {f: v for f in _META_FIELDS if (v := getattr(md, f)) is not None}
     if item.spec is not None:
         out["spec"] = item.spec
-    if item.status is not None:
-        out["status"] = item.status
+    if isinstance(st := item.status, PodStatus):
+        out["status"] = {f: v for f in _STATUS_FIELDS if (v := getattr(st, f)) is not None}
+    elif st is not None:
+        out["status"] = st
     return out
 
 
-def decode_page(body: bytes) -> dict[str, Any]:
-    """A LIST response as ``{"metadata": ..., "items": [...]}`` with lean items."""
+def decode_page(body: bytes, *, pods: bool = False) -> dict[str, Any]:
+    """A LIST response as ``{"metadata": ..., "items": [...]}`` with lean items
+    (``pods``: a list of Pods, their status reduced to ``PodStatus``)."""
     try:
-        page = _PAGE.decode(body)
+        page: Page | PodPage = (_POD_PAGE if pods else _PAGE).decode(body)
     except msgspec.ValidationError:
         out: dict[str, Any] = decode_json(body)
         return out
     return {"metadata": page.metadata, "items": [as_raw(i) for i in page.items]}
 
 
-def decode_event(line: bytes) -> dict[str, Any]:
+def decode_event(line: bytes, *, pods: bool = False) -> dict[str, Any]:
     """A watch event as ``{"type": ..., "object": ...}``; an ERROR (a Status, with fields
     an ``Item`` has not) and a BOOKMARK are decoded the ordinary way."""
     try:
-        event = _EVENT.decode(line)
+        event: WatchEvent | PodWatchEvent | None = (_POD_EVENT if pods else _EVENT).decode(line)
     except msgspec.ValidationError:
         event = None
     if event is None or event.object is None or event.type not in ("ADDED", "MODIFIED", "DELETED"):

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
 from tierra.api import decode as api_decode
+from tierra.api import pod_templates
 from tierra.api.hypernode import HyperNode, decode_hypernode
 from tierra.api.node import Node, decode_node
 from tierra.api.pod import Pod, decode_pod
@@ -67,13 +68,22 @@ def _decoded(
     return obj, problems
 
 
+_times: dict[str, float] = {}  # creationTimestamp -> seconds: a list's pods share a few
+
+
 def _time(text: object) -> float:
     if not isinstance(text, str) or not text:
         return 0.0
+    if (seen := _times.get(text)) is not None:
+        return seen
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        out = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        return 0.0
+        out = 0.0
+    if len(_times) >= 4096:
+        _times.clear()
+    _times[text] = out
+    return out
 
 
 decoded = _decoded  # for the other kinds' feeds (``storage_feed.py``)
@@ -84,8 +94,15 @@ def node(raw: dict[str, Any]) -> Node:
 
 
 def pod(raw: dict[str, Any]) -> LivePod:
+    """A pod of a template seen before is made from it (``pod_templates``)."""
     md = raw.get("metadata") or {}
-    decoded = _decoded(decode_pod, raw)[0]
+    key = pod_templates.template_key(raw)
+    decoded = pod_templates.from_template(key, raw)
+    if decoded is None:
+        decoded, problems = _decoded(decode_pod, raw)
+        pod_templates.remember(key, decoded, problems)
+    else:
+        _report(f"{raw.get('kind')}/{md.get('namespace', '')}/{md.get('name')}", [])
     return LivePod(
         decoded,
         _time(md.get("creationTimestamp")),
