@@ -181,6 +181,10 @@ class Search:
     ask: Ask = field(init=False)
     candidacy: tuple[Constraint, ...] = field(init=False)
     preferring: Preferring | None = field(init=False, default=None)  # the pods' own share
+    # per (tier, layout slice, shape): its domains' fit counts, summed once per search (a
+    # tier's ranking and every higher tier's cost read them; at 100,000 nodes each sum
+    # runs over every node)
+    _counts: dict[tuple[int, int, int, int], IntArray] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         cap, ix = self.cache.capacity, self.cache.index
@@ -280,7 +284,7 @@ class Search:
         roll: BoolArray = np.asarray((free >= d.total).all(axis=1), dtype=bool)
         if d.floor is not None:
             roll &= (free >= d.floor).all(axis=1)
-        counts = [tl.counts(lo, hi, pn) for pn in self.per_node]
+        counts = [self._tier_counts(t, lo, hi, i) for i in range(len(self.per_node))]
         needs = [len(s.pods) for s in d.shapes]
         fits = np.ones(len(doms), dtype=bool)
         holds = np.zeros(len(doms), dtype=np.int64)
@@ -317,6 +321,16 @@ class Search:
                 cost=cost,
             )
         return cand[order], scores[order], reach[order]
+
+    def _tier_counts(self, t: int, lo: int, hi: int, shape: int) -> IntArray:
+        """``per_node[shape]`` summed over tier ``t``'s domains ``lo:hi`` (read only)."""
+        key = (t, lo, hi, shape)
+        found = self._counts.get(key)
+        if found is None:
+            found = self._counts[key] = self.cache.layouts.by_tier[t].counts(
+                lo, hi, self.per_node[shape]
+            )
+        return found
 
     def _candidacy(self, t: int, doms: IntArray) -> list[Candidacy]:
         """What every candidacy constraint says of tier ``t``'s domains (those that speak)."""
@@ -364,7 +378,7 @@ class Search:
             if hi <= lo:
                 continue
             sub = lay.by_tier[lower]
-            counts = np.minimum(sub.counts(lo, hi, per_node), need)
+            counts = np.minimum(self._tier_counts(lower, lo, hi, 0), need)
             owner = np.searchsorted(tins, sub.tin[lo:hi], side="right") - 1
             inside = (owner >= 0) & (sub.tin[lo:hi] < touts[np.maximum(owner, 0)])
             doms = sub.domains[lo:hi][inside]
