@@ -323,13 +323,21 @@ class Search:
         return cand[order], scores[order], reach[order]
 
     def _tier_counts(self, t: int, lo: int, hi: int, shape: int) -> IntArray:
-        """``per_node[shape]`` summed over tier ``t``'s domains ``lo:hi`` (read only)."""
+        """``per_node[shape]`` summed over tier ``t``'s domains ``lo:hi`` (the region's;
+        read only): from the tier below when its domains make up this tier's
+        (``Layouts.sums_from``), the same integers."""
         key = (t, lo, hi, shape)
         found = self._counts.get(key)
         if found is None:
-            found = self._counts[key] = self.cache.layouts.by_tier[t].counts(
-                lo, hi, self.per_node[shape]
-            )
+            lay = self.cache.layouts
+            derived = lay.sums_from.get(t)
+            if derived is None:
+                found = lay.by_tier[t].counts(lo, hi, self.per_node[shape])
+            else:  # from the tier below: a sum over its domains, not over every node
+                blo, bhi = lay.slice(derived.tier, self.region)
+                below = self._tier_counts(derived.tier, blo, bhi, shape)
+                found = derived.counts(lo, hi, below, blo)
+            self._counts[key] = found
         return found
 
     def _candidacy(self, t: int, doms: IntArray) -> list[Candidacy]:
