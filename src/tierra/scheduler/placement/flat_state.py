@@ -171,7 +171,14 @@ class FlatStates:
             for i in first.tolist()
         ]
         at = state.pos[touched]
-        return np.unique(np.concatenate([at[at >= 0], *parts]))
+        parts.append(at[at >= 0])
+        if sum(map(len, parts)) * 16 < len(state.nodes):
+            return np.unique(np.concatenate(parts))
+        # many (a large gang touches many spines): marked in place, not sorted
+        marked = np.zeros(len(state.nodes), dtype=bool)
+        for part in parts:
+            marked[part] = True
+        return np.flatnonzero(marked)
 
     def _group_nodes(self, state: FlatState, node: int, group: int, region: int) -> IntArray:
         """Positions of the nodes sharing a domain, other than those holding the whole

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -113,8 +113,17 @@ def cover_cost(
     return out
 
 
+Memo = dict[object, object]
+
+
 def _alike_cover(
-    tl: TierLayout, pos: IntArray, per_node: IntArray, need: int, weight: float
+    tl: TierLayout,
+    pos: IntArray,
+    per_node: IntArray,
+    need: int,
+    weight: float,
+    *,
+    memo: Memo | None = None,
 ) -> tuple[FloatArray, BoolArray]:
     """``cover_cost`` of the nodes of each candidate (positions ``pos`` of ``tl``) when
     every node weighs ``weight`` and takes at most one pod (or one is needed), and which
@@ -130,7 +139,7 @@ def _alike_cover(
     holding = segment_sums((per_node >= need).astype(np.int64), tl.nodes, start, end) > 0
     k = np.where(taking >= need, max(need, 1), sizes)
     first = np.cumsum(sizes) - sizes  # where each candidate's nodes start, in order
-    cw = np.cumsum(np.full(int(sizes.sum()), weight))
+    cw = _cumulative({} if memo is None else memo, weight, int(sizes.sum()))
     out = np.zeros(len(pos), dtype=np.float64)
     if len(cw) == 0:
         return out, np.asarray(holding, dtype=bool)
@@ -139,6 +148,17 @@ def _alike_cover(
     last = first + k - 1
     out[some] = cw[last[some]] - base[some]
     return out, np.asarray(holding, dtype=bool)
+
+
+def _cumulative(memo: Memo, weight: float, n: int) -> FloatArray:
+    """``np.cumsum(np.full(n, weight))``, kept (on the link rates, one per index) and
+    sliced: a running sum's first ``n`` terms are the same whatever follows, and at
+    100,000 nodes a root candidate's sum ran over every node per search."""
+    key = ("cumulative", weight)
+    kept = memo.get(key)
+    if not isinstance(kept, np.ndarray) or len(kept) < n:
+        kept = memo[key] = np.cumsum(np.full(max(n, 1024), weight))
+    return cast("FloatArray", kept[:n])
 
 
 def _largest_first(values: IntArray, weights: FloatArray, group: IntArray, groups: int) -> IntArray:
@@ -369,7 +389,7 @@ class Search:
         k = len(cand)
         alike = links.alike_nodes
         if alike is not None and (need <= 1 or int(per_node.max(initial=0)) <= 1):
-            node_cost, whole = _alike_cover(tl, pos, per_node, need, alike[0])
+            node_cost, whole = _alike_cover(tl, pos, per_node, need, alike[0], memo=links.memo)
             cost += node_cost
         else:
             whole = None
