@@ -128,7 +128,7 @@ class Lookahead:
         # one session's mix asks the same for every gang; only the last mix is kept (it
         # changes from session to session: one entry per mix would grow without end)
         last = view.links.memo.get("homes")
-        if isinstance(last, tuple) and last[0] == view.mix:
+        if isinstance(last, tuple) and (last[0] is view.mix or last[0] == view.mix):
             return g, last[1]
         out = []
         for shape in view.mix:
@@ -211,10 +211,10 @@ class Lookahead:
                 terms = np.where(below, taken_f * th.sizes * th.weights, 0.0)
                 for i, row in enumerate(th.rows):
                     rows.setdefault(row, []).append(terms[i])
+        terms_in_order = [term for row in sorted(rows) for term in rows[row]]
         lost = np.zeros(n, dtype=np.float64)
-        for row in sorted(rows):
-            for term in rows[row]:
-                lost += term
+        if terms_in_order:  # a running sum is one term after the other, as a loop adds them
+            lost = np.cumsum(np.vstack(terms_in_order), axis=0)[-1]
         return np.asarray(1.0 / (1.0 + lost / r), dtype=np.float64)
 
     def node_scores(
