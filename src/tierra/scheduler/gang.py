@@ -61,12 +61,13 @@ def sort_pods(pods: list[Pod]) -> None:
     a trailing number (a gang's ``name-0``, ``name-1``, ...): then their natural keys
     share every part but that number, which orders them alone (equal numbers, ``7`` and
     ``07``, stay equal: the sort keeps their order). Otherwise the natural key itself."""
+    if len(pods) < 2:
+        return  # (a sort with a key computes it even for one item: a lone pod's)
     names = [p.name for p in pods]
-    stem = names[0].rstrip(_DIGITS) if names else ""
+    stem = names[0].rstrip(_DIGITS)
     cut = len(stem)
     if (
-        len(names) > 1
-        and not stem[-1:].isdecimal()  # ``\d`` is any decimal digit: it would join the number
+        not stem[-1:].isdecimal()  # ``\d`` is any decimal digit: it would join the number
         and set(map(str.rstrip, names, repeat(_DIGITS))) == {stem}
         and min(map(len, names)) > cut
     ):

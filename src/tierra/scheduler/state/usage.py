@@ -284,11 +284,12 @@ class Ledgers:
     def _assumed_runs(
         self, runs: dict[tuple[str | None, str | None, int, int], tuple[IntArray, list[str]]]
     ) -> None:
-        """``_assumed``'s sums, per run of alike pods (see there)."""
-        priorities: Counter[int] = Counter()
+        """``_assumed``'s sums, per run of alike pods (see there). Plain dicts, not
+        Counters: a lone pod is committed alone, one run, thousands a session."""
+        priorities: dict[int, int] = {}
         shapes: dict[tuple[str | None, int], tuple[int, int] | None] = {}
-        shape_gpus: Counter[tuple[int, int]] = Counter()
-        holding: Counter[str] = Counter()  # gang -> its pods bound here
+        shape_gpus: dict[tuple[int, int], int] = {}
+        holding: dict[str, int] = {}  # gang -> its pods bound here
         per_slot: dict[tuple[bool, str], dict[int, tuple[IntArray, int]]] = {}  # slot -> runs
         touched: set[str] = set()
         shape_of = self._shape_of
@@ -299,18 +300,17 @@ class Ledgers:
                 touched.update(keys)
             else:
                 touched.add(g)
-            priorities[prio] += n
+                holding[g] = holding.get(g, 0) + n
+            priorities[prio] = priorities.get(prio, 0) + n
             at = (g, vid)
             shape = shapes[at] if at in shapes else shapes.setdefault(at, self._shape_for(g, vec))
             if shape is not None:
                 shape_of.update(dict.fromkeys(keys, shape))
-                shape_gpus[shape] += shape[1] * n
+                shape_gpus[shape] = shape_gpus.get(shape, 0) + shape[1] * n
             slot = (True, g) if g is not None else (False, cast(str, queue))
             slot_runs = per_slot.setdefault(slot, {})
             had = slot_runs.get(vid)
             slot_runs[vid] = (vec, n) if had is None else (vec, had[1] + n)
-            if g is not None:
-                holding[g] += n
         for prio, count in priorities.items():
             self.priorities[prio] += count
         for shape, gpus in shape_gpus.items():
@@ -318,8 +318,10 @@ class Ledgers:
         for g, count in holding.items():
             self._held(g, count)
         for (is_gang, k), slot_runs in per_slot.items():
-            zero = np.zeros_like(self.capacity.dom_used[0])
-            total = sum((v * n for v, n in slot_runs.values()), zero)
+            total: IntArray | None = None
+            for v, n in slot_runs.values():
+                total = v * n if total is None else total + v * n
+            assert total is not None
             book = self.gang_used if is_gang else self.solo_used
             cur = book.get(k)
             book[k] = total if cur is None else cur + total
