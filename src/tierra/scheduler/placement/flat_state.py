@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tierra.scheduler.placement.demand import Shape
+from tierra.scheduler.state.layout import Layouts
 from tierra.scheduler.state.store import ClusterStore
 from tierra.topology.arrays import FloatArray
 from tierra.topology.capacity import Capacity
@@ -44,6 +45,12 @@ KEPT = 16  # states per ledger (a region, shape and scoring each); the least rec
 _States = OrderedDict[tuple[object, ...], "FlatState"]
 # per ledger, its states: beside it (derived data), gone with it
 _KEPT: weakref.WeakKeyDictionary[Capacity, _States] = weakref.WeakKeyDictionary()
+# per layout (one per index), per region: ``FlatStates._group_nodes``, which reads only
+# those two; shared by every state of the region (a new gang-shape mix each session made
+# new states, and each worked out again the nodes around every group it touched)
+_GROUPS: weakref.WeakKeyDictionary[Layouts, dict[int, dict[int, IntArray]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 @dataclass(slots=True)
@@ -58,7 +65,7 @@ class FlatState:
     log: list[IntArray]  # the ledger's move log it reads (``Capacity.move_log``)
     used: IntArray  # the ledger's ``node_used`` it was counted on
     seen: int  # entries of ``log`` already reflected
-    by_group: dict[int, IntArray]  # ``FlatStates._group_nodes``, memoised
+    by_group: dict[int, IntArray]  # ``FlatStates._group_nodes``, memoised (``_GROUPS``)
     anchors: tuple[object, ...]  # the objects whose ids make the key, kept alive
 
 
@@ -111,7 +118,10 @@ class FlatStates:
         group = cache.layouts.group_of[nodes]
         cap = cache.capacity
         log = cap.move_log
-        return FlatState(nodes, pos, group, counts, live, log, cap.node_used, len(log), {}, anchors)
+        by_group = _GROUPS.setdefault(cache.layouts, {}).setdefault(region, {})
+        return FlatState(
+            nodes, pos, group, counts, live, log, cap.node_used, len(log), by_group, anchors
+        )
 
     def refresh(self, state: FlatState, shape: Shape, region: int) -> None:
         """Bring ``state`` up to date with the changes logged since it last was."""
@@ -171,7 +181,14 @@ class FlatStates:
             for i in first.tolist()
         ]
         at = state.pos[touched]
-        return np.unique(np.concatenate([at[at >= 0], *parts]))
+        parts.append(at[at >= 0])
+        if sum(map(len, parts)) * 16 < len(state.nodes):
+            return np.unique(np.concatenate(parts))
+        # many (a large gang touches many spines): marked in place, not sorted
+        marked = np.zeros(len(state.nodes), dtype=bool)
+        for part in parts:
+            marked[part] = True
+        return np.flatnonzero(marked)
 
     def _group_nodes(self, state: FlatState, node: int, group: int, region: int) -> IntArray:
         """Positions of the nodes sharing a domain, other than those holding the whole

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -113,8 +113,17 @@ def cover_cost(
     return out
 
 
+Memo = dict[object, object]
+
+
 def _alike_cover(
-    tl: TierLayout, pos: IntArray, per_node: IntArray, need: int, weight: float
+    tl: TierLayout,
+    pos: IntArray,
+    per_node: IntArray,
+    need: int,
+    weight: float,
+    *,
+    memo: Memo | None = None,
 ) -> tuple[FloatArray, BoolArray]:
     """``cover_cost`` of the nodes of each candidate (positions ``pos`` of ``tl``) when
     every node weighs ``weight`` and takes at most one pod (or one is needed), and which
@@ -130,7 +139,7 @@ def _alike_cover(
     holding = segment_sums((per_node >= need).astype(np.int64), tl.nodes, start, end) > 0
     k = np.where(taking >= need, max(need, 1), sizes)
     first = np.cumsum(sizes) - sizes  # where each candidate's nodes start, in order
-    cw = np.cumsum(np.full(int(sizes.sum()), weight))
+    cw = _cumulative({} if memo is None else memo, weight, int(sizes.sum()))
     out = np.zeros(len(pos), dtype=np.float64)
     if len(cw) == 0:
         return out, np.asarray(holding, dtype=bool)
@@ -139,6 +148,17 @@ def _alike_cover(
     last = first + k - 1
     out[some] = cw[last[some]] - base[some]
     return out, np.asarray(holding, dtype=bool)
+
+
+def _cumulative(memo: Memo, weight: float, n: int) -> FloatArray:
+    """``np.cumsum(np.full(n, weight))``, kept (on the link rates, one per index) and
+    sliced: a running sum's first ``n`` terms are the same whatever follows, and at
+    100,000 nodes a root candidate's sum ran over every node per search."""
+    key = ("cumulative", weight)
+    kept = memo.get(key)
+    if not isinstance(kept, np.ndarray) or len(kept) < n:
+        kept = memo[key] = np.cumsum(np.full(max(n, 1024), weight))
+    return cast("FloatArray", kept[:n])
 
 
 def _largest_first(values: IntArray, weights: FloatArray, group: IntArray, groups: int) -> IntArray:
@@ -181,6 +201,10 @@ class Search:
     ask: Ask = field(init=False)
     candidacy: tuple[Constraint, ...] = field(init=False)
     preferring: Preferring | None = field(init=False, default=None)  # the pods' own share
+    # per (tier, layout slice, shape): its domains' fit counts, summed once per search (a
+    # tier's ranking and every higher tier's cost read them; at 100,000 nodes each sum
+    # runs over every node)
+    _counts: dict[tuple[int, int, int, int], IntArray] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         cap, ix = self.cache.capacity, self.cache.index
@@ -280,7 +304,7 @@ class Search:
         roll: BoolArray = np.asarray((free >= d.total).all(axis=1), dtype=bool)
         if d.floor is not None:
             roll &= (free >= d.floor).all(axis=1)
-        counts = [tl.counts(lo, hi, pn) for pn in self.per_node]
+        counts = [self._tier_counts(t, lo, hi, i) for i in range(len(self.per_node))]
         needs = [len(s.pods) for s in d.shapes]
         fits = np.ones(len(doms), dtype=bool)
         holds = np.zeros(len(doms), dtype=np.int64)
@@ -318,6 +342,24 @@ class Search:
             )
         return cand[order], scores[order], reach[order]
 
+    def _tier_counts(self, t: int, lo: int, hi: int, shape: int) -> IntArray:
+        """``per_node[shape]`` summed over tier ``t``'s domains ``lo:hi`` (the region's;
+        read only): from the tier below when its domains make up this tier's
+        (``Layouts.sums_from``), the same integers."""
+        key = (t, lo, hi, shape)
+        found = self._counts.get(key)
+        if found is None:
+            lay = self.cache.layouts
+            derived = lay.sums_from.get(t)
+            if derived is None:
+                found = lay.by_tier[t].counts(lo, hi, self.per_node[shape])
+            else:  # from the tier below: a sum over its domains, not over every node
+                blo, bhi = lay.slice(derived.tier, self.region)
+                below = self._tier_counts(derived.tier, blo, bhi, shape)
+                found = derived.counts(lo, hi, below, blo)
+            self._counts[key] = found
+        return found
+
     def _candidacy(self, t: int, doms: IntArray) -> list[Candidacy]:
         """What every candidacy constraint says of tier ``t``'s domains (those that speak)."""
         out = []
@@ -347,7 +389,7 @@ class Search:
         k = len(cand)
         alike = links.alike_nodes
         if alike is not None and (need <= 1 or int(per_node.max(initial=0)) <= 1):
-            node_cost, whole = _alike_cover(tl, pos, per_node, need, alike[0])
+            node_cost, whole = _alike_cover(tl, pos, per_node, need, alike[0], memo=links.memo)
             cost += node_cost
         else:
             whole = None
@@ -364,7 +406,7 @@ class Search:
             if hi <= lo:
                 continue
             sub = lay.by_tier[lower]
-            counts = np.minimum(sub.counts(lo, hi, per_node), need)
+            counts = np.minimum(self._tier_counts(lower, lo, hi, 0), need)
             owner = np.searchsorted(tins, sub.tin[lo:hi], side="right") - 1
             inside = (owner >= 0) & (sub.tin[lo:hi] < touts[np.maximum(owner, 0)])
             doms = sub.domains[lo:hi][inside]

@@ -48,6 +48,7 @@ from tierra.scheduler.queueing.quota import UNLIMITED, Budget, Limit, Quota
 from tierra.scheduler.queueing.shares import Limits, deserved_shares
 from tierra.scheduler.state.store import DEFAULT_QUEUE, ClusterStore
 from tierra.scheduler.status import OK, Code, Status, queue_limited
+from tierra.topology.capacity import ResourceAxis
 from tierra.topology.index import IntArray
 
 FloatArray = npt.NDArray[np.float64]
@@ -62,6 +63,10 @@ def gang_order(gang: Gang) -> tuple[object, ...]:
 
 
 _BUILT: list[tuple[tuple[Queue, ...], QueueTree]] = []  # the last tree built, with its queues
+
+
+# the last water-filling: its tree and axis (by identity), its input, the shares
+_FILLED: list[tuple[QueueTree, ResourceAxis, tuple[bytes, ...], dict[str, FloatArray]]] = []
 
 
 def _tree(queues: Iterable[Queue]) -> QueueTree:
@@ -161,14 +166,26 @@ class QueueBook:
         return Limits(float(q.weight), cap, self._vec(q.guarantee).astype(np.float64), deserved)
 
     def _water_fill(self) -> dict[str, FloatArray]:
+        """``deserved_shares``, kept while the tree, the axis, the cluster's total and
+        every queue's want come again (a function of those alone: the limits read the
+        tree's queues and the axis); sessions whose usage and demand repeat (a cluster
+        at rest) water-filled the same numbers each time."""
         own = self.own_usage()
         zero = np.zeros(len(self.names), dtype=np.int64)
         want = {
             q: (own.get(q, zero) + self._demands.get(q, zero)).astype(np.float64)
             for q in self.tree.order
         }
+        total = self.total.astype(np.float64)
+        key = (total.tobytes(), *(w.tobytes() for w in want.values()))
+        if _FILLED:
+            tree, axis, seen, shares = _FILLED[0]
+            if tree is self.tree and axis is self.axis and seen == key:
+                return {q: v.copy() for q, v in shares.items()}
         lims = {q: self.limits(q) for q in self.tree.order}
-        return deserved_shares(self.tree, self.total.astype(np.float64), want, lims)
+        shares = deserved_shares(self.tree, total, want, lims)
+        _FILLED[:] = [(self.tree, self.axis, key, shares)]
+        return {q: v.copy() for q, v in shares.items()}
 
     # -- order ------------------------------------------------------------------------
 

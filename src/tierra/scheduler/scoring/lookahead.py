@@ -28,6 +28,7 @@ Arguments: ``weight`` only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -85,6 +86,37 @@ def _lost(copies_before: IntArray, copies_after: IntArray) -> IntArray:
 
 
 @dataclass(frozen=True, slots=True)
+class _TierHomes:
+    """The shapes of a mix whose homes are domains of one tier, one row per shape."""
+
+    tier: int
+    rows: tuple[int, ...]  # each shape's place in the mix's homes
+    sizes: IntArray  # (shapes, 1): GPUs a copy takes
+    weights: FloatArray  # (shapes, 1): the shape's share of the demand
+    masks: BoolArray  # (shapes, domains): the homes
+    members: IntArray  # every shape's home domains, one after the other
+    member_row: IntArray  # ... the row each belongs to
+    member_tin: IntArray  # ... its depth-first entry
+
+    @staticmethod
+    def of(view: View, homes: list[tuple[ShapeShare, Home]], tier: int) -> _TierHomes:
+        at = [i for i, (_, h) in enumerate(homes) if h.tier == tier]
+        picked = [homes[i] for i in at]
+        members = np.concatenate([h.members for _, h in picked])
+        row = np.repeat(np.arange(len(at)), [len(h.members) for _, h in picked])
+        return _TierHomes(
+            tier=tier,
+            rows=tuple(at),
+            sizes=np.array([[s.gpus] for s, _ in picked], dtype=np.int64),
+            weights=np.array([[s.weight] for s, _ in picked], dtype=np.float64),
+            masks=np.stack([h.mask for _, h in picked]),
+            members=members.astype(np.int64),
+            member_row=row.astype(np.int64),
+            member_tin=view.layouts.tin[members],
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Lookahead:
     name: str = field(default=NAME, init=False)
     packs: bool = field(default=True, init=False)
@@ -96,7 +128,7 @@ class Lookahead:
         # one session's mix asks the same for every gang; only the last mix is kept (it
         # changes from session to session: one entry per mix would grow without end)
         last = view.links.memo.get("homes")
-        if isinstance(last, tuple) and last[0] == view.mix:
+        if isinstance(last, tuple) and (last[0] is view.mix or last[0] == view.mix):
             return g, last[1]
         out = []
         for shape in view.mix:
@@ -108,9 +140,27 @@ class Lookahead:
         view.links.memo["homes"] = (view.mix, out)
         return g, out
 
+    def _stacked(self, view: View, homes: list[tuple[ShapeShare, Home]]) -> list[_TierHomes]:
+        """``homes`` by home tier, stacked (memoised beside ``homes``: the same mix)."""
+        assert view.links is not None
+        last = view.links.memo.get("stacked")
+        if isinstance(last, tuple) and last[0] is homes and last[1] is view.layouts:
+            return cast("list[_TierHomes]", last[2])
+        out = [
+            _TierHomes.of(view, homes, tier)
+            for tier in dict.fromkeys(h.tier for _, h in homes if h.tier > 0)
+        ]
+        view.links.memo["stacked"] = (homes, view.layouts, out)
+        return out
+
     def domain_scores(
         self, view: View, request: IntArray, domains: IntArray, allocated: int | None
     ) -> FloatArray:
+        """Each shape's lost copies, per candidate: all shapes homed at one tier in one
+        pass of (shapes x candidates) arrays, added up shape by shape in the mix's order
+        (the sums as one shape at a time made them, to the last bit). One shape at a
+        time took 15 to 30 small array operations each, a fifth of a 64-pod gang's
+        domain search at 10,000 nodes."""
         ones = np.ones(len(domains), dtype=np.float64)
         g, homes = self._homes(view)
         if g is None or not homes or len(domains) == 0:
@@ -123,47 +173,48 @@ class Lookahead:
         tiers = ix.tier[domains]
         # each candidate's first node (candidates hold nodes: they fit the gang)
         first_node = ix.real_idx[np.minimum(ix.real_ptr[domains], len(ix.real_idx) - 1)]
-        lost = np.zeros(len(domains), dtype=np.float64)
+        rows: dict[int, list[FloatArray]] = {}  # shape (its place in homes) -> its terms
         order: IntArray | None = None
         sorted_tins = touts = np.zeros(0, dtype=np.int64)
         n = len(domains)
-        holders: dict[int, tuple[IntArray, BoolArray]] = {}  # per home tier, once per call
-        for shape, h in homes:
-            if h.tier == 0:
-                continue  # node-level homes: node choice inside the domain looks after them
-            size = shape.gpus
-            # the candidate inside (or equal to) one of the shape's homes
-            above = lay.node_dom.get(h.tier)
-            if above is not None:
-                held = holders.get(h.tier)
-                if held is None:
-                    grp = above[first_node]
-                    within = (tiers <= h.tier) & (grp >= 0)
-                    held = holders[h.tier] = (np.where(within, grp, 0), within)
-                grp, within = held
-                inside = within & h.mask[grp]
+        for th in self._stacked(view, homes):
+            above = lay.node_dom.get(th.tier)
+            if above is not None:  # the candidate inside (or equal to) one of the homes
+                grp = above[first_node]
+                within = (tiers <= th.tier) & (grp >= 0)
+                grp = np.where(within, grp, 0)
+                inside = within & th.masks[:, grp]
                 f = free[grp]
-                taken = _lost(f // size, np.maximum(f - int(np.ceil(r)), 0) // size)
-                lost += np.where(inside, taken * size * shape.weight, 0.0)
-            # homes below the candidate: its GPUs come out of them in proportion
-            below = tiers > h.tier
+                taken = _lost(f // th.sizes, np.maximum(f - int(np.ceil(r)), 0) // th.sizes)
+                terms = np.where(inside, taken * th.sizes * th.weights, 0.0)
+                for i, row in enumerate(th.rows):
+                    rows.setdefault(row, []).append(terms[i])
+            below = tiers > th.tier  # homes below the candidate: its GPUs come out of them
             if below.any():
                 if order is None:  # the candidates in depth-first order, once per call
                     tins, touts = lay.tin[domains], lay.tout[domains]
                     order = np.argsort(tins, kind="stable")
                     sorted_tins = tins[order]
-                hs = h.members
-                home_tin = lay.tin[hs]
-                owner = np.searchsorted(sorted_tins, home_tin, side="right") - 1
+                owner = np.searchsorted(sorted_tins, th.member_tin, side="right") - 1
                 ok = owner >= 0
                 owner = order[np.maximum(owner, 0)]
-                ok &= home_tin < touts[owner]
-                mine, home_f = owner[ok], free[hs[ok]]
-                home_free = np.bincount(mine, weights=home_f, minlength=n)
-                copies = np.bincount(mine, weights=home_f // size, minlength=n)
-                share = np.where(free[domains] > 0, home_free / np.maximum(free[domains], 1), 0)
-                taken = np.minimum(copies, np.floor(r * share / size))
-                lost += np.where(below, taken * size * shape.weight, 0.0)
+                ok &= th.member_tin < touts[owner]
+                at = th.member_row[ok] * n + owner[ok]
+                home_f = free[th.members[ok]]
+                size_of = th.sizes[:, 0][th.member_row[ok]]
+                k = len(th.rows) * n
+                home_free = np.bincount(at, weights=home_f, minlength=k).reshape(-1, n)
+                copies = np.bincount(at, weights=home_f // size_of, minlength=k).reshape(-1, n)
+                fd = free[domains]
+                share = np.where(fd > 0, home_free / np.maximum(fd, 1), 0)
+                taken_f = np.minimum(copies, np.floor(r * share / th.sizes))
+                terms = np.where(below, taken_f * th.sizes * th.weights, 0.0)
+                for i, row in enumerate(th.rows):
+                    rows.setdefault(row, []).append(terms[i])
+        terms_in_order = [term for row in sorted(rows) for term in rows[row]]
+        lost = np.zeros(n, dtype=np.float64)
+        if terms_in_order:  # a running sum is one term after the other, as a loop adds them
+            lost = np.cumsum(np.vstack(terms_in_order), axis=0)[-1]
         return np.asarray(1.0 / (1.0 + lost / r), dtype=np.float64)
 
     def node_scores(

@@ -12,6 +12,7 @@ Built from an immutable ``TopologyIndex``; rebuilt only when the index is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -34,6 +35,34 @@ class TierLayout:
         """Sum of ``per_node`` (a vector or a ``[nodes, k]`` matrix) over each domain in
         ``lo:hi``: their nodes lie end to end, so it is one ``segment_sums``."""
         return segment_sums(per_node, self.nodes, self.start[lo:hi], self.end[lo:hi])
+
+
+@dataclass(frozen=True, slots=True)
+class SumsFrom:
+    """A tier whose domains are each a run of the next tier down (``Layouts.sums_from``):
+    domain ``i`` holds exactly the nodes of that tier's domains ``first[i]:after[i]``."""
+
+    tier: int  # the tier below
+    first: IntArray
+    after: IntArray
+
+    def counts(self, lo: int, hi: int, below: IntArray, below_lo: int) -> IntArray:
+        """Per domain ``lo:hi``, the sum of ``below`` (the lower tier's per-domain sums,
+        from its position ``below_lo`` on, covering these domains' runs)."""
+        cs = np.zeros(len(below) + 1, dtype=below.dtype)
+        np.cumsum(below, out=cs[1:])
+        return np.asarray(
+            cs[self.after[lo:hi] - below_lo] - cs[self.first[lo:hi] - below_lo], dtype=below.dtype
+        )
+
+
+def _runs(lo: IntArray, hi: IntArray) -> IntArray:
+    """The positions ``lo[i]:hi[i]`` for every ``i``, one after the other."""
+    sizes = hi - lo
+    return np.asarray(
+        np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum())),
+        dtype=np.int64,
+    )
 
 
 class Layouts:
@@ -83,6 +112,33 @@ class Layouts:
             if len(np.unique(lay.nodes)) < len(lay.nodes):
                 self.shared_tiers = True
         self.group_of: IntArray = self._groups(n_nodes)
+        # per tier (the root's too), how its domains' sums follow from the next tier down
+        self.sums_from: dict[int, SumsFrom] = {}
+        below = sorted(self.by_tier)
+        for lower, upper in pairwise(below):
+            found = self._sums_from(self.by_tier[upper], self.by_tier[lower])
+            if found is not None:
+                self.sums_from[upper] = found
+
+    def _sums_from(self, upper: TierLayout, lower: TierLayout) -> SumsFrom | None:
+        """``upper``'s domains as runs of ``lower``'s, when each one's nodes are exactly
+        the nodes of the lower domains inside it (counted with repeats): then a sum over
+        its nodes is the sum of theirs. None when some node of an upper domain sits in
+        no lower one, or in two (two trees sharing nodes)."""
+        first = np.searchsorted(lower.tin, self.tin[upper.domains], side="left")
+        after = np.searchsorted(lower.tin, self.tout[upper.domains], side="left")
+        has = after > first
+        lo = np.where(has, lower.start[np.minimum(first, len(lower.start) - 1)], 0)
+        hi = np.where(has, lower.end[np.maximum(after - 1, 0)], 0)
+        sizes = upper.end - upper.start
+        if len(lower.start) == 0 or not np.array_equal(hi - lo, sizes):
+            return None
+        theirs = lower.nodes[_runs(lo, hi)]
+        group = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        own = upper.nodes[np.lexsort((upper.nodes, group))]
+        if not np.array_equal(own, theirs[np.lexsort((theirs, group))]):
+            return None
+        return SumsFrom(lower.tier, first.astype(np.int64), after.astype(np.int64))
 
     def _groups(self, n_nodes: int) -> IntArray:
         """Nodes held by exactly the same domains share a group (a leaf's nodes, usually)."""
