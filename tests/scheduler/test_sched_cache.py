@@ -18,12 +18,13 @@ from tests.scheduler.helpers import add, cache_state, placed, reasons
 from tests.scheduler.test_sched_properties import SETTINGS, World, worlds
 
 from tierra.api.hypernode import decode_hypernode
-from tierra.api.pod import Phase
+from tierra.api.pod import Phase, Pod
 from tierra.api.podgroup import encode_podgroup
 from tierra.api.snapshot import Snapshot, load_snapshot
 from tierra.errors import Problem
 from tierra.scheduler import ClusterStore, Memory, SchedulerConfig, run_session, schedule
 from tierra.scheduler.state.store import QUEUE_ANNOTATION
+from tierra.scheduler.state.usage import _rebound
 from tierra.scheduler.testing import (
     canonical,
     gang,
@@ -34,6 +35,7 @@ from tierra.scheduler.testing import (
     podgroup,
     queue,
     snapshot,
+    tolerate,
     topology,
 )
 
@@ -402,3 +404,21 @@ def test_a_first_list_in_one_batch_equals_from_snapshot(world: World, seed: int)
         cache.remove_node(moved[0].name)
     after = replace(snap, nodes=(*moved[1:-1], relabelled))
     assert rebuilt_state(cache) == rebuilt_state(ClusterStore.from_snapshot(after))
+
+
+def test_a_rebound_pod_is_replace_with_another_node_in_every_slot() -> None:
+    """The store's hot-path copy (written out from ``Pod.__slots__``) must equal
+    ``dataclasses.replace``, slot for slot, for pods with and without a node, gang and
+    tolerations, so that a field added to Pod later is carried too."""
+    _, members = gang("g", 2)
+    pods = [
+        pod("lone", gpu=2, node_name="n1"),
+        replace(pod("tol", gpu=1), tolerations=(tolerate("gpu"),)),
+        *members,
+    ]
+    for p in pods:
+        for node_name in ("", "n7"):
+            got, want = _rebound(p, node_name), replace(p, node_name=node_name)
+            assert got is not p
+            for slot in Pod.__slots__:
+                assert getattr(got, slot) == getattr(want, slot), (p.key, slot)
