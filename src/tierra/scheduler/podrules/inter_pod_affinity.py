@@ -10,8 +10,10 @@ For a pod P on node N, as kube-scheduler's ``filtering.go`` decides it:
 * existing pods' anti-affinity, applied symmetrically: no placed pod E has a required
   anti-affinity term that P matches (namespaces read from E's side) with E in N's domain.
 
-The cost is the pods each selector can match (``PodIndex.matching``) plus the placed
-pods holding anti-affinity terms, not every pod on every node.
+The cost is the nodes holding pods each anti-affinity selector matches (``PodIndex.tally``,
+kept up to date as pods are placed), the pods the affinity terms can match
+(``PodIndex.matching``), and the nodes of placed pods holding anti-affinity terms; not
+every pod on every node.
 """
 
 from __future__ import annotations
@@ -38,10 +40,7 @@ def _term_matches(term: PodAffinityTerm, pod: Pod, namespaces: frozenset[str] | 
 
 
 def _in_domains(nodes: NodeTable, key: str, domains: Iterable[int]) -> BoolArray:
-    codes, _ = nodes.values(key)
-    wanted = np.fromiter(set(domains), dtype=np.int64)
-    out: BoolArray = np.isin(codes, wanted) & (codes != MISSING)
-    return out
+    return nodes.in_domains(key, domains)
 
 
 def _affinity(
@@ -82,15 +81,18 @@ def _anti_affinity(
 ) -> BoolArray:
     """Nodes in a domain holding a pod that one of P's anti-affinity terms matches."""
     refused = np.zeros(len(nodes), dtype=bool)
+    position = nodes.position
     for t in terms:
+        if t.selector is None:
+            continue  # matches no pod
         codes, _ = nodes.values(t.topology_key)
         spaces = placed.namespaces_of(t, pod.namespace)
-        at = [
-            nodes.position.get(e.node)
-            for e in placed.matching(t.selector, spaces)
-            if e.pod.key != pod.key
-        ]
-        hit = {int(codes[i]) for i in at if i is not None and codes[i] != MISSING}
+        itself = placed.counted_at(pod, t.selector, spaces)
+        hit: set[int] = set()
+        for name, count in placed.tally(t.selector, spaces).items():
+            i = position.get(name)
+            if i is not None and codes[i] != MISSING and (count > 1 or name != itself):
+                hit.add(int(codes[i]))
         if hit:
             refused |= _in_domains(nodes, t.topology_key, hit)
     return refused
