@@ -191,11 +191,13 @@ class PodIndex:
     claim_users: dict[str, set[str]] = field(default_factory=dict)  # "ns/claim" -> pods
     soft: SoftTerms = field(default_factory=SoftTerms)  # terms that score others (held_terms)
     tallies: Tallies = field(default_factory=Tallies)  # matching pods per node, per selector
+    version: int = 0  # moves with every pod added or removed (answers memoized over it)
 
     def add(self, pod: Pod, node: str) -> None:
         key = pod.key
         if key in self.entries:
             self.remove(key)
+        self.version += 1
         self.entries[key] = Placed(pod, node)
         for pair in pod.meta.labels.items():
             self.by_label.setdefault(pair, set()).add(key)
@@ -222,6 +224,7 @@ class PodIndex:
         entry = self.entries.pop(key, None)
         if entry is None:
             return
+        self.version += 1
         pod = entry.pod
         for pair in pod.meta.labels.items():
             _drop(self.by_label, pair, key)
