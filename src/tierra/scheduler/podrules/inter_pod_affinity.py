@@ -81,20 +81,15 @@ def _anti_affinity(
 ) -> BoolArray:
     """Nodes in a domain holding a pod that one of P's anti-affinity terms matches."""
     refused = np.zeros(len(nodes), dtype=bool)
-    position = nodes.position
     for t in terms:
         if t.selector is None:
             continue  # matches no pod
-        codes, _ = nodes.values(t.topology_key)
         spaces = placed.namespaces_of(t, pod.namespace)
         itself = placed.counted_at(pod, t.selector, spaces)
-        hit: set[int] = set()
-        for name, count in placed.tally(t.selector, spaces).items():
-            i = position.get(name)
-            if i is not None and codes[i] != MISSING and (count > 1 or name != itself):
-                hit.add(int(codes[i]))
-        if hit:
-            refused |= _in_domains(nodes, t.topology_key, hit)
+        tally = placed.tally(t.selector, spaces)
+        at = nodes.around(t.topology_key, (n for n, k in tally.items() if k > 1 or n != itself))
+        if at is not None:
+            refused |= at
     return refused
 
 
@@ -106,11 +101,9 @@ def _existing_anti_affinity(pod: Pod, nodes: NodeTable, placed: PodIndex) -> Boo
         t = held.term
         if not _term_matches(t, pod, held.spaces):
             continue
-        codes, _ = nodes.values(t.topology_key)
-        at = [nodes.position.get(n) for n in held.nodes]
-        hit = {int(codes[i]) for i in at if i is not None and codes[i] != MISSING}
-        if hit:
-            refused |= _in_domains(nodes, t.topology_key, hit)
+        at = nodes.around(t.topology_key, held.nodes)
+        if at is not None:
+            refused |= at
     return refused
 
 

@@ -4,7 +4,9 @@
 as an integer code per node (computed once per key). ``PodIndex`` holds every pod that
 holds a node -- bound, assumed, or placed earlier in this session (``add``; ``remove``
 undoes it when a gang's transaction rolls back) -- indexed by label, namespace and node,
-so a selector looks only at the pods it could match, never at every pod per node.
+so a selector looks only at the pods it could match, never at every pod per node; and,
+per selector the filters ask again and again (a gang placed pod by pod), the matching pods
+per node, moved by ``add``/``remove`` (``tallies.py``).
 """
 
 from __future__ import annotations
@@ -92,11 +94,25 @@ class NodeTable:
             found = self._memo[("missing", key)] = self.values(key)[0] == MISSING
         return found
 
-    def in_domains(self, key: str, domains: Iterable[int]) -> BoolArray:
+    def around(self, key: str, names: Iterable[str]) -> BoolArray | None:
+        """Nodes sharing a ``key`` value with one of the named nodes (a name not in the
+        table, or a node without the label, reaches none); None when none is reached.
+        One array look-up for all names, not a Python test per name."""
+        position = self.position
+        at = np.fromiter((position.get(n, MISSING) for n in names), dtype=np.int64)
+        at = at[at != MISSING]
+        if self.per_node(key):
+            return self.in_domains(key, at) if len(at) else None  # codes are positions
+        codes, _ = self.values(key)
+        found = codes[at]
+        found = found[found != MISSING]
+        return self.in_domains(key, found) if len(found) else None
+
+    def in_domains(self, key: str, domains: Iterable[int] | IntArray) -> BoolArray:
         """Nodes whose ``key`` value is one of the codes ``domains`` (a node without the
         label never): a lookup per node, or, when the key names each node alone (its
         codes are then the nodes' positions), the positions set directly."""
-        wanted = list(domains)
+        wanted = domains if isinstance(domains, np.ndarray) else list(domains)
         if self.per_node(key):
             out = np.zeros(len(self.nodes), dtype=bool)
             out[wanted] = True

@@ -75,13 +75,20 @@ def _counts(
     counts = np.zeros(len(names) + 1, dtype=np.int64)  # the last slot: nodes without the key
     if c.selector is None or c.selector.empty:
         return counts  # countPodsMatchSelector counts nothing for an empty selector
-    at = nodes.position
     spaces = frozenset((pod.namespace,))
     itself = placed.counted_at(pod, c.selector, spaces)
-    for name, count in placed.tally(c.selector, spaces).items():
-        i = at.get(name)
-        if i is not None and eligible[i]:
-            counts[codes[i]] += count - (name == itself)
+    tally = placed.tally(c.selector, spaces)
+    if not tally:
+        return counts
+    at = nodes.position
+    where = np.fromiter((at.get(n, MISSING) for n in tally), dtype=np.int64, count=len(tally))
+    many = np.fromiter(
+        (k - (n == itself) for n, k in tally.items()), dtype=np.int64, count=len(tally)
+    )
+    kept = where != MISSING
+    where, many = where[kept], many[kept]
+    kept = eligible[where]  # eligible nodes all have the key: no code of -1 below
+    np.add.at(counts, codes[where[kept]], many[kept])
     return counts
 
 
