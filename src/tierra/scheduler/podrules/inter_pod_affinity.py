@@ -87,7 +87,8 @@ def _anti_affinity(
         spaces = placed.namespaces_of(t, pod.namespace)
         itself = placed.counted_at(pod, t.selector, spaces)
         tally = placed.tally(t.selector, spaces)
-        at = nodes.around(t.topology_key, (n for n, k in tally.items() if k > 1 or n != itself))
+        alone = itself if itself is not None and tally.get(itself) == 1 else None
+        at = nodes.around(t.topology_key, tally, but=alone)  # the pod is not its own neighbour
         if at is not None:
             refused |= at
     return refused

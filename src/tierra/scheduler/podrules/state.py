@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -94,12 +95,17 @@ class NodeTable:
             found = self._memo[("missing", key)] = self.values(key)[0] == MISSING
         return found
 
-    def around(self, key: str, names: Iterable[str]) -> BoolArray | None:
-        """Nodes sharing a ``key`` value with one of the named nodes (a name not in the
-        table, or a node without the label, reaches none); None when none is reached.
-        One array look-up for all names, not a Python test per name."""
-        position = self.position
-        at = np.fromiter((position.get(n, MISSING) for n in names), dtype=np.int64)
+    def positions(self, names: Iterable[str]) -> IntArray:
+        """The named nodes' positions, -1 for a name not in the table (one C-level pass
+        over the names: a gang placed pod by pod asks this for every pod)."""
+        return np.fromiter(map(self.position.get, names, repeat(MISSING)), dtype=np.int64)
+
+    def around(self, key: str, names: Iterable[str], but: str | None = None) -> BoolArray | None:
+        """Nodes sharing a ``key`` value with one of the named nodes other than ``but``
+        (a name not in the table, or a node without the label, reaches none); None when
+        none is reached. One array look-up for all names, not a Python test per name."""
+        at = self.positions(names)
+        at = at[at != (MISSING if but is None else self.position.get(but, MISSING))]
         at = at[at != MISSING]
         if self.per_node(key):
             return self.in_domains(key, at) if len(at) else None  # codes are positions

@@ -80,11 +80,10 @@ def _counts(
     tally = placed.tally(c.selector, spaces)
     if not tally:
         return counts
-    at = nodes.position
-    where = np.fromiter((at.get(n, MISSING) for n in tally), dtype=np.int64, count=len(tally))
-    many = np.fromiter(
-        (k - (n == itself) for n, k in tally.items()), dtype=np.int64, count=len(tally)
-    )
+    where = nodes.positions(tally)
+    many = np.fromiter(tally.values(), dtype=np.int64, count=len(tally))
+    if itself is not None:
+        many[where == nodes.position.get(itself, MISSING)] -= 1  # not counted by itself
     kept = where != MISSING
     where, many = where[kept], many[kept]
     kept = eligible[where]  # eligible nodes all have the key: no code of -1 below
