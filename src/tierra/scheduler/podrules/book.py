@@ -17,7 +17,7 @@ to them counts as room freed everywhere, so waiting gangs are tried again.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,7 @@ from tierra.scheduler.podrules.state import NodeTable, PodIndex
 from tierra.scheduler.podrules.volumes import ClaimAction, Storage
 
 if TYPE_CHECKING:
-    from tierra.scheduler.constraints.protocol import Cycle
+    from tierra.scheduler.constraints.protocol import Cycle, NodeMask
     from tierra.scheduler.state.store import ClusterStore
 
 NAME = "podrules"
@@ -65,6 +65,10 @@ class RulesBook:
         self._tables: list[tuple[object, NodeTable]] = []  # (index, table), latest first
         # pending pods' status.nominatedNodeName: room held for them (``nominated.py``)
         self.nominations = Nominations()
+        # node masks replicas share (``constraints._Rule.node_mask``), valid while the
+        # table and the placed pods' version are these
+        self.masks: dict[Hashable, tuple[NodeMask, NodeMask | None]] = {}
+        self.masks_at: tuple[NodeTable, int] | None = None
 
     # -- pods (the store calls these) ---------------------------------------------
 
@@ -192,6 +196,7 @@ class RulesBook:
         twin.actions = dict(self.actions)
         twin.nominations = self.nominations.copy()
         twin._tables = list(self._tables)  # the tables themselves are read-only
+        twin.masks, twin.masks_at = {}, None
         return twin
 
     def replay(self, fork: RulesBook, pods: Sequence[Pod]) -> None:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tierra.api.pod import Pod
+from tierra.scheduler.constraints.eligibility import constraint_key
 from tierra.scheduler.constraints.protocol import (
     Ask,
     Candidacy,
@@ -63,10 +64,12 @@ from tierra.topology.index import IntArray
 if TYPE_CHECKING:
     from tierra.scheduler.placement.demand import Shape
     from tierra.scheduler.state.store import ClusterStore
+    from tierra.scheduler.state.transaction import Transaction
 
 UNCAPPED = 1 << 30
 POOL = "volume-binding:pool"  # the refusal of domains short of local PVs, and its memo
 ONE_EACH = "node(s) already holding a pod of the gang that its rules keep apart"
+SYNCED = "podrules:synced"  # ``attempt_placed``'s last look, in ``Cycle.data``
 
 
 def rules_key(pod: Pod) -> Hashable:
@@ -136,12 +139,21 @@ def attempt_placed(book: RulesBook, cycle: Cycle, names: Sequence[str]) -> PodIn
     placed = book.placed
     entries = placed.entries
     overlay = cycle.overlay
+    if cycle.data.get(SYNCED) == _synced(placed, overlay):
+        return placed  # nothing placed, undone or indexed since the last look
     for pod, n, _ in overlay.assigned:
         key = pod.key
         if key not in entries:
             placed.add(pod, names[n])
             overlay.on_undo(_unplace(placed, key, entries[key]))
+    cycle.data[SYNCED] = _synced(placed, overlay)
     return placed
+
+
+def _synced(placed: PodIndex, overlay: Transaction) -> tuple[int, int, int, int]:
+    """What ``attempt_placed`` left behind: the index and its version, and how far the
+    overlay had gone (``touched`` grows with every placement and every undo)."""
+    return (id(placed), placed.version, len(overlay.touched), len(overlay.assigned))
 
 
 def _unplace(placed: PodIndex, key: str, entry: Placed) -> Callable[[], None]:
@@ -183,8 +195,37 @@ class _Rule(Constraint):
         found = self.verdicts(pod, book.nodes(store), book.placed, book)
         return _mask(store, pod, found) if found else None
 
+    def _shared_mask(self, store: ClusterStore, pod: Pod) -> NodeMask | None:
+        """``node_mask`` once for a gang's replicas: a pod whose rules select itself is a
+        shape of its own (``rules_key``), yet while it is not placed its mask reads only
+        its rules, namespace, labels and node constraints -- not its name -- so replicas
+        share the first one's, while the table, the placed pods and the node filter's
+        mask for them are the same."""
+        if pod.rules is None:
+            return None
+        book = book_of(store)
+        table, placed = book.nodes(store), book.placed
+        if pod.key in placed.entries:  # placed itself: its own counts leave it out
+            return _Rule.node_mask(self, store, pod)
+        at = book.masks_at
+        if at is None or at[0] is not table or at[1] != placed.version:
+            book.masks.clear()
+            book.masks_at = (table, placed.version)
+        within = store.filter.for_pod(pod)
+        labels = tuple(sorted(pod.meta.labels.items()))
+        key = (self.name, pod.rules, pod.namespace, labels, constraint_key(pod))
+        memo = book.masks.get(key)
+        if memo is not None and memo[0] is within:
+            return memo[1]
+        found = self.verdicts(pod, table, placed, book)
+        mask = _mask(store, pod, found) if found else None
+        book.masks[key] = (within, mask)
+        return mask
+
     def cap_refusal(self, cycle: Cycle, capped: int) -> Refusal | None:
         why = cycle.data.get(f"{self.name}:why", ONE_EACH)
+        if callable(why):
+            why = why()
         return Refusal(self, "per-node cap", capped, (("reason", why),))
 
     def describe(self, refusal: Refusal, store: ClusterStore, domain: int | None = None) -> str:
@@ -197,8 +238,9 @@ class _Rule(Constraint):
         """The pod field a reason of this filter comes from."""
         return self.filter_name
 
-    def note(self, cycle: Cycle, refused: BoolArray, reason: str) -> None:
-        """Remember why this attempt's caps refused nodes, for ``cap_refusal``."""
+    def note(self, cycle: Cycle, refused: BoolArray, reason: str | Callable[[], str]) -> None:
+        """Remember why this attempt's caps refused nodes, for ``cap_refusal`` (a callable:
+        worked out only if a refusal is told)."""
         cycle.data[f"{self.name}:why"] = reason if refused.any() else ONE_EACH
 
     def _caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
@@ -220,7 +262,7 @@ class _Rule(Constraint):
 
 
 def _caps_from(refused: BoolArray, one_each: bool) -> IntArray:
-    caps = np.where(refused, 0, 1 if one_each else UNCAPPED).astype(np.int64)
+    caps: IntArray = np.where(refused, 0, 1 if one_each else UNCAPPED).astype(np.int64, copy=False)
     return caps
 
 
@@ -274,6 +316,9 @@ class InterPodAffinity(_Rule):
         v = inter_pod_affinity.evaluate(pod, table, placed)
         return () if v is None else (v,)
 
+    def node_mask(self, store: ClusterStore, pod: Pod) -> NodeMask | None:
+        return self._shared_mask(store, pod)
+
     def applies(self, cycle: Cycle) -> bool:
         """Also for a gang without rules while placed pods hold required anti-affinity:
         their terms refuse its pods (the symmetric direction, ``full_caps``)."""
@@ -303,9 +348,18 @@ class InterPodAffinity(_Rule):
             if v is not None:
                 refused |= ~v.mask
                 reasons.append(v)
-        top = first_refusals(reasons, shape.eligibility.mask)
-        self.note(cycle, refused, max(top, key=lambda r: r.nodes).reason if top else ONE_EACH)
+        self.note(cycle, refused, _top_reason(reasons, shape.eligibility.mask))
         return _caps_from(refused, one_each=False)
+
+
+def _top_reason(verdicts: list[Verdict], within: BoolArray) -> Callable[[], str]:
+    """The reason refusing the most of ``within`` (counted only if a refusal is told)."""
+
+    def top() -> str:
+        found = first_refusals(verdicts, within)
+        return max(found, key=lambda r: r.nodes).reason if found else ONE_EACH
+
+    return top
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +375,9 @@ class PodTopologySpread(_Rule):
     ) -> Sequence[Verdict]:
         v = topology_spread.evaluate(pod, table, placed)
         return () if v is None else (v,)
+
+    def node_mask(self, store: ClusterStore, pod: Pod) -> NodeMask | None:
+        return self._shared_mask(store, pod)
 
     def node_caps(self, cycle: Cycle, shape: Shape, nodes: IntArray) -> IntArray | None:
         return self._caps(cycle, shape, nodes)

@@ -10,8 +10,10 @@ For a pod P on node N, as kube-scheduler's ``filtering.go`` decides it:
 * existing pods' anti-affinity, applied symmetrically: no placed pod E has a required
   anti-affinity term that P matches (namespaces read from E's side) with E in N's domain.
 
-The cost is the pods each selector can match (``PodIndex.matching``) plus the placed
-pods holding anti-affinity terms, not every pod on every node.
+The cost is the nodes holding pods each anti-affinity selector matches (``PodIndex.tally``,
+kept up to date as pods are placed), the pods the affinity terms can match
+(``PodIndex.matching``), and the nodes of placed pods holding anti-affinity terms; not
+every pod on every node.
 """
 
 from __future__ import annotations
@@ -38,10 +40,7 @@ def _term_matches(term: PodAffinityTerm, pod: Pod, namespaces: frozenset[str] | 
 
 
 def _in_domains(nodes: NodeTable, key: str, domains: Iterable[int]) -> BoolArray:
-    codes, _ = nodes.values(key)
-    wanted = np.fromiter(set(domains), dtype=np.int64)
-    out: BoolArray = np.isin(codes, wanted) & (codes != MISSING)
-    return out
+    return nodes.in_domains(key, domains)
 
 
 def _affinity(
@@ -83,16 +82,15 @@ def _anti_affinity(
     """Nodes in a domain holding a pod that one of P's anti-affinity terms matches."""
     refused = np.zeros(len(nodes), dtype=bool)
     for t in terms:
-        codes, _ = nodes.values(t.topology_key)
+        if t.selector is None:
+            continue  # matches no pod
         spaces = placed.namespaces_of(t, pod.namespace)
-        at = [
-            nodes.position.get(e.node)
-            for e in placed.matching(t.selector, spaces)
-            if e.pod.key != pod.key
-        ]
-        hit = {int(codes[i]) for i in at if i is not None and codes[i] != MISSING}
-        if hit:
-            refused |= _in_domains(nodes, t.topology_key, hit)
+        itself = placed.counted_at(pod, t.selector, spaces)
+        tally = placed.tally(t.selector, spaces)
+        alone = itself if itself is not None and tally.get(itself) == 1 else None
+        at = nodes.around(t.topology_key, tally, but=alone)  # the pod is not its own neighbour
+        if at is not None:
+            refused |= at
     return refused
 
 
@@ -104,11 +102,9 @@ def _existing_anti_affinity(pod: Pod, nodes: NodeTable, placed: PodIndex) -> Boo
         t = held.term
         if not _term_matches(t, pod, held.spaces):
             continue
-        codes, _ = nodes.values(t.topology_key)
-        at = [nodes.position.get(n) for n in held.nodes]
-        hit = {int(codes[i]) for i in at if i is not None and codes[i] != MISSING}
-        if hit:
-            refused |= _in_domains(nodes, t.topology_key, hit)
+        at = nodes.around(t.topology_key, held.nodes)
+        if at is not None:
+            refused |= at
     return refused
 
 

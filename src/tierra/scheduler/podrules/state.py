@@ -4,13 +4,16 @@
 as an integer code per node (computed once per key). ``PodIndex`` holds every pod that
 holds a node -- bound, assumed, or placed earlier in this session (``add``; ``remove``
 undoes it when a gang's transaction rolls back) -- indexed by label, namespace and node,
-so a selector looks only at the pods it could match, never at every pod per node.
+so a selector looks only at the pods it could match, never at every pod per node; and,
+per selector the filters ask again and again (a gang placed pod by pod), the matching pods
+per node, moved by ``add``/``remove`` (``tallies.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -20,21 +23,16 @@ from tierra.api.node import Node, TaintEffect
 from tierra.api.pod import Pod
 from tierra.api.pod_rules import HostPort, PodAffinityTerm
 from tierra.scheduler.podrules.held_terms import SoftTerms
+from tierra.scheduler.podrules.tallies import Tallies, Tally, selector_key
 from tierra.topology.arrays import BoolArray
 from tierra.topology.index import IntArray
 
 MISSING = -1
 
 
-def _selector_key(sel: LabelSelector | None) -> Hashable:
-    if sel is None:
-        return None
-    return (tuple(sorted(sel.match_labels.items())), sel.match_expressions)
-
-
 def term_key(term: PodAffinityTerm, spaces: frozenset[str] | None) -> Hashable:
     """What makes two pods' terms the same rule (replicas share one)."""
-    return (term.topology_key, _selector_key(term.selector), spaces)
+    return (term.topology_key, selector_key(term.selector), spaces)
 
 
 @dataclass(slots=True)
@@ -55,6 +53,9 @@ class NodeTable:
         self.position = {name: i for i, name in enumerate(self.names)}
         self._keys: dict[str, tuple[IntArray, list[str]]] = {}
         self._memo: dict[Hashable, BoolArray] = {}
+        self._per_node: dict[str, bool] = {}
+        # per spread constraint and pod shape: its eligible nodes and their domain codes
+        self.spread: dict[Hashable, tuple[BoolArray, IntArray]] = {}
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -79,8 +80,54 @@ class NodeTable:
 
     def per_node(self, key: str) -> bool:
         """Whether ``key`` names each node alone (every node has it, no two share it)."""
+        found = self._per_node.get(key)
+        if found is None:
+            codes, names = self.values(key)
+            found = self._per_node[key] = bool((codes != MISSING).all()) and len(names) == len(
+                codes
+            )
+        return found
+
+    def missing(self, key: str) -> BoolArray:
+        """Nodes without the ``key`` label (memoized per key)."""
+        found = self._memo.get(("missing", key))
+        if found is None:
+            found = self._memo[("missing", key)] = self.values(key)[0] == MISSING
+        return found
+
+    def positions(self, names: Iterable[str]) -> IntArray:
+        """The named nodes' positions, -1 for a name not in the table (one C-level pass
+        over the names: a gang placed pod by pod asks this for every pod)."""
+        return np.fromiter(map(self.position.get, names, repeat(MISSING)), dtype=np.int64)
+
+    def around(self, key: str, names: Iterable[str], but: str | None = None) -> BoolArray | None:
+        """Nodes sharing a ``key`` value with one of the named nodes other than ``but``
+        (a name not in the table, or a node without the label, reaches none); None when
+        none is reached. One array look-up for all names, not a Python test per name."""
+        at = self.positions(names)
+        at = at[at != (MISSING if but is None else self.position.get(but, MISSING))]
+        at = at[at != MISSING]
+        if self.per_node(key):
+            return self.in_domains(key, at) if len(at) else None  # codes are positions
+        codes, _ = self.values(key)
+        found = codes[at]
+        found = found[found != MISSING]
+        return self.in_domains(key, found) if len(found) else None
+
+    def in_domains(self, key: str, domains: Iterable[int] | IntArray) -> BoolArray:
+        """Nodes whose ``key`` value is one of the codes ``domains`` (a node without the
+        label never): a lookup per node, or, when the key names each node alone (its
+        codes are then the nodes' positions), the positions set directly."""
+        wanted = domains if isinstance(domains, np.ndarray) else list(domains)
+        if self.per_node(key):
+            out = np.zeros(len(self.nodes), dtype=bool)
+            out[wanted] = True
+            return out
         codes, names = self.values(key)
-        return bool((codes != MISSING).all()) and len(names) == len(codes)
+        table = np.zeros(len(names) + 1, dtype=bool)  # the last slot: code -1, no label
+        table[wanted] = True
+        found: BoolArray = table[codes]
+        return found
 
     def node_affinity(self, pod: Pod) -> BoolArray:
         """Nodes matching the pod's nodeSelector and required node affinity (memoized
@@ -165,15 +212,19 @@ class PodIndex:
     ports: dict[str, list[tuple[str, HostPort]]] = field(default_factory=dict)
     claim_users: dict[str, set[str]] = field(default_factory=dict)  # "ns/claim" -> pods
     soft: SoftTerms = field(default_factory=SoftTerms)  # terms that score others (held_terms)
+    tallies: Tallies = field(default_factory=Tallies)  # matching pods per node, per selector
+    version: int = 0  # moves with every pod added or removed (answers memoized over it)
 
     def add(self, pod: Pod, node: str) -> None:
         key = pod.key
         if key in self.entries:
             self.remove(key)
+        self.version += 1
         self.entries[key] = Placed(pod, node)
         for pair in pod.meta.labels.items():
             self.by_label.setdefault(pair, set()).add(key)
         self.by_namespace.setdefault(pod.namespace, set()).add(key)
+        self.tallies.add(pod, node)
         rules = pod.rules
         if rules is None:
             return
@@ -195,10 +246,12 @@ class PodIndex:
         entry = self.entries.pop(key, None)
         if entry is None:
             return
+        self.version += 1
         pod = entry.pod
         for pair in pod.meta.labels.items():
             _drop(self.by_label, pair, key)
         _drop(self.by_namespace, pod.namespace, key)
+        self.tallies.remove(pod, entry.node)
         if pod.rules is not None:
             self.soft.remove(key)
             for t in pod.rules.anti_affinity:
@@ -232,6 +285,7 @@ class PodIndex:
             ports={k: list(v) for k, v in self.ports.items()},
             claim_users={k: set(v) for k, v in self.claim_users.items()},
             soft=self.soft.copy(),
+            tallies=self.tallies.copy(),
         )
 
     @classmethod
@@ -265,6 +319,28 @@ class PodIndex:
         elif not names:
             names.add(owner_namespace)
         return frozenset(names)
+
+    def tally(self, selector: LabelSelector, spaces: frozenset[str] | None) -> Mapping[str, int]:
+        """Per node, the placed pods in ``spaces`` (None: any) that ``selector`` matches:
+        counted by one walk the first time, then kept up to date (``tallies.py``)."""
+        found = self.tallies.get(selector, spaces)
+        if found is None:
+            nodes: dict[str, int] = {}
+            for entry in self.matching(selector, spaces):
+                nodes[entry.node] = nodes.get(entry.node, 0) + 1
+            found = Tally(selector, spaces, nodes)
+            self.tallies.keep(found)
+        return found.nodes
+
+    def counted_at(
+        self, pod: Pod, selector: LabelSelector, spaces: frozenset[str] | None
+    ) -> str | None:
+        """The node where ``tally(selector, spaces)`` counts ``pod`` itself (None: it does
+        not), so an evaluation leaves the pod out of its own counts."""
+        entry = self.entries.get(pod.key)
+        if entry is None or not Tally(selector, spaces, {}).counts(entry.pod):
+            return None
+        return entry.node
 
     def matching(
         self, selector: LabelSelector | None, namespaces: frozenset[str] | None

@@ -10,7 +10,10 @@ than ``minDomains``. A node without the key is refused; otherwise it passes when
 domain's count, plus 1 if P matches the selector, minus the minimum is at most
 ``maxSkew``. ``matchLabelKeys`` were merged into the selector when the pod was read.
 
-Counting walks the pods the selector can match (``PodIndex.matching``), not every pod.
+Counting reads the nodes holding pods the selector matches (``PodIndex.tally``, kept up
+to date as pods are placed), not every pod; what depends only on the pod's node affinity,
+tolerations and constraint -- the eligible nodes and their domains -- is computed once per
+distinct pod shape in the session's ``NodeTable``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,28 @@ def _eligible(pod: Pod, c: SpreadConstraint, has_keys: BoolArray, nodes: NodeTab
     return mask
 
 
+def _domains(
+    pod: Pod, c: SpreadConstraint, hard: tuple[SpreadConstraint, ...], nodes: NodeTable
+) -> tuple[BoolArray, IntArray]:
+    """The eligible nodes and the domain codes among them, once per table and distinct
+    (constraint, keys of the pod's hard constraints, node affinity, tolerations): a
+    gang's replicas, decided one by one, share them."""
+    honor_affinity = c.node_affinity_policy == HONOR
+    honor_taints = c.node_taints_policy == HONOR
+    key = (
+        c.topology_key,
+        tuple(h.topology_key for h in hard),
+        (tuple(sorted(pod.node_selector.items())), pod.affinity_terms) if honor_affinity else 0,
+        pod.tolerations if honor_taints else 0,
+    )
+    found = nodes.spread.get(key)
+    if found is None:
+        codes, _ = nodes.values(c.topology_key)
+        eligible = _eligible(pod, c, _has_keys(hard, nodes), nodes)
+        found = nodes.spread[key] = (eligible, _present(codes[eligible]))
+    return found
+
+
 def _counts(
     pod: Pod,
     c: SpreadConstraint,
@@ -46,27 +71,37 @@ def _counts(
     placed: PodIndex,
 ) -> IntArray:
     """Matching pods per domain code, on eligible nodes only."""
-    codes, _ = nodes.values(c.topology_key)
-    width = int(codes.max()) + 1 if len(codes) else 0
-    counts = np.zeros(width + 1, dtype=np.int64)  # the last slot: nodes without the key
+    codes, names = nodes.values(c.topology_key)
+    counts = np.zeros(len(names) + 1, dtype=np.int64)  # the last slot: nodes without the key
     if c.selector is None or c.selector.empty:
         return counts  # countPodsMatchSelector counts nothing for an empty selector
-    at = nodes.position
-    for entry in placed.matching(c.selector, frozenset((pod.namespace,))):
-        i = at.get(entry.node)
-        if i is not None and entry.pod.key != pod.key and eligible[i]:
-            counts[codes[i]] += 1
+    spaces = frozenset((pod.namespace,))
+    itself = placed.counted_at(pod, c.selector, spaces)
+    tally = placed.tally(c.selector, spaces)
+    if not tally:
+        return counts
+    where = nodes.positions(tally)
+    many = np.fromiter(tally.values(), dtype=np.int64, count=len(tally))
+    if itself is not None:
+        many[where == nodes.position.get(itself, MISSING)] -= 1  # not counted by itself
+    kept = where != MISSING
+    where, many = where[kept], many[kept]
+    kept = eligible[where]  # eligible nodes all have the key: no code of -1 below
+    np.add.at(counts, codes[where[kept]], many[kept])
     return counts
 
 
 def _state(
-    pod: Pod, c: SpreadConstraint, has_keys: BoolArray, nodes: NodeTable, placed: PodIndex
+    pod: Pod,
+    c: SpreadConstraint,
+    hard: tuple[SpreadConstraint, ...],
+    nodes: NodeTable,
+    placed: PodIndex,
 ) -> tuple[IntArray, IntArray, int]:
     """Per node its domain code, per domain the matching pods, and the global minimum."""
     codes, _ = nodes.values(c.topology_key)
-    eligible = _eligible(pod, c, has_keys, nodes)
+    eligible, domains = _domains(pod, c, hard, nodes)
     counts = _counts(pod, c, nodes, eligible, placed)
-    domains = _present(codes[eligible])
     low = int(counts[domains].min()) if len(domains) >= max(1, c.min_domains) else 0
     return codes, counts, low
 
@@ -92,12 +127,11 @@ def evaluate(pod: Pod, nodes: NodeTable, placed: PodIndex) -> Verdict | None:
     if not hard:
         return None
     mark = Marker(NAME, len(nodes))
-    has_keys = _has_keys(hard, nodes)
     labels = pod.meta.labels
     for c in hard:
-        codes, counts, low = _state(pod, c, has_keys, nodes, placed)
-        mark.refuse(codes == MISSING, MISSING_LABEL)
+        codes, counts, low = _state(pod, c, hard, nodes, placed)
+        mark.refuse(nodes.missing(c.topology_key), MISSING_LABEL)
         own = 1 if c.selector is not None and c.selector.matches(labels) else 0
-        skew = counts[codes] + own - low  # codes of -1 read the last slot (refused above)
-        mark.refuse(skew > c.max_skew, NOT_MATCH)
+        skewed = counts + own - low > c.max_skew  # per domain: a look-up per node, not sums
+        mark.refuse(skewed[codes], NOT_MATCH)  # codes of -1 read the last slot (refused above)
     return mark.done()
