@@ -179,12 +179,26 @@ def wait_gone(
         if not left and not still:
             return
         if time.monotonic() > deadline:
-            log = plane.workdir / "kube-controller-manager.log"
-            tail = log.read_text().splitlines()[-20:] if log.exists() else []
-            conditions = json.loads(status.stdout)["status"] if still else {}
             raise AssertionError(
                 f"after {timeout:.0f} s still there: {left}, namespace {namespace} "
-                f"{conditions if still else 'gone'}; kube-controller-manager's log ends:\n"
-                + "\n".join(tail)
+                + (json.dumps(json.loads(status.stdout)["status"]) if still else "gone")
+                + "".join(_why_stuck(plane, name) for name in left)
             )
         time.sleep(1)
+
+
+def _why_stuck(plane: ControlPlane, name: str) -> str:
+    """A CRD left Terminating: its conditions and finalizers, and what the API server (whose
+    finalizer removes a CRD's objects, then the CRD) logged about it."""
+    if not name.startswith("customresourcedefinition"):
+        return ""
+    got = plane.kubectl("get", name, "-o", "json", check=False)
+    doc = json.loads(got.stdout) if got.returncode == 0 else {}
+    short = name.split("/", 1)[1]
+    log = plane.workdir / "kube-apiserver.log"
+    lines = [ln for ln in log.read_text().splitlines() if short in ln] if log.exists() else []
+    return (
+        f"\n{name}: finalizers {doc.get('metadata', {}).get('finalizers')}, conditions "
+        f"{json.dumps(doc.get('status', {}).get('conditions'))}; the API server's last lines "
+        "naming it:\n" + "\n".join(lines[-15:])
+    )
