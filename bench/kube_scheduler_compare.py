@@ -464,27 +464,35 @@ def curve_section(sizes: list[dict[str, Any]], args: argparse.Namespace) -> str:
         ]
         return f"{max(got):,.0f}" if got else "—"
 
+    live_gangs = any("gangs-live" in size["aggregate"] for size in sizes)
     rows = []
     for size in sorted(sizes, key=lambda s: s["nodes"]):
         agg, pods = size["aggregate"], size.get("pods", {})
         for who in ("kube-scheduler", "tierra"):
+            gangs_live = (
+                f"{fig(agg, 'gangs-live', who, 'latency_p50_s', 1000)} / "
+                f"{fig(agg, 'gangs-live', who, 'latency_p99_s', 1000)} | "
+                if live_gangs
+                else ""
+            )
             rows.append(
                 f"| {size['nodes']:,} | {who} | {pods.get('plain_pods', args.plain_pods):,} | "
                 f"{fig(agg, 'plain', who, 'pods_per_s')} | "
                 f"{fig(agg, 'plain', 'noop', 'pods_per_s')} | "
                 f"{fig(agg, 'gangs', who, 'pods_per_s')} | "
                 f"{fig(agg, 'plain-live', who, 'latency_p50_s', 1000)} / "
-                f"{fig(agg, 'plain-live', who, 'latency_p99_s', 1000)} | "
-                f"{fig(agg, 'gangs-live', who, 'latency_p50_s', 1000)} / "
-                f"{fig(agg, 'gangs-live', who, 'latency_p99_s', 1000)} | "
+                f"{fig(agg, 'plain-live', who, 'latency_p99_s', 1000)} | {gangs_live}"
                 f"{fig(agg, 'plain', who, 'first_bind_after_start_s', 1000)} | "
                 f"{peak(agg, who)} | {size['apiserver_peak_rss_mib']:,.0f} |"
             )
     head = (
         "| nodes | scheduler | plain pods | plain pods/s | no-op pods/s | gang pods/s | "
-        "plain at a rate p50 / p99 (ms) | gangs at a rate p50 / p99 (ms) | first bind (ms) | "
-        "its peak RSS (MiB) | API server peak RSS (MiB) |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "plain at a rate p50 / p99 (ms) | "
+        + ("gangs at a rate p50 / p99 (ms) | " if live_gangs else "")
+        + "first bind (ms) | its peak RSS (MiB) | API server peak RSS (MiB) |\n"
+        + "|---:|---|---:|---:|---:|---:|---:|"
+        + ("---:|" if live_gangs else "")
+        + "---:|---:|---:|"
     )
     return (
         "## The scaling curve\n\nThe saturation phases fill the same share of every size "
